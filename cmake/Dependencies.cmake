@@ -1,0 +1,29 @@
+# Third-party libraries, all from Debian's packages (scripts/install-deps.sh installs them).
+# A missing one stops the configure step with the name of the package to install.
+
+function(engine_require_package pkg debian_package)
+  find_package(${pkg} ${ARGN} QUIET)
+  if(NOT ${pkg}_FOUND)
+    message(FATAL_ERROR "cnn_engine: ${pkg} not found. Install the Debian package '${debian_package}' "
+                        "(scripts/install-deps.sh installs everything the build needs).")
+  endif()
+endfunction()
+
+engine_require_package(ZLIB zlib1g-dev)
+engine_require_package(fmt libfmt-dev)
+engine_require_package(nlohmann_json nlohmann-json3-dev)
+engine_require_package(CLI11 libcli11-dev)
+engine_require_package(Threads build-essential)
+if(ENGINE_BUILD_TESTS)
+  engine_require_package(GTest libgtest-dev)
+  engine_require_package(benchmark libbenchmark-dev)
+endif()
+engine_require_package(Gloo libgloo-dev)
+
+# stb ships headers only (plus libstb.so, which we do not need: one translation unit defines the code).
+find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)
+if(NOT STB_INCLUDE_DIR)
+  message(FATAL_ERROR "cnn_engine: stb_image.h not found. Install the Debian package 'libstb-dev'.")
+endif()
+add_library(engine::stb INTERFACE IMPORTED GLOBAL)
+set_target_properties(engine::stb PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${STB_INCLUDE_DIR})

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build, the tests and the main training job need.
+# Used by both README commands and by .ci/run; nothing else may be installed by hand.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build git pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libstb-dev libgloo-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  clang-format gnuplot-nox
+  dataset-fashion-mnist
+)
+# Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the engine and runs every test, as CI does: warnings are errors, formatting is checked, and the
+# CPU tests run again under AddressSanitizer + UndefinedBehaviorSanitizer. GPU tests run where a GPU is
+# visible and skip (visibly) where not.
+#
+#   scripts/test.sh            everything
+#   SKIP_SANITIZERS=1 scripts/test.sh   without the sanitizer build (faster, for local iteration)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=${JOBS:-$(nproc)}
+
+echo "== format check (clang-format)"
+bash scripts/format.sh --check
+
+echo "== build (Release, -Werror) in build/"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DENGINE_WERROR=ON
+cmake --build build -j "$jobs"
+
+echo "== tests (ctest: cpu and gpu labels)"
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+
+if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DENGINE_WITH_CUDA=OFF -DENGINE_SANITIZE=ON \
+        -DENGINE_WERROR=ON
+  cmake --build build-asan -j "$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -L cpu --output-on-failure -j "$jobs" --timeout 900
+fi
+
+echo "== all tests passed"
