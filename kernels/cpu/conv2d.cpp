@@ -1,0 +1,177 @@
+#include "kernels/cpu/conv2d.h"
+
+#include "core/error.h"
+
+namespace engine::cpu {
+namespace {
+
+// Offset of element (a, b, c, d) in a contiguous [A, B, C, D] array, in size_t so large tensors do not
+// overflow int.
+inline std::size_t offset4(int a, int b, int c, int d, int dim_b, int dim_c, int dim_d) {
+  return ((static_cast<std::size_t>(a) * static_cast<std::size_t>(dim_b) + static_cast<std::size_t>(b)) *
+              static_cast<std::size_t>(dim_c) +
+          static_cast<std::size_t>(c)) *
+             static_cast<std::size_t>(dim_d) +
+         static_cast<std::size_t>(d);
+}
+
+}  // namespace
+
+std::size_t Conv2dShape::x_size() const {
+  return static_cast<std::size_t>(n) * static_cast<std::size_t>(c) * static_cast<std::size_t>(h) *
+         static_cast<std::size_t>(w);
+}
+
+std::size_t Conv2dShape::w_size() const {
+  return static_cast<std::size_t>(k) * static_cast<std::size_t>(c) * static_cast<std::size_t>(r) *
+         static_cast<std::size_t>(s);
+}
+
+std::size_t Conv2dShape::y_size() const {
+  return static_cast<std::size_t>(n) * static_cast<std::size_t>(k) * static_cast<std::size_t>(p()) *
+         static_cast<std::size_t>(q());
+}
+
+void Conv2dShape::validate() const {
+  ENGINE_CHECK(n > 0 && c > 0 && h > 0 && w > 0,
+               "conv2d: input sizes must be positive, got x[{}, {}, {}, {}]", n, c, h, w);
+  ENGINE_CHECK(k > 0 && r > 0 && s > 0, "conv2d: weight sizes must be positive, got w[{}, {}, {}, {}]", k, c,
+               r, s);
+  ENGINE_CHECK(stride_h > 0 && stride_w > 0, "conv2d: stride must be positive, got ({}, {})", stride_h,
+               stride_w);
+  ENGINE_CHECK(pad_h >= 0 && pad_w >= 0, "conv2d: padding must not be negative, got ({}, {})", pad_h, pad_w);
+  ENGINE_CHECK(h + 2 * pad_h >= r && w + 2 * pad_w >= s,
+               "conv2d: kernel {}x{} is larger than the padded input {}x{} (input {}x{}, padding ({}, {}))",
+               r, s, h + 2 * pad_h, w + 2 * pad_w, h, w, pad_h, pad_w);
+}
+
+Conv2dShape conv2d_shape(const std::array<int, 4>& x_dims, const std::array<int, 4>& w_dims, int stride_h,
+                         int stride_w, int pad_h, int pad_w) {
+  ENGINE_CHECK(x_dims[1] == w_dims[1],
+               "conv2d: weight [{}, {}, {}, {}] has {} input channels, input x has {}", w_dims[0], w_dims[1],
+               w_dims[2], w_dims[3], w_dims[1], x_dims[1]);
+  const Conv2dShape shape{.n = x_dims[0],
+                          .c = x_dims[1],
+                          .h = x_dims[2],
+                          .w = x_dims[3],
+                          .k = w_dims[0],
+                          .r = w_dims[2],
+                          .s = w_dims[3],
+                          .stride_h = stride_h,
+                          .stride_w = stride_w,
+                          .pad_h = pad_h,
+                          .pad_w = pad_w};
+  shape.validate();
+  return shape;
+}
+
+template <typename T>
+void conv2d_forward(const Conv2dShape& g, const T* x, const T* w, const T* bias, T* y) {
+  g.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
+  const int P = g.p(), Q = g.q();
+  for (int n = 0; n < g.n; ++n) {
+    for (int k = 0; k < g.k; ++k) {
+      for (int p = 0; p < P; ++p) {
+        for (int q = 0; q < Q; ++q) {
+          double acc = bias != nullptr ? static_cast<double>(bias[k]) : 0.0;
+          for (int c = 0; c < g.c; ++c) {
+            for (int r = 0; r < g.r; ++r) {
+              const int i = p * g.stride_h - g.pad_h + r;
+              if (i < 0 || i >= g.h) continue;
+              for (int s = 0; s < g.s; ++s) {
+                const int j = q * g.stride_w - g.pad_w + s;
+                if (j < 0 || j >= g.w) continue;
+                acc += static_cast<double>(x[offset4(n, c, i, j, g.c, g.h, g.w)]) *
+                       static_cast<double>(w[offset4(k, c, r, s, g.c, g.r, g.s)]);
+              }
+            }
+          }
+          y[offset4(n, k, p, q, g.k, P, Q)] = static_cast<T>(acc);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv2d_backward(const Conv2dShape& g, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db) {
+  g.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
+               "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
+  const int P = g.p(), Q = g.q();
+
+  // dx, gathered: input row i is touched by output row p through kernel row r where p*stride - pad + r = i,
+  // i.e. r = i + pad - p*stride; enumerate r and keep those for which p is a whole number in [0, P).
+  if (dx != nullptr) {
+    for (int n = 0; n < g.n; ++n) {
+      for (int c = 0; c < g.c; ++c) {
+        for (int i = 0; i < g.h; ++i) {
+          for (int j = 0; j < g.w; ++j) {
+            double acc = 0.0;
+            for (int k = 0; k < g.k; ++k) {
+              for (int r = 0; r < g.r; ++r) {
+                const int ti = i + g.pad_h - r;
+                if (ti < 0 || ti % g.stride_h != 0 || ti / g.stride_h >= P) continue;
+                const int p = ti / g.stride_h;
+                for (int s = 0; s < g.s; ++s) {
+                  const int tj = j + g.pad_w - s;
+                  if (tj < 0 || tj % g.stride_w != 0 || tj / g.stride_w >= Q) continue;
+                  const int q = tj / g.stride_w;
+                  acc += static_cast<double>(dy[offset4(n, k, p, q, g.k, P, Q)]) *
+                         static_cast<double>(w[offset4(k, c, r, s, g.c, g.r, g.s)]);
+                }
+              }
+            }
+            dx[offset4(n, c, i, j, g.c, g.h, g.w)] = static_cast<T>(acc);
+          }
+        }
+      }
+    }
+  }
+
+  for (int k = 0; k < g.k; ++k) {
+    for (int c = 0; c < g.c; ++c) {
+      for (int r = 0; r < g.r; ++r) {
+        for (int s = 0; s < g.s; ++s) {
+          double acc = 0.0;
+          for (int n = 0; n < g.n; ++n) {
+            for (int p = 0; p < P; ++p) {
+              const int i = p * g.stride_h - g.pad_h + r;
+              if (i < 0 || i >= g.h) continue;
+              for (int q = 0; q < Q; ++q) {
+                const int j = q * g.stride_w - g.pad_w + s;
+                if (j < 0 || j >= g.w) continue;
+                acc += static_cast<double>(dy[offset4(n, k, p, q, g.k, P, Q)]) *
+                       static_cast<double>(x[offset4(n, c, i, j, g.c, g.h, g.w)]);
+              }
+            }
+          }
+          dw[offset4(k, c, r, s, g.c, g.r, g.s)] = static_cast<T>(acc);
+        }
+      }
+    }
+  }
+
+  if (db != nullptr) {
+    for (int k = 0; k < g.k; ++k) {
+      double acc = 0.0;
+      for (int n = 0; n < g.n; ++n) {
+        for (int p = 0; p < P; ++p) {
+          for (int q = 0; q < Q; ++q) acc += static_cast<double>(dy[offset4(n, k, p, q, g.k, P, Q)]);
+        }
+      }
+      db[k] = static_cast<T>(acc);
+    }
+  }
+}
+
+template void conv2d_forward<float>(const Conv2dShape&, const float*, const float*, const float*, float*);
+template void conv2d_forward<double>(const Conv2dShape&, const double*, const double*, const double*,
+                                     double*);
+template void conv2d_backward<float>(const Conv2dShape&, const float*, const float*, const float*, float*,
+                                     float*, float*);
+template void conv2d_backward<double>(const Conv2dShape&, const double*, const double*, const double*,
+                                      double*, double*, double*);
+
+}  // namespace engine::cpu

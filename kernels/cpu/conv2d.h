@@ -1,0 +1,58 @@
+#pragma once
+// 2-D convolution (cross-correlation, as PyTorch's Conv2d), float64-accumulating CPU reference: the oracle
+// every GPU convolution is tested against, and the CPU device's implementation. Plain loops, written to be
+// read, not to be fast.
+//
+// Layouts, all contiguous, row-major:
+//   x  [N, C, H, W]   input
+//   w  [K, C, R, S]   weight (PyTorch's layout: output channel first)
+//   b  [K]            optional bias
+//   y  [N, K, P, Q]   output, P = (H + 2*pad_h - R) / stride_h + 1, Q = (W + 2*pad_w - S) / stride_w + 1
+// Padding is zero padding; dilation and groups are not supported.
+//
+// Every sum is accumulated in double whatever the storage type T (float or double), and rounded to T once
+// at the end, so the float version differs from the double one by the output rounding alone.
+
+#include <array>
+#include <cstddef>
+
+namespace engine::cpu {
+
+struct Conv2dShape {
+  int n = 0, c = 0, h = 0, w = 0;  // input x[N, C, H, W]
+  int k = 0, r = 0, s = 0;         // weight w[K, C, R, S]
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+
+  int p() const { return (h + 2 * pad_h - r) / stride_h + 1; }  // output height
+  int q() const { return (w + 2 * pad_w - s) / stride_w + 1; }  // output width
+
+  std::size_t x_size() const;  // N*C*H*W
+  std::size_t w_size() const;  // K*C*R*S
+  std::size_t y_size() const;  // N*K*P*Q
+
+  // Throws engine::Error unless every size is positive, strides are positive, padding is not negative and
+  // the kernel fits in the padded input.
+  void validate() const;
+};
+
+// The geometry of a convolution of x[x_dims] by w[w_dims]; throws engine::Error when the weight's input
+// channels differ from the input's, or when the result does not validate().
+Conv2dShape conv2d_shape(const std::array<int, 4>& x_dims, const std::array<int, 4>& w_dims, int stride_h,
+                         int stride_w, int pad_h, int pad_w);
+
+// y[n,k,p,q] = b[k] + sum_{c,r,s} w[k,c,r,s] * x[n, c, p*stride_h - pad_h + r, q*stride_w - pad_w + s],
+// terms that fall in the padding counting as zero. bias may be nullptr (no bias).
+template <typename T>
+void conv2d_forward(const Conv2dShape& shape, const T* x, const T* w, const T* bias, T* y);
+
+// Given dy = dL/dy [N, K, P, Q], OVERWRITES (never accumulates into) the gradients:
+//   dx[n,c,i,j] = sum of dy[n,k,p,q] * w[k,c,r,s] over every (k,p,q,r,s) with
+//                 p*stride_h - pad_h + r = i and q*stride_w - pad_w + s = j    (a transposed convolution)
+//   dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, c, p*stride_h - pad_h + r, q*stride_w - pad_w + s]
+//   db[k]       = sum_{n,p,q} dy[n,k,p,q]
+// dx may be nullptr (the first layer needs no input gradient); db may be nullptr (no bias). dw is required.
+template <typename T>
+void conv2d_backward(const Conv2dShape& shape, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db);
+
+}  // namespace engine::cpu
