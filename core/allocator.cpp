@@ -203,11 +203,11 @@ class DeviceAllocator final : public CachingAllocator {
     CUDA_CHECK(cudaSetDevice(device_));
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     CUDA_CHECK(cudaSetDevice(previous));
-    ENGINE_FAIL("cuda:{} out of memory: asked for {:.1f} MiB, {:.1f} MiB free of {:.1f} MiB ({:.1f} MiB in use "
-                "by this process's tensors)",
-                device_, static_cast<double>(bytes) / 1048576.0, static_cast<double>(free_bytes) / 1048576.0,
-                static_cast<double>(total_bytes) / 1048576.0,
-                static_cast<double>(stats().bytes_in_use) / 1048576.0);
+    ENGINE_FAIL(
+        "cuda:{} out of memory: asked for {:.1f} MiB, {:.1f} MiB free of {:.1f} MiB ({:.1f} MiB in use "
+        "by this process's tensors)",
+        device_, static_cast<double>(bytes) / 1048576.0, static_cast<double>(free_bytes) / 1048576.0,
+        static_cast<double>(total_bytes) / 1048576.0, static_cast<double>(stats().bytes_in_use) / 1048576.0);
   }
 
  private:

@@ -19,11 +19,11 @@
 namespace engine {
 
 struct AllocatorStats {
-  std::size_t driver_allocs = 0;   // calls to the underlying cudaMalloc / cudaHostAlloc / aligned_alloc
-  std::size_t driver_frees = 0;    // calls to the underlying free
-  std::size_t bytes_in_use = 0;    // handed out and not yet returned
+  std::size_t driver_allocs = 0;  // calls to the underlying cudaMalloc / cudaHostAlloc / aligned_alloc
+  std::size_t driver_frees = 0;   // calls to the underlying free
+  std::size_t bytes_in_use = 0;   // handed out and not yet returned
   std::size_t peak_bytes_in_use = 0;
-  std::size_t bytes_cached = 0;    // held in the cache, free for reuse
+  std::size_t bytes_cached = 0;  // held in the cache, free for reuse
 };
 
 class Allocator {
@@ -39,7 +39,7 @@ class Allocator {
 };
 
 Allocator& cpu_allocator();
-Allocator& pinned_allocator();           // throws engine::Error where CUDA is absent
+Allocator& pinned_allocator();            // throws engine::Error where CUDA is absent
 Allocator& device_allocator(int device);  // throws engine::Error for a device that does not exist
 
 // Sizes are rounded so that nearby requests share blocks: to 512 bytes below 1 MiB, else to 2 MiB.

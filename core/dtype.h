@@ -45,12 +45,30 @@ constexpr std::string_view dtype_name(DType t) {
 
 template <typename T>
 struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::F64; };
-template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::BF16; };
-template <> struct dtype_of<float16> { static constexpr DType value = DType::F16; };
-template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType::I32; };
-template <> struct dtype_of<std::uint8_t> { static constexpr DType value = DType::U8; };
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::F32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::F64;
+};
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr DType value = DType::BF16;
+};
+template <>
+struct dtype_of<float16> {
+  static constexpr DType value = DType::F16;
+};
+template <>
+struct dtype_of<std::int32_t> {
+  static constexpr DType value = DType::I32;
+};
+template <>
+struct dtype_of<std::uint8_t> {
+  static constexpr DType value = DType::U8;
+};
 
 static_assert(sizeof(bfloat16) == 2 && sizeof(float16) == 2, "16-bit types must be packed");
 

@@ -66,11 +66,11 @@ std::string format_message(std::string_view format, const Args&... args) {
 
 }  // namespace engine
 
-#define ENGINE_CHECK(cond, ...)                                                    \
-  do {                                                                             \
-    if (!(cond)) [[unlikely]] {                                                    \
-      throw ::engine::Error(ENGINE_FORMAT(__VA_ARGS__), __FILE__, __LINE__);      \
-    }                                                                              \
+#define ENGINE_CHECK(cond, ...)                                              \
+  do {                                                                       \
+    if (!(cond)) [[unlikely]] {                                              \
+      throw ::engine::Error(ENGINE_FORMAT(__VA_ARGS__), __FILE__, __LINE__); \
+    }                                                                        \
   } while (0)
 
 #define ENGINE_FAIL(...) throw ::engine::Error(ENGINE_FORMAT(__VA_ARGS__), __FILE__, __LINE__)

@@ -62,8 +62,9 @@ ENGINE_HOST_DEVICE PhiloxBlock philox4x32_10(const std::uint32_t counter[4], con
 
 // Block `index` of the stream named by (seed, offset).
 ENGINE_HOST_DEVICE PhiloxBlock philox_block(std::uint64_t seed, std::uint64_t offset, std::uint64_t index) {
-  const std::uint32_t counter[4] = {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32),
-                                    static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(offset >> 32)};
+  const std::uint32_t counter[4] = {
+      static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32),
+      static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(offset >> 32)};
   const std::uint32_t key[2] = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
   return philox4x32_10(counter, key);
 }

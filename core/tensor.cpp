@@ -86,8 +86,8 @@ Tensor Tensor::view(const Shape& shape) const {
 }
 
 Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {
-  ENGINE_CHECK(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "slice [{}, {}) of {}", begin, end,
-               str());
+  ENGINE_CHECK(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "slice [{}, {}) of {}", begin,
+               end, str());
   const std::int64_t row = shape_[0] == 0 ? 0 : numel() / shape_[0];
   Tensor t = *this;
   t.shape_[0] = end - begin;
@@ -97,8 +97,8 @@ Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {
 
 Tensor Tensor::flat_range(std::int64_t offset, const Shape& shape) const {
   check_shape(shape);
-  ENGINE_CHECK(offset >= 0 && offset + shape_numel(shape) <= numel(), "flat_range at {} of shape {} exceeds {}",
-               offset, shape_str(shape), str());
+  ENGINE_CHECK(offset >= 0 && offset + shape_numel(shape) <= numel(),
+               "flat_range at {} of shape {} exceeds {}", offset, shape_str(shape), str());
   Tensor t = *this;
   t.shape_ = shape;
   t.offset_bytes_ += static_cast<std::size_t>(offset) * dtype_size(dtype_);
@@ -107,8 +107,8 @@ Tensor Tensor::flat_range(std::int64_t offset, const Shape& shape) const {
 
 void Tensor::copy_from(const Tensor& src, void* stream) {
   ENGINE_CHECK(defined() && src.defined(), "copy between undefined tensors");
-  ENGINE_CHECK(dtype_ == src.dtype_ && numel() == src.numel(), "copy from {} into {}: dtype and size must match",
-               src.str(), str());
+  ENGINE_CHECK(dtype_ == src.dtype_ && numel() == src.numel(),
+               "copy from {} into {}: dtype and size must match", src.str(), str());
   if (nbytes() == 0) return;
   if (device().is_cpu() && src.device().is_cpu()) {
     std::memmove(raw_data(), src.raw_data(), nbytes());

@@ -72,13 +72,14 @@ class Tensor {
   void* raw_data() const;
   template <typename T>
   T* data() const {
-    ENGINE_CHECK(dtype_of<T>::value == dtype_, "tensor {} accessed as {}", str(), dtype_name(dtype_of<T>::value));
+    ENGINE_CHECK(dtype_of<T>::value == dtype_, "tensor {} accessed as {}", str(),
+                 dtype_name(dtype_of<T>::value));
     return static_cast<T*>(raw_data());
   }
 
   // Views sharing this tensor's storage.
-  Tensor view(const Shape& shape) const;                       // same number of elements
-  Tensor slice(std::int64_t begin, std::int64_t end) const;    // rows [begin, end) of dimension 0
+  Tensor view(const Shape& shape) const;                             // same number of elements
+  Tensor slice(std::int64_t begin, std::int64_t end) const;          // rows [begin, end) of dimension 0
   Tensor flat_range(std::int64_t offset, const Shape& shape) const;  // elements [offset, offset+numel)
   bool shares_storage_with(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
 

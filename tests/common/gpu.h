@@ -5,9 +5,9 @@
 
 #include "core/device.h"
 
-#define SKIP_WITHOUT_GPU()                                                                   \
-  do {                                                                                       \
-    if (::engine::device_count() == 0) {                                                     \
-      GTEST_SKIP() << "no CUDA device visible (device_count() == 0): GPU test skipped";     \
-    }                                                                                        \
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    if (::engine::device_count() == 0) {                                                \
+      GTEST_SKIP() << "no CUDA device visible (device_count() == 0): GPU test skipped"; \
+    }                                                                                   \
   } while (0)

@@ -1,10 +1,10 @@
 #include "tests/common/gradcheck.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+
+#include <fmt/format.h>
 
 #include "core/philox.h"
 
@@ -15,6 +15,23 @@ double objective(const std::vector<double>& y, const std::vector<double>& probe)
   double sum = 0.0;
   for (std::size_t i = 0; i < y.size(); ++i) sum += y[i] * probe[i];
   return sum;
+}
+
+// Every index of an input of n elements, or a random sample of max_elements_per_input distinct ones (in
+// increasing order), drawn from the seed and the input's position so that each input gets its own sample.
+std::vector<std::size_t> elements_to_check(std::size_t n, const GradCheckOptions& o, std::size_t input) {
+  std::vector<std::size_t> all(n);
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  if (o.max_elements_per_input == 0 || n <= o.max_elements_per_input) return all;
+  // A partial Fisher-Yates shuffle: the first m entries become a uniform sample without repetition.
+  const std::size_t m = o.max_elements_per_input;
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::size_t j = i + philox_word(o.seed, 0x5a3b1e00 + input, i) % (n - i);
+    std::swap(all[i], all[j]);
+  }
+  all.resize(m);
+  std::sort(all.begin(), all.end());
+  return all;
 }
 
 }  // namespace
@@ -52,7 +69,8 @@ GradCheckResult check_gradients(const GradCheckCase& c, const GradCheckOptions& 
 
   if (analytic.size() != c.inputs.size()) {
     result.ok = false;
-    result.report = fmt::format("backward returned {} gradients for {} inputs", analytic.size(), c.inputs.size());
+    result.report =
+        fmt::format("backward returned {} gradients for {} inputs", analytic.size(), c.inputs.size());
     return result;
   }
 
@@ -62,12 +80,13 @@ GradCheckResult check_gradients(const GradCheckCase& c, const GradCheckOptions& 
     const std::string& name = c.inputs[k].name;
     if (analytic[k].size() != x.size()) {
       result.ok = false;
-      result.report += fmt::format("gradient of '{}' has {} elements, the input {}\n", name, analytic[k].size(),
-                                   x.size());
+      result.report +=
+          fmt::format("gradient of '{}' has {} elements, the input {}\n", name, analytic[k].size(), x.size());
       continue;
     }
+    const std::vector<std::size_t> indices = elements_to_check(x.size(), o, k);
     std::size_t skipped_here = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
+    for (const std::size_t i : indices) {
       const double original = x[i];
       x[i] = original + o.step;
       const double f_plus = objective(c.forward(seed), probe);
@@ -91,17 +110,20 @@ GradCheckResult check_gradients(const GradCheckCase& c, const GradCheckOptions& 
       if (!(error <= o.tolerance)) {  // also catches NaN
         result.ok = false;
         if (mismatches_reported++ < 10) {
-          result.report += fmt::format("d/d{}[{}]: analytic {:.10g}, numeric {:.10g} (relative error {:.3g})\n",
-                                       name, i, a, numeric, error);
+          result.report +=
+              fmt::format("d/d{}[{}]: analytic {:.10g}, numeric {:.10g} (relative error {:.3g})\n", name, i,
+                          a, numeric, error);
         }
       }
     }
     result.skipped += skipped_here;
-    if (!x.empty() && static_cast<double>(skipped_here) > o.max_skipped_fraction * static_cast<double>(x.size())) {
+    if (!indices.empty() &&
+        static_cast<double>(skipped_here) > o.max_skipped_fraction * static_cast<double>(indices.size())) {
       result.ok = false;
-      result.report += fmt::format("'{}': {} of {} elements sat on a kink and were skipped; the check proves "
-                                   "too little (choose inputs away from kinks)\n",
-                                   name, skipped_here, x.size());
+      result.report += fmt::format(
+          "'{}': {} of {} elements sat on a kink and were skipped; the check proves "
+          "too little (choose inputs away from kinks)\n",
+          name, skipped_here, indices.size());
     }
   }
   return result;

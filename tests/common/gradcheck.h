@@ -45,6 +45,10 @@ struct GradCheckOptions {
   double kink_threshold = 1e-3;        // |left - right| / max(1, |central|) above this marks a kink
   double max_skipped_fraction = 0.25;  // more skipped elements than this fails the check
   std::uint64_t seed = 20261122;
+  // 0: perturb every element of every input. Otherwise at most this many elements per input, chosen at
+  // random (distinct, from `seed`): for inputs too large to check whole, such as a model's parameters, where
+  // each element costs three forward passes. The skipped fraction is then taken over the sampled elements.
+  std::size_t max_elements_per_input = 0;
 };
 
 struct GradCheckResult {
@@ -67,9 +71,9 @@ std::vector<double> distinct_values(std::size_t n, std::uint64_t seed, double ga
 }  // namespace engine::testing
 
 // Fails the current test with the checker's report when the gradients disagree.
-#define EXPECT_GRADIENTS_MATCH(gradcheck_case, ...)                                                     \
-  do {                                                                                                  \
-    const auto engine_gc_result = ::engine::testing::check_gradients(gradcheck_case, ##__VA_ARGS__);   \
-    EXPECT_TRUE(engine_gc_result.ok) << engine_gc_result.report;                                        \
-    EXPECT_GT(engine_gc_result.checked, 0u) << "the gradient check compared no element";               \
+#define EXPECT_GRADIENTS_MATCH(gradcheck_case, ...)                                                  \
+  do {                                                                                               \
+    const auto engine_gc_result = ::engine::testing::check_gradients(gradcheck_case, ##__VA_ARGS__); \
+    EXPECT_TRUE(engine_gc_result.ok) << engine_gc_result.report;                                     \
+    EXPECT_GT(engine_gc_result.checked, 0u) << "the gradient check compared no element";             \
   } while (0)

@@ -1,9 +1,9 @@
 // The CUDA error path on a machine without a GPU (CI): device_count() answers 0 instead of failing, and a
 // failing CUDA call throws engine::Error carrying the file, the line, the expression and CUDA's message.
 // On a machine with GPUs the same test makes a call that fails there too (an out-of-range device).
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "core/device.h"
 #include "core/error.h"

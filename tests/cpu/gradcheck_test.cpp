@@ -2,10 +2,10 @@
 // skips kinks, and refuses to pass when it skipped too much.
 #include "tests/common/gradcheck.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 namespace engine::testing {
 namespace {
@@ -49,7 +49,9 @@ TEST(GradCheck, RejectsAGradientOffByOnePercentInOneElement) {
 TEST(GradCheck, RejectsAWrongNumberOfGradients) {
   std::vector<double> x = {0.5}, w = {1.0};
   GradCheckCase c = cube_case(x, w, 1.0);
-  c.backward = [](const std::vector<double>&, std::uint64_t) { return std::vector<std::vector<double>>{{1.0}}; };
+  c.backward = [](const std::vector<double>&, std::uint64_t) {
+    return std::vector<std::vector<double>>{{1.0}};
+  };
   EXPECT_FALSE(check_gradients(c).ok);
 }
 
@@ -94,7 +96,9 @@ TEST(GradCheck, SameSeedReachesEveryForward) {
     seeds.push_back(seed);
     return x;
   };
-  c.backward = [](const std::vector<double>& dy, std::uint64_t) { return std::vector<std::vector<double>>{dy}; };
+  c.backward = [](const std::vector<double>& dy, std::uint64_t) {
+    return std::vector<std::vector<double>>{dy};
+  };
   EXPECT_TRUE(check_gradients(c).ok);
   ASSERT_GT(seeds.size(), 1u);
   for (std::uint64_t s : seeds) EXPECT_EQ(s, seeds.front());

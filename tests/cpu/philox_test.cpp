@@ -2,9 +2,9 @@
 // convention. The GPU test (tests/gpu/philox_test.cu) checks the device gives the same words.
 #include "core/philox.h"
 
-#include <gtest/gtest.h>
-
 #include <set>
+
+#include <gtest/gtest.h>
 
 namespace engine {
 namespace {
@@ -31,7 +31,8 @@ TEST(Philox, KnownAnswerVectors) {
 
 TEST(Philox, StreamConventionMapsSeedOffsetIndex) {
   // key = seed (low, high words); counter = (index low, index high, offset low, offset high).
-  const std::uint64_t seed = 0x299f31d0a4093822ull, offset = 0x0370734413198a2eull, index = 0x85a308d3243f6a88ull;
+  const std::uint64_t seed = 0x299f31d0a4093822ull, offset = 0x0370734413198a2eull,
+                      index = 0x85a308d3243f6a88ull;
   const PhiloxBlock b = philox_block(seed, offset, index);
   EXPECT_EQ(b.v[0], 0xd16cfe09u);
   EXPECT_EQ(b.v[3], 0x24126ea1u);

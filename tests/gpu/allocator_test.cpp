@@ -2,9 +2,9 @@
 // with no new cudaMalloc; streams keep their own blocks; copies between host and device round-trip.
 #include "core/allocator.h"
 
-#include <gtest/gtest.h>
-
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "core/cuda_check.h"
 #include "core/stream.h"

@@ -1,7 +1,7 @@
 // ENGINE_CHECK inside a .cu file uses the run-time formatter (core/error.h). Needs no device.
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "core/error.h"
 

@@ -1,8 +1,8 @@
 // The device's Philox words equal the host's for the same (seed, offset, index): the basis for GPU dropout
 // masks and GPU augmentation that match the CPU exactly.
-#include <gtest/gtest.h>
-
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "core/cuda_check.h"
 #include "core/philox.h"
@@ -30,7 +30,8 @@ TEST(PhiloxGpu, DeviceWordsEqualHostWords) {
   Tensor uniforms = Tensor::empty({n}, DType::F32, Device::cuda(0));
   words.fill_bytes(0xFF);
   uniforms.fill_bytes(0xFF);
-  philox_words_kernel<<<(n + 255) / 256, 256>>>(seed, offset, static_cast<std::uint32_t*>(words.raw_data()), n);
+  philox_words_kernel<<<(n + 255) / 256, 256>>>(seed, offset, static_cast<std::uint32_t*>(words.raw_data()),
+                                                n);
   ENGINE_LAUNCH_CHECK();
   philox_uniform_kernel<<<(n + 255) / 256, 256>>>(seed, offset, uniforms.data<float>(), n);
   ENGINE_LAUNCH_CHECK();
