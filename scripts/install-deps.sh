@@ -9,9 +9,11 @@ packages=(
   libstb-dev libgloo-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   clang-format gnuplot-nox
+  clang libclang-rt-14-dev
   dataset-fashion-mnist
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
+# clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

@@ -29,4 +29,6 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
     ctest --test-dir build-asan -L cpu --output-on-failure -j "$jobs" --timeout 900
 fi
 
+FUZZ_SECONDS=${FUZZ_SECONDS:-12} bash scripts/fuzz.sh  # dataset readers under libFuzzer, ~1.5 minutes in all
+
 echo "== all tests passed"

@@ -1,0 +1,190 @@
+// cnn_data: reads a dataset with the engine's readers and reports what is in it: the number of images per
+// class, the pixel mean and standard deviation per channel (the numbers a Normalize transform wants), and
+// optionally a PNG grid of the first samples with their labels, to see that images, colours and labels are
+// right before training on them.
+//
+//   cnn_data --dataset cifar10|mnist|fashion-mnist|folder:PATH [--data-dir DIR] [--split train|test]
+//            [--grid out.png] [--grid-rows 8] [--grid-cols 8] [--channels 3] [--size HxW]
+//
+// Exit codes: 0 ok; 2 bad usage or bad input (the message names the flag or the file); 1 another failure.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "apps/data_grid.h"
+#include "core/error.h"
+#include "data/cifar10.h"
+#include "data/idx.h"
+#include "data/image_codec.h"
+#include "data/image_folder.h"
+
+namespace {
+
+using engine::data::Dataset;
+using engine::data::Split;
+
+struct Options {
+  std::string dataset;
+  std::string data_dir;
+  std::string split = "train";
+  std::string grid;
+  int grid_rows = 8;
+  int grid_cols = 8;
+  int channels = 3;
+  std::string size;  // "HxW" or "N" for folders; empty keeps the files' size
+};
+
+constexpr const char* kFolderPrefix = "folder:";
+
+struct Loaded {
+  Dataset dataset;
+  std::string description;  // "cifar10 (train) from DIR"
+};
+
+// Parses --size "HxW" or "N" (square).
+std::pair<std::int64_t, std::int64_t> parse_size(const std::string& text) {
+  if (text.empty()) return {0, 0};
+  try {
+    std::size_t used = 0;
+    const long long h = std::stoll(text, &used);
+    if (used == text.size() && h > 0) return {h, h};
+    if (text[used] == 'x' && used + 1 < text.size()) {
+      std::size_t used_w = 0;
+      const long long w = std::stoll(text.substr(used + 1), &used_w);
+      if (used + 1 + used_w == text.size() && h > 0 && w > 0) return {h, w};
+    }
+  } catch (const std::exception&) {
+  }
+  ENGINE_FAIL("--size '{}': expected HxW or N, positive", text);
+}
+
+Loaded load(const Options& o) {
+  const Split split = engine::data::parse_split(o.split);
+  const std::string which = fmt::format("{} ({})", o.dataset, o.split);
+  if (o.dataset == "cifar10") {
+    const std::string root = o.data_dir.empty() ? engine::data::default_cifar10_root() : o.data_dir;
+    return {engine::data::load_cifar10(root, split), which + " from " + root};
+  }
+  if (o.dataset == "mnist") {
+    const std::string root = o.data_dir.empty() ? engine::data::default_mnist_root() : o.data_dir;
+    return {engine::data::load_mnist(root, split), which + " from " + root};
+  }
+  if (o.dataset == "fashion-mnist") {
+    const std::string root = o.data_dir.empty() ? engine::data::kFashionMnistDebianDir : o.data_dir;
+    return {engine::data::load_fashion_mnist(root, split), which + " from " + root};
+  }
+  const std::string root = o.dataset.substr(std::string(kFolderPrefix).size());
+  const auto [h, w] = parse_size(o.size);
+  return {engine::data::load_image_folder(root, o.channels, h, w), "image folder " + root};
+}
+
+void print_report(const Loaded& loaded, double seconds) {
+  const Dataset& d = loaded.dataset;
+  fmt::print("dataset: {}\n", loaded.description);
+  fmt::print("images:  {} of {} x {} x {} (C x H x W), {} classes, read in {:.2f} s\n", d.size(), d.channels,
+             d.height, d.width, d.num_classes(), seconds);
+
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(d.num_classes()), 0);
+  for (const auto label : d.labels) ++counts[static_cast<std::size_t>(label)];
+  fmt::print("\nclass counts:\n");
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    fmt::print("  {:>3}  {:<16} {:>7}  {:5.2f}%\n", c, d.class_names[c], counts[c],
+               d.size() ? 100.0 * static_cast<double>(counts[c]) / static_cast<double>(d.size()) : 0.0);
+  }
+
+  // Exact integer sums (50,000 CIFAR images: sum of squares < 2^42), then population mean and std.
+  const std::int64_t plane = d.height * d.width;
+  std::vector<std::uint64_t> sum(static_cast<std::size_t>(d.channels), 0), sum_sq(sum.size(), 0);
+  for (std::int64_t i = 0; i < d.size(); ++i) {
+    const std::uint8_t* image = d.image(i);
+    for (std::int64_t c = 0; c < d.channels; ++c) {
+      std::uint64_t s = 0, s2 = 0;
+      for (std::int64_t p = 0; p < plane; ++p) {
+        const std::uint64_t v = image[c * plane + p];
+        s += v;
+        s2 += v * v;
+      }
+      sum[static_cast<std::size_t>(c)] += s;
+      sum_sq[static_cast<std::size_t>(c)] += s2;
+    }
+  }
+  static const std::array<const char*, 4> kRgba = {"R", "G", "B", "A"};
+  fmt::print("\npixel statistics per channel (population std):\n");
+  fmt::print("  {:<8} {:>12} {:>12} {:>11} {:>11}\n", "channel", "mean 0..255", "std 0..255", "mean 0..1",
+             "std 0..1");
+  const double n = static_cast<double>(d.size()) * static_cast<double>(plane);
+  for (std::int64_t c = 0; c < d.channels; ++c) {
+    const double mean = n > 0 ? static_cast<double>(sum[static_cast<std::size_t>(c)]) / n : 0.0;
+    const double var =
+        n > 0 ? static_cast<double>(sum_sq[static_cast<std::size_t>(c)]) / n - mean * mean : 0.0;
+    const double stdev = var > 0 ? std::sqrt(var) : 0.0;
+    const std::string name = d.channels == 1 ? "gray" : kRgba[static_cast<std::size_t>(c)];
+    fmt::print("  {:<8} {:>12.4f} {:>12.4f} {:>11.6f} {:>11.6f}\n", name, mean, stdev, mean / 255.0,
+               stdev / 255.0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"cnn_data: class counts, pixel statistics and a sample grid of a dataset"};
+  app.add_option("--dataset", o.dataset,
+                 "cifar10, mnist, fashion-mnist, or folder:PATH (one sub-folder per class)")
+      ->required()
+      ->check([](const std::string& v) -> std::string {
+        if (v == "cifar10" || v == "mnist" || v == "fashion-mnist") return {};
+        if (v.rfind(kFolderPrefix, 0) == 0 && v.size() > std::string(kFolderPrefix).size()) return {};
+        return "expected cifar10, mnist, fashion-mnist or folder:PATH, got '" + v + "'";
+      });
+  app.add_option("--data-dir", o.data_dir,
+                 "dataset folder (default: $CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; "
+                 "/usr/share/datasets/fashion-mnist)");
+  app.add_option("--split", o.split, "train or test")->check(CLI::IsMember({"train", "test"}));
+  app.add_option("--grid", o.grid, "write a PNG grid of the first samples with their labels");
+  app.add_option("--grid-rows", o.grid_rows, "grid rows")->check(CLI::Range(1, 64));
+  app.add_option("--grid-cols", o.grid_cols, "grid columns")->check(CLI::Range(1, 64));
+  app.add_option("--channels", o.channels, "folder datasets: channels to decode to (1, 3 or 4)")
+      ->check(CLI::IsMember({1, 3, 4}));
+  app.add_option("--size", o.size, "folder datasets: resize every image to HxW (or N x N); default: keep");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  Loaded loaded;
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    loaded = load(o);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    print_report(loaded, seconds);
+  } catch (const engine::Error& e) {  // the readers' and flags' errors: bad input
+    fmt::print(stderr, "cnn_data: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "cnn_data: {}\n", e.what());
+    return 1;
+  }
+
+  if (!o.grid.empty()) {
+    try {
+      const auto grid = engine::apps::make_sample_grid(loaded.dataset, o.grid_rows, o.grid_cols);
+      engine::data::write_png(o.grid, grid);
+      fmt::print("\nwrote {} ({} x {} pixels: the first {} samples)\n", o.grid, grid.width, grid.height,
+                 std::min<std::int64_t>(loaded.dataset.size(), std::int64_t{o.grid_rows} * o.grid_cols));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "cnn_data: --grid {}: {}\n", o.grid, e.what());
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,91 @@
+#pragma once
+// The one definition of what a random augmentation draws and how a pixel is normalized, shared by the CPU
+// transforms (data/transforms.cpp) and the CUDA kernel (data/cuda/transforms.cu) so the two cannot drift.
+//
+// Draws: a sample's crop offsets and flip come from Philox block `sample_index` of the stream
+// (seed, kAugmentStream | epoch). They depend on nothing else: not on the rank, the worker thread, the batch
+// the sample lands in, or the device, so a sample looks the same on every path and every world size.
+//
+// Geometry (torchvision's RandomCrop(size = image size, padding = pad) then RandomHorizontalFlip(0.5)): the
+// image is zero-padded by `pad` on every side, a window of the original size is cut at (dx, dy) with dx, dy
+// uniform in [0, 2*pad], and the window is mirrored left-right with probability 1/2. Without a crop the
+// window sits at (pad, pad), the identity. Padding pixels are the uint8 value 0, normalized like any other
+// pixel (as torchvision pads before ToTensor/Normalize).
+//
+// Normalize: out = (x / 255 - mean) / std, in float32, in exactly torchvision's operation order
+// (ToTensor divides by 255, Normalize subtracts then divides). Each of the three operations is a correctly
+// rounded IEEE operation on both sides: on the host, SSE float arithmetic (division and subtraction are
+// never contracted into an FMA, unlike a*b+c); on the device, the __fdiv_rn/__fsub_rn intrinsics, which
+// neither -use_fast_math nor FMA contraction can change. So CPU and GPU outputs are bitwise equal, and equal
+// to torchvision's for the same crop and flip.
+
+#include <cstdint>
+
+#include "core/philox.h"
+
+namespace engine::data {
+
+// Philox offsets that name the data pipeline's random streams; the high 32 bits keep them apart from other
+// users of the same seed (dropout offsets count steps from 0).
+constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;  // "AUGM"; low 32 bits: the epoch
+constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;  // "SAMP"
+
+// What the augmentation does; plain data so it can be passed to a kernel by value.
+struct AugmentSpec {
+  std::uint64_t seed = 0;
+  std::int32_t pad = 0;      // zero padding on each side for the random crop
+  bool random_crop = false;  // off: the window sits at (pad, pad), i.e. no crop
+  bool random_flip = false;  // on: mirror left-right with probability 1/2
+};
+
+// One sample's draw: the window's top-left corner in the padded image, and whether it is mirrored.
+struct AugmentDraw {
+  std::int32_t dx = 0;  // in [0, 2*pad]
+  std::int32_t dy = 0;  // in [0, 2*pad]
+  bool flip = false;
+};
+
+// Uniform in [0, n) from 32 random bits by multiply-shift (bias below n / 2^32, i.e. 2e-9 for n = 9).
+ENGINE_HOST_DEVICE std::int32_t uniform_below(std::uint32_t bits, std::uint32_t n) {
+  return static_cast<std::int32_t>((static_cast<std::uint64_t>(bits) * n) >> 32);
+}
+
+ENGINE_HOST_DEVICE AugmentDraw draw_augment(const AugmentSpec& spec, std::uint64_t epoch,
+                                            std::uint64_t sample_index) {
+  const PhiloxBlock bits = philox_block(spec.seed, kAugmentStream | (epoch & 0xffffffffull), sample_index);
+  AugmentDraw d;
+  d.dx = spec.pad;
+  d.dy = spec.pad;
+  if (spec.random_crop) {
+    const auto span = static_cast<std::uint32_t>(2 * spec.pad + 1);
+    d.dx = uniform_below(bits.v[0], span);
+    d.dy = uniform_below(bits.v[1], span);
+  }
+  if (spec.random_flip) d.flip = (bits.v[2] >> 31) != 0u;
+  return d;
+}
+
+// Output row y reads source row source_y(...) of the original image; outside [0, height) it reads padding.
+ENGINE_HOST_DEVICE std::int32_t source_y(std::int32_t y, const AugmentDraw& d, std::int32_t pad) {
+  return y + d.dy - pad;
+}
+
+// Output column x reads source column source_x(...); the flip mirrors the window, then the crop shifts it.
+ENGINE_HOST_DEVICE std::int32_t source_x(std::int32_t x, std::int32_t width, const AugmentDraw& d,
+                                         std::int32_t pad) {
+  const std::int32_t in_window = d.flip ? width - 1 - x : x;
+  return in_window + d.dx - pad;
+}
+
+// (x / 255 - mean) / std, each operation rounded to nearest (see the header comment).
+ENGINE_HOST_DEVICE float normalize_value(std::uint8_t x, float mean, float std_dev) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(__fsub_rn(__fdiv_rn(static_cast<float>(x), 255.0f), mean), std_dev);
+#else
+  const float unit = static_cast<float>(x) / 255.0f;
+  const float centered = unit - mean;
+  return centered / std_dev;
+#endif
+}
+
+}  // namespace engine::data

@@ -1,0 +1,72 @@
+// The augmentation kernel: gather, random crop with zero padding, horizontal flip, normalize, NCHW float32.
+//
+// One block per image. Thread 0 draws the image's crop and flip once (data/augment_params.h, the same code
+// the CPU runs) and shares it; then the block walks the image's C*H*W outputs with consecutive threads on
+// consecutive outputs, so the float stores coalesce. The work is a byte load and two correctly rounded
+// divisions per output: the kernel is bound by memory traffic, which is the 4 output bytes per pixel.
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "data/augment_params.h"
+#include "data/cuda/transforms.h"
+
+namespace engine::data::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads) augment_normalize_kernel(AugmentBatchArgs a) {
+  const std::int64_t b = blockIdx.x;
+  const std::int64_t row = a.gather != nullptr ? a.gather[b] : b;
+  // Plain words in shared memory (no constructor runs for __shared__ objects).
+  __shared__ std::int32_t shared_draw[3];
+  if (threadIdx.x == 0) {
+    const AugmentDraw first = draw_augment(a.spec, a.epoch, static_cast<std::uint64_t>(a.sample_ids[b]));
+    shared_draw[0] = first.dx;
+    shared_draw[1] = first.dy;
+    shared_draw[2] = first.flip ? 1 : 0;
+    if (a.labels != nullptr) a.out_labels[b] = a.labels[row];
+  }
+  __syncthreads();
+  AugmentDraw d;
+  d.dx = shared_draw[0];
+  d.dy = shared_draw[1];
+  d.flip = shared_draw[2] != 0;
+
+  const std::int32_t hw = a.height * a.width;
+  const std::int32_t chw = a.channels * hw;
+  const std::uint8_t* src = a.images + row * chw;
+  float* dst = a.out + b * chw;
+  for (std::int32_t e = static_cast<std::int32_t>(threadIdx.x); e < chw; e += kThreads) {
+    const std::int32_t c = e / hw;
+    const std::int32_t rem = e - c * hw;
+    const std::int32_t y = rem / a.width;
+    const std::int32_t x = rem - y * a.width;
+    const std::int32_t sy = source_y(y, d, a.spec.pad);
+    const std::int32_t sx = source_x(x, a.width, d, a.spec.pad);
+    const bool inside = sy >= 0 && sy < a.height && sx >= 0 && sx < a.width;
+    const std::uint8_t v = inside ? src[c * hw + sy * a.width + sx] : std::uint8_t{0};
+    dst[e] = normalize_value(v, a.mean[c], a.std_dev[c]);
+  }
+}
+
+}  // namespace
+
+void augment_normalize(const AugmentBatchArgs& a, cudaStream_t stream) {
+  ENGINE_CHECK(a.batch >= 0 && a.batch <= 0x7fffffff, "augment_normalize: batch {} out of range", a.batch);
+  ENGINE_CHECK(a.channels >= 1 && a.channels <= kMaxChannels,
+               "augment_normalize: {} channels (1..{} supported)", a.channels, kMaxChannels);
+  ENGINE_CHECK(a.height >= 1 && a.width >= 1, "augment_normalize: image {}x{}", a.height, a.width);
+  ENGINE_CHECK(static_cast<std::int64_t>(a.channels) * a.height * a.width <= 0x7fffffff,
+               "augment_normalize: image of {}x{}x{} too large", a.channels, a.height, a.width);
+  ENGINE_CHECK(a.spec.pad >= 0, "augment_normalize: negative padding {}", a.spec.pad);
+  ENGINE_CHECK(a.labels == nullptr || a.out_labels != nullptr,
+               "augment_normalize: labels without out_labels");
+  if (a.batch == 0) return;
+  ENGINE_CHECK(a.images != nullptr && a.sample_ids != nullptr && a.out != nullptr,
+               "augment_normalize: null images, sample_ids or out");
+  augment_normalize_kernel<<<static_cast<unsigned>(a.batch), kThreads, 0, stream>>>(a);
+  ENGINE_LAUNCH_CHECK();
+}
+
+}  // namespace engine::data::cuda

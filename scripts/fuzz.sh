@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz (clang, AddressSanitizer + UndefinedBehaviorSanitizer) in
+# build-fuzz/, replays the checked-in seed corpus, then fuzzes each target for a bounded time. An engine::Error
+# is a reader's expected answer to bad bytes; a crash, a sanitizer report, a leak or a timeout fails the script
+# and leaves the input in build-fuzz/artifacts/.
+#
+#   scripts/fuzz.sh                       every target, FUZZ_SECONDS (default 15) each
+#   FUZZ_SECONDS=300 scripts/fuzz.sh idx  one target, longer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-15}
+jobs=${JOBS:-$(nproc)}
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then targets=(cifar10 idx gzip image); fi
+
+echo "== fuzz: build (clang, ASan + UBSan + libFuzzer) in build-fuzz/"
+mkdir -p build-fuzz
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DENGINE_WITH_CUDA=OFF -DENGINE_SANITIZE=ON -DENGINE_FUZZ=ON -DENGINE_BUILD_TESTS=OFF -DENGINE_WERROR=ON \
+      > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
+cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+mkdir -p build-fuzz/artifacts
+for t in "${targets[@]}"; do
+  bin=build-fuzz/tests/fuzz/fuzz_$t
+  seeds=tests/fuzz/corpus/$t
+  echo "== fuzz_$t: replay $(ls "$seeds" | wc -l) seeds, then fuzz ${seconds}s"
+  "$bin" "$seeds"/* > "build-fuzz/fuzz_$t.replay.log" 2>&1 || { cat "build-fuzz/fuzz_$t.replay.log"; exit 1; }
+  work=build-fuzz/corpus/$t  # new inputs go here, never into the checked-in seeds
+  mkdir -p "$work"
+  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+         -artifact_prefix="build-fuzz/artifacts/$t-" "$work" "$seeds" > "build-fuzz/fuzz_$t.log" 2>&1 ||
+    { tail -n 60 "build-fuzz/fuzz_$t.log"; echo "fuzz_$t FAILED: input in build-fuzz/artifacts/"; exit 1; }
+  grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/fuzz_$t.log" | tr '\n' ' '
+  echo
+done
+echo "== fuzz: ${#targets[@]} targets clean"

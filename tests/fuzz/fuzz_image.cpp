@@ -1,0 +1,23 @@
+// Fuzzes image decoding (stb_image behind our signature, size and truncation checks): to 3 channels at the
+// file's size, and to 1 channel resized to 7 x 5.
+
+#include <cstdint>
+#include <span>
+
+#include "core/error.h"
+#include "data/image_codec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::uint8_t> bytes(data, size);
+  try {
+    const auto im = engine::data::decode_image(bytes, "fuzz.png", 3);
+    if (im.pixels.size() != static_cast<std::size_t>(3 * im.height * im.width)) __builtin_trap();
+  } catch (const engine::Error&) {
+  }
+  try {
+    const auto im = engine::data::decode_image(bytes, "fuzz.png", 1, 7, 5);
+    if (im.pixels.size() != 35) __builtin_trap();
+  } catch (const engine::Error&) {
+  }
+  return 0;
+}
