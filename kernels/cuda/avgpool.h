@@ -1,0 +1,13 @@
+#pragma once
+// Global average pooling on the GPU, as kernels/cpu/avgpool.h: y[n, c] = mean of the x[n, c] plane;
+// dx[n, c, i, j] = dy[n, c] / (h*w), OVERWRITTEN. One warp per plane, float accumulation (a plane is small:
+// 8x8 in a CIFAR ResNet), so the result differs from the double reference by O(h*w * 2^-24) relative.
+
+#include <cuda_runtime_api.h>
+
+namespace engine::cuda {
+
+void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y);
+void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, const float* dy, float* dx);
+
+}  // namespace engine::cuda

@@ -1,0 +1,46 @@
+#pragma once
+// BatchNorm2d on the GPU, the semantics of kernels/cpu/batchnorm2d.h exactly (cpu::BatchNorm2dShape):
+// biased variance normalizes, the UNBIASED variance (sum / (M - 1)) goes into running_var, momentum 0.1 by
+// default, save_mean / save_invstd hold the batch mean and 1 / sqrt(var + eps) for backward. gamma/beta may
+// be nullptr (affine = false), and then dgamma/dbeta must be nullptr. Backward OVERWRITES dx, dgamma, dbeta
+// (each may be nullptr when not wanted).
+//
+// The statistics, per channel over M = N*H*W values:
+//   pass 1 (a reduction): S1 = sum (x - K), S2 = sum (x - K)^2 accumulated in DOUBLE, where the shift K is
+//     the channel's first value x[0, c, 0, 0]. Shifting by a value of the data removes the cancellation of
+//     E[x^2] - E[x]^2 when |mean| >> std (the error then scales with (mean - K)^2, i.e. with the spread of
+//     the data, not with its offset), and double accumulation (53-bit) keeps the rounding of M adds far
+//     below float resolution for any M a GPU holds. One read of x instead of two-pass's two.
+//   The reduction is split over a grid (channel x chunk of the M values); each block writes its partial
+//   (S1, S2) in double to a scratch buffer and a second kernel adds the chunks in a fixed order: no atomics,
+//   so the statistics and everything downstream are deterministic (bitwise equal run to run).
+//   mean = K + S1/M, var = S2/M - (S1/M)^2 (all double), invstd = 1/sqrt(var + eps).
+// Backward reduces sum dy and sum dy * xhat the same way (double, fixed order), then dx elementwise.
+// Scratch (a few KB) comes from the caching allocator on `stream`.
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cpu/batchnorm2d.h"
+
+namespace engine::cuda {
+
+void batchnorm2d_forward_training(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+                                  const float* gamma, const float* beta, float* y, float* save_mean,
+                                  float* save_invstd, float* running_mean, float* running_var,
+                                  double momentum = cpu::kBatchNormDefaultMomentum,
+                                  double eps = cpu::kBatchNormDefaultEps);
+
+void batchnorm2d_forward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+                              const float* gamma, const float* beta, const float* running_mean,
+                              const float* running_var, float* y, double eps = cpu::kBatchNormDefaultEps);
+
+void batchnorm2d_backward_training(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+                                   const float* gamma, const float* save_mean, const float* save_invstd,
+                                   const float* dy, float* dx, float* dgamma, float* dbeta);
+
+void batchnorm2d_backward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+                               const float* gamma, const float* running_mean, const float* running_var,
+                               const float* dy, float* dx, float* dgamma, float* dbeta,
+                               double eps = cpu::kBatchNormDefaultEps);
+
+}  // namespace engine::cuda

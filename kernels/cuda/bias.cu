@@ -1,0 +1,106 @@
+// Bias add and bias gradient kernels. The gradients accumulate in double in a fixed order (see
+// channel_reduce.cuh for NCHW; a column-tile kernel for rows), so they are deterministic and differ from the
+// float64 reference by the final rounding plus double-order effects far below it.
+#include "kernels/cuda/bias.h"
+#include "kernels/cuda/channel_reduce.cuh"
+
+namespace engine::cuda {
+namespace {
+
+__global__ void bias_add_nchw_kernel(float* y, const float* bias, int c, int hw, std::int64_t total) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    y[i] += bias[(i / hw) % c];
+  }
+}
+
+__global__ void bias_add_rows_kernel(float* y, const float* bias, int cols, std::int64_t total) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    y[i] += bias[i % cols];
+  }
+}
+
+struct SumDy {
+  const float* dy;
+  __device__ void operator()(std::int64_t offset, int /*c*/, double* acc) const {
+    acc[0] += static_cast<double>(dy[offset]);
+  }
+};
+
+__global__ void finish_bias_grad_kernel(const double* partial, int chunks, int c_count, float* db) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= c_count) return;
+  double sum = 0.0;
+  for (int j = 0; j < chunks; ++j) sum += partial[static_cast<std::int64_t>(c) * chunks + j];
+  db[c] = static_cast<float>(sum);
+}
+
+// Column sums of a row-major [rows, cols] matrix: block (32, 8) owns 32 columns; thread row ty sums rows
+// ty, ty+8, ... of its column, then the 8 partials are added in order.
+constexpr int kColTile = 32, kRowThreads = 8;
+
+__global__ void bias_grad_rows_kernel(const float* dy, float* db, int rows, int cols) {
+  __shared__ double partial[kRowThreads][kColTile];
+  const int col = static_cast<int>(blockIdx.x) * kColTile + static_cast<int>(threadIdx.x);
+  double sum = 0.0;
+  if (col < cols) {
+    for (int r = static_cast<int>(threadIdx.y); r < rows; r += kRowThreads) {
+      sum += static_cast<double>(dy[static_cast<std::int64_t>(r) * cols + col]);
+    }
+  }
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    double total = 0.0;
+    for (int t = 0; t < kRowThreads; ++t) total += partial[t][threadIdx.x];
+    db[col] = static_cast<float>(total);
+  }
+}
+
+void check_nchw(const char* op, int n, int c, int hw) {
+  ENGINE_CHECK(n > 0 && c > 0 && hw > 0, "{}: sizes must be positive, got n={} c={} hw={}", op, n, c, hw);
+}
+
+}  // namespace
+
+void bias_add_nchw(cudaStream_t stream, float* y, const float* bias, int n, int c, int hw) {
+  check_nchw("bias_add_nchw", n, c, hw);
+  ENGINE_CHECK(y != nullptr && bias != nullptr, "bias_add_nchw: null pointer");
+  const std::int64_t total = static_cast<std::int64_t>(n) * c * hw;
+  bias_add_nchw_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(y, bias, c, hw, total);
+  ENGINE_LAUNCH_CHECK();
+}
+
+void bias_grad_nchw(cudaStream_t stream, const float* dy, float* db, int n, int c, int hw) {
+  check_nchw("bias_grad_nchw", n, c, hw);
+  ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_nchw: null pointer");
+  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(n) * hw);
+  Tensor partial = detail::scratch<double>(static_cast<std::int64_t>(c) * chunks, stream);
+  detail::launch_channel_partial_sums<1>(stream, n, c, hw, chunks, SumDy{dy}, partial.data<double>(),
+                                         "bias_grad_nchw");
+  finish_bias_grad_kernel<<<detail::grid_for(c), detail::kBlock, 0, stream>>>(partial.data<double>(), chunks,
+                                                                              c, db);
+  ENGINE_LAUNCH_CHECK();
+}
+
+void bias_add_rows(cudaStream_t stream, float* y, const float* bias, int rows, int cols) {
+  ENGINE_CHECK(rows > 0 && cols > 0, "bias_add_rows: sizes must be positive, got rows={} cols={}", rows,
+               cols);
+  ENGINE_CHECK(y != nullptr && bias != nullptr, "bias_add_rows: null pointer");
+  const std::int64_t total = static_cast<std::int64_t>(rows) * cols;
+  bias_add_rows_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(y, bias, cols, total);
+  ENGINE_LAUNCH_CHECK();
+}
+
+void bias_grad_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols) {
+  ENGINE_CHECK(rows > 0 && cols > 0, "bias_grad_rows: sizes must be positive, got rows={} cols={}", rows,
+               cols);
+  ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_rows: null pointer");
+  const dim3 block(kColTile, kRowThreads);
+  const dim3 grid(static_cast<unsigned>(detail::ceil_div(cols, kColTile)));
+  bias_grad_rows_kernel<<<grid, block, 0, stream>>>(dy, db, rows, cols);
+  ENGINE_LAUNCH_CHECK();
+}
+
+}  // namespace engine::cuda

@@ -1,0 +1,23 @@
+#pragma once
+// Bias add and bias gradient, hand-written, for convolutions (NCHW: one bias per channel) and linear layers
+// (rows x cols: one bias per column).
+//
+// The gradients are reductions (over N*H*W, or over the rows) accumulated in DOUBLE, split over a grid,
+// and finished in a fixed order by a second kernel: deterministic, and accurate to the final rounding. They
+// OVERWRITE db. The adds are y += b in float (each element rounded once).
+
+#include <cuda_runtime_api.h>
+
+namespace engine::cuda {
+
+// y[n, c, i] += bias[c] for the hw cells i of each (n, c) plane.
+void bias_add_nchw(cudaStream_t stream, float* y, const float* bias, int n, int c, int hw);
+// db[c] = sum over n and the hw cells of dy[n, c, :].
+void bias_grad_nchw(cudaStream_t stream, const float* dy, float* db, int n, int c, int hw);
+
+// y[i, j] += bias[j] for a row-major [rows, cols] y.
+void bias_add_rows(cudaStream_t stream, float* y, const float* bias, int rows, int cols);
+// db[j] = sum_i dy[i, j].
+void bias_grad_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols);
+
+}  // namespace engine::cuda

@@ -1,0 +1,242 @@
+// Conv2d through cuDNN's legacy convolution API (cudnnConvolutionForward / BackwardData / BackwardFilter):
+// per-shape plans cached in the CudaHandles, one algorithm per direction chosen on first use, workspaces
+// from the caching allocator. See conv2d_cudnn.h.
+#include "kernels/cuda/conv2d_cudnn.h"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "kernels/cuda/bias.h"
+#include "kernels/cuda/conv2d_cudnn_plan.h"
+#include "kernels/cuda/scratch.h"
+
+namespace engine::cuda {
+namespace {
+
+using detail::CudnnConvPlan;
+
+CudnnConvPlan& plan_for(CudaHandles& handles, const cpu::Conv2dShape& s) {
+  auto& plans = handles.conv_plans().plans;
+  const detail::ConvKey key = detail::conv_key(s);
+  auto it = plans.find(key);
+  if (it != plans.end()) return *it->second;
+
+  auto plan = std::make_unique<CudnnConvPlan>();
+  plan->x.set_nchw(s.n, s.c, s.h, s.w);
+  plan->w.set_kcrs(s.k, s.c, s.r, s.s);
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                                              /*dilation_h=*/1, /*dilation_w=*/1, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv.get(), handles.cudnn_math_type()));
+  int n = 0, k = 0, p = 0, q = 0;
+  CUDNN_CHECK(
+      cudnnGetConvolution2dForwardOutputDim(plan->conv.get(), plan->x.get(), plan->w.get(), &n, &k, &p, &q));
+  ENGINE_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),
+               "conv2d_cudnn: cuDNN's output [{}, {}, {}, {}] differs from the shape's [{}, {}, {}, {}]", n,
+               k, p, q, s.n, s.k, s.p(), s.q());
+  plan->y.set_nchw(n, k, p, q);
+  return *plans.emplace(key, std::move(plan)).first->second;
+}
+
+// Whether cuDNN's candidate `perf` may be used under the handles' options.
+template <typename Perf>
+bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_deterministic) {
+  if (perf.status != CUDNN_STATUS_SUCCESS) return false;
+  if (perf.memory > o.max_conv_workspace_bytes) return false;
+  if (must_be_deterministic && o.deterministic && perf.determinism != CUDNN_DETERMINISTIC) return false;
+  // fp32 means fp32: a candidate that needs tensor-op math (TF32) is skipped unless TF32 is allowed.
+  if (!o.allow_tf32 &&
+      (perf.mathType == CUDNN_TENSOR_OP_MATH || perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) {
+    return false;
+  }
+  return true;
+}
+
+template <typename Perf>
+Perf pick(const std::vector<Perf>& perfs, int returned, const CudaHandlesOptions& o,
+          bool must_be_deterministic, const char* direction, const cpu::Conv2dShape& s) {
+  for (int i = 0; i < returned; ++i) {
+    if (acceptable(perfs[static_cast<std::size_t>(i)], o, must_be_deterministic)) {
+      return perfs[static_cast<std::size_t>(i)];
+    }
+  }
+  ENGINE_FAIL(
+      "conv2d_cudnn: no usable {} algorithm for x[{}, {}, {}, {}] w[{}, {}, {}, {}] stride ({}, {}) pad ({}, "
+      "{}) "
+      "among {} candidates (deterministic={}, allow_tf32={}, workspace limit {} bytes)",
+      direction, s.n, s.c, s.h, s.w, s.k, s.c, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, returned,
+      o.deterministic, o.allow_tf32, o.max_conv_workspace_bytes);
+}
+
+// The math type to run a chosen algorithm with: the one cuDNN reported for it when TF32 is allowed (it
+// decides between the tensor-core and FMA kernels of the algorithm), else always FMA. The searches above run
+// with the handles' type on the descriptor (FMA or DEFAULT), so they only offer what that type permits.
+cudnnMathType_t math_type_for(const CudaHandles& h, cudnnMathType_t reported) {
+  return h.allow_tf32() ? reported : CUDNN_FMA_MATH;
+}
+
+// The searches run with the handles' math type on the descriptor (a chosen direction may have left
+// another one there).
+void reset_search_math_type(const CudaHandles& h, CudnnConvPlan& plan) {
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), h.cudnn_math_type()));
+}
+
+// The largest workspace any algorithm in [0, count) needs, capped at the limit (for the benchmark search).
+template <typename SizeOf>
+std::size_t max_workspace(int count, std::size_t limit, SizeOf size_of) {
+  std::size_t most = 0;
+  for (int a = 0; a < count; ++a) {
+    std::size_t bytes = 0;
+    if (size_of(a, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= limit) most = std::max(most, bytes);
+  }
+  return most;
+}
+
+void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const cpu::Conv2dShape& s,
+                    const float* x, const float* w, float* y) {
+  reset_search_math_type(h, plan);
+  const CudaHandlesOptions& o = h.options();
+  int count = 0, returned = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h.cudnn(), &count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(static_cast<std::size_t>(count));
+  if (o.conv_search == ConvAlgoSearch::kHeuristic) {
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h.cudnn(), plan.x.get(), plan.w.get(), plan.conv.get(),
+                                                       plan.y.get(), count, &returned, perfs.data()));
+  } else {
+    const std::size_t bytes = max_workspace(
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, o.max_conv_workspace_bytes, [&](int a, std::size_t* out) {
+          return cudnnGetConvolutionForwardWorkspaceSize(h.cudnn(), plan.x.get(), plan.w.get(),
+                                                         plan.conv.get(), plan.y.get(),
+                                                         static_cast<cudnnConvolutionFwdAlgo_t>(a), out);
+        });
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), stream);
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h.cudnn(), plan.x.get(), x, plan.w.get(), w,
+                                                       plan.conv.get(), plan.y.get(), y, count, &returned,
+                                                       perfs.data(), ws.raw_data(), bytes));
+  }
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "forward", s);
+  const cudnnMathType_t math = math_type_for(h, perf.mathType);
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
+  std::size_t bytes = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h.cudnn(), plan.x.get(), plan.w.get(), plan.conv.get(),
+                                                      plan.y.get(), perf.algo, &bytes));
+  plan.forward = {true, perf.algo, math, bytes};
+}
+
+void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const cpu::Conv2dShape& s,
+                          const float* w, const float* dy, float* dx) {
+  reset_search_math_type(h, plan);
+  const CudaHandlesOptions& o = h.options();
+  int count = 0, returned = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h.cudnn(), &count));
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(static_cast<std::size_t>(count));
+  if (o.conv_search == ConvAlgoSearch::kHeuristic) {
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h.cudnn(), plan.w.get(), plan.y.get(),
+                                                            plan.conv.get(), plan.x.get(), count, &returned,
+                                                            perfs.data()));
+  } else {
+    const std::size_t bytes = max_workspace(
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, o.max_conv_workspace_bytes, [&](int a, std::size_t* out) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(
+              h.cudnn(), plan.w.get(), plan.y.get(), plan.conv.get(), plan.x.get(),
+              static_cast<cudnnConvolutionBwdDataAlgo_t>(a), out);
+        });
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), stream);
+    CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h.cudnn(), plan.w.get(), w, plan.y.get(), dy,
+                                                            plan.conv.get(), plan.x.get(), dx, count,
+                                                            &returned, perfs.data(), ws.raw_data(), bytes));
+  }
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward data", s);
+  const cudnnMathType_t math = math_type_for(h, perf.mathType);
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
+  std::size_t bytes = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h.cudnn(), plan.w.get(), plan.y.get(),
+                                                           plan.conv.get(), plan.x.get(), perf.algo, &bytes));
+  plan.backward_data = {true, perf.algo, math, bytes};
+}
+
+void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan,
+                            const cpu::Conv2dShape& s, const float* x, const float* dy, float* dw) {
+  reset_search_math_type(h, plan);
+  const CudaHandlesOptions& o = h.options();
+  int count = 0, returned = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h.cudnn(), &count));
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(static_cast<std::size_t>(count));
+  if (o.conv_search == ConvAlgoSearch::kHeuristic) {
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.cudnn(), plan.x.get(), plan.y.get(),
+                                                              plan.conv.get(), plan.w.get(), count, &returned,
+                                                              perfs.data()));
+  } else {
+    const std::size_t bytes = max_workspace(
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, o.max_conv_workspace_bytes, [&](int a, std::size_t* out) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+              h.cudnn(), plan.x.get(), plan.y.get(), plan.conv.get(), plan.w.get(),
+              static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), out);
+        });
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), stream);
+    CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h.cudnn(), plan.x.get(), x, plan.y.get(), dy,
+                                                              plan.conv.get(), plan.w.get(), dw, count,
+                                                              &returned, perfs.data(), ws.raw_data(), bytes));
+  }
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward filter", s);
+  const cudnnMathType_t math = math_type_for(h, perf.mathType);
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
+  std::size_t bytes = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+      h.cudnn(), plan.x.get(), plan.y.get(), plan.conv.get(), plan.w.get(), perf.algo, &bytes));
+  plan.backward_filter = {true, perf.algo, math, bytes};
+}
+
+}  // namespace
+
+void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::Conv2dShape& shape,
+                          const float* x, const float* w, const float* bias, float* y) {
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
+               "conv2d_forward_cudnn: x, w and y must not be null");
+  handles.bind(stream);
+  CudnnConvPlan& plan = plan_for(handles, shape);
+  if (!plan.forward.ready) choose_forward(handles, stream, plan, shape, x, w, y);
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.forward.math_type));
+  Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.forward.workspace_bytes), stream);
+  const float one = 1.0f, zero = 0.0f;  // y = 1 * conv(x, w) + 0 * y: overwrite
+  CUDNN_CHECK(cudnnConvolutionForward(handles.cudnn(), &one, plan.x.get(), x, plan.w.get(), w,
+                                      plan.conv.get(), plan.forward.algo, ws.raw_data(),
+                                      plan.forward.workspace_bytes, &zero, plan.y.get(), y));
+  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
+}
+
+void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::Conv2dShape& shape,
+                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
+               "conv2d_backward_cudnn: x, w, dy and dw must not be null");
+  handles.bind(stream);
+  CudnnConvPlan& plan = plan_for(handles, shape);
+  const float one = 1.0f, zero = 0.0f;  // overwrite the gradients
+  if (db != nullptr) bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
+  if (!plan.backward_filter.ready) choose_backward_filter(handles, stream, plan, shape, x, dy, dw);
+  {
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.backward_filter.math_type));
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.backward_filter.workspace_bytes),
+                                              stream);
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        handles.cudnn(), &one, plan.x.get(), x, plan.y.get(), dy, plan.conv.get(), plan.backward_filter.algo,
+        ws.raw_data(), plan.backward_filter.workspace_bytes, &zero, plan.w.get(), dw));
+  }
+  if (dx != nullptr) {
+    if (!plan.backward_data.ready) choose_backward_data(handles, stream, plan, shape, w, dy, dx);
+    CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.backward_data.math_type));
+    Tensor ws =
+        detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.backward_data.workspace_bytes), stream);
+    CUDNN_CHECK(cudnnConvolutionBackwardData(handles.cudnn(), &one, plan.w.get(), w, plan.y.get(), dy,
+                                             plan.conv.get(), plan.backward_data.algo, ws.raw_data(),
+                                             plan.backward_data.workspace_bytes, &zero, plan.x.get(), dx));
+  }
+}
+
+}  // namespace engine::cuda

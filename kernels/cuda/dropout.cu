@@ -1,0 +1,76 @@
+// Dropout kernels: the mask is engine::philox_uniform(seed, offset, i) >= p, the rule of
+// kernels/cpu/dropout.cpp evaluated by the same __host__ __device__ function, so masks agree bit for bit.
+// Each thread draws one Philox block (4 words) and handles the 4 elements it covers, so the generator runs
+// once per 4 elements as on the CPU's average; the values are those of philox_word(seed, offset, i).
+#include "core/philox.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/dropout.h"
+
+namespace engine::cuda {
+namespace {
+
+// out[i] = keep(i) ? float(double(in[i]) * scale) : 0 for the four elements of Philox block `blk`.
+// mask, when not null, receives keep(i) as 0/1 (then in/out are null).
+__global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t offset,
+                               const float* in, float* out, std::uint8_t* mask, std::int64_t n) {
+  const std::int64_t blocks = (n + 3) / 4;
+  for (std::int64_t blk = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; blk < blocks;
+       blk += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const PhiloxBlock bits = philox_block(seed, offset, static_cast<std::uint64_t>(blk));
+#pragma unroll
+    for (int word = 0; word < 4; ++word) {
+      const std::int64_t i = blk * 4 + word;
+      if (i >= n) break;
+      const bool keep = uniform_from_bits(bits.v[word]) >= p;
+      if (mask != nullptr) {
+        mask[i] = keep ? 1 : 0;
+      } else {
+        out[i] = keep ? static_cast<float>(__dmul_rn(static_cast<double>(in[i]), scale)) : 0.0f;
+      }
+    }
+  }
+}
+
+void check_args(const char* op, float p, std::int64_t n) {
+  ENGINE_CHECK(p >= 0.0f && p <= 1.0f, "{}: drop probability p must be in [0, 1], got {}", op, p);
+  ENGINE_CHECK(n >= 0, "{}: element count must be non-negative, got {}", op, n);
+}
+
+void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* in,
+            float* out, std::uint8_t* mask, std::int64_t n) {
+  // As the CPU: p = 1 keeps nothing (uniform < 1 always) and the scale 1/(1-p) is never used, so any finite
+  // value will do; the kernel still runs and writes the zeros.
+  const double scale = p >= 1.0f ? 0.0 : 1.0 / (1.0 - static_cast<double>(p));
+  const std::int64_t blocks = (n + 3) / 4;
+  dropout_kernel<<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out,
+                                                                          mask, n);
+  ENGINE_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* x,
+                     float* y, std::int64_t n) {
+  check_args("dropout_forward", p, n);
+  if (n == 0) return;
+  ENGINE_CHECK(x != nullptr && y != nullptr, "dropout_forward: null pointer");
+  launch(stream, p, seed, offset, x, y, nullptr, n);
+}
+
+void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* dy,
+                      float* dx, std::int64_t n) {
+  check_args("dropout_backward", p, n);
+  if (n == 0) return;
+  ENGINE_CHECK(dy != nullptr && dx != nullptr, "dropout_backward: null pointer");
+  launch(stream, p, seed, offset, dy, dx, nullptr, n);
+}
+
+void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, std::uint8_t* mask,
+                  std::int64_t n) {
+  check_args("dropout_mask", p, n);
+  if (n == 0) return;
+  ENGINE_CHECK(mask != nullptr, "dropout_mask: null pointer");
+  launch(stream, p, seed, offset, nullptr, nullptr, mask, n);
+}
+
+}  // namespace engine::cuda

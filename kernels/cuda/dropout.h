@@ -1,0 +1,24 @@
+#pragma once
+// Inverted dropout on the GPU with the CPU reference's exact rule (kernels/cpu/dropout.h):
+//
+//     keep element i  iff  engine::philox_uniform(seed, offset, i) >= p
+//
+// so the GPU mask equals the CPU mask bit for bit, and y[i] = keep ? float(double(x[i]) * (1 / (1 - p))) : 0
+// equals the CPU output bit for bit too. p = 1 writes zeros. No mask is stored: backward regenerates it
+// from (seed, offset). Backward OVERWRITES dx. p outside [0, 1] throws engine::Error.
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace engine::cuda {
+
+void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* x,
+                     float* y, std::int64_t n);
+void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* dy,
+                      float* dx, std::int64_t n);
+// mask[i] = 1 if kept, else 0 (tests compare it with cpu::dropout_mask).
+void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, std::uint8_t* mask,
+                  std::int64_t n);
+
+}  // namespace engine::cuda

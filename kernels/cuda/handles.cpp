@@ -1,0 +1,103 @@
+// CudaHandles: creation on the right device, the math modes, stream binding (see handles.h for why).
+#include "kernels/cuda/handles.h"
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "kernels/cuda/conv2d_cudnn_plan.h"
+
+namespace engine::cuda {
+namespace {
+
+// Makes `device` current for the guard's lifetime and restores the caller's device afterwards.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() { (void)cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace
+
+int current_device() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+CudaHandles::CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptions& options)
+    : device_(device),
+      stream_(stream),
+      options_(options),
+      conv_plans_(std::make_unique<detail::CudnnConvPlans>()) {
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  ENGINE_CHECK(device >= 0 && device < count, "CudaHandles: device {} does not exist ({} visible)", device,
+               count);
+  DeviceGuard guard(device);
+  CUDNN_CHECK(cudnnCreate(&cudnn_));
+  try {
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    // CUBLAS_DEFAULT_MATH never uses TF32 by itself; TF32 needs CUBLAS_TF32_TENSOR_OP_MATH (or a FAST_TF32
+    // compute type, which our GEMMs pass only when allow_tf32 is set).
+    CUBLAS_CHECK(
+        cublasSetMathMode(cublas_, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    if (options_.cublas_workspace_bytes > 0) {
+      cublas_workspace_ = Tensor::empty({static_cast<std::int64_t>(options_.cublas_workspace_bytes)},
+                                        DType::U8, Device::cuda(device), stream_);
+      CUBLAS_CHECK(
+          cublasSetWorkspace(cublas_, cublas_workspace_.raw_data(), options_.cublas_workspace_bytes));
+    }
+  } catch (...) {
+    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+    (void)cudnnDestroy(cudnn_);
+    throw;
+  }
+}
+
+CudaHandles::~CudaHandles() {
+  // No throwing here: errors while tearing down are ignored (the device may already be gone at exit).
+  int previous = device_;
+  const bool switch_device = cudaGetDevice(&previous) == cudaSuccess && previous != device_;
+  if (switch_device) (void)cudaSetDevice(device_);
+  (void)cublasDestroy(cublas_);
+  (void)cudnnDestroy(cudnn_);
+  if (switch_device) (void)cudaSetDevice(previous);
+}
+
+CudaHandles& CudaHandles::bind(cudaStream_t stream) {
+  const int device = current_device();
+  ENGINE_CHECK(device == device_, "CudaHandles of device {} used while device {} is current", device_,
+               device);
+  if (stream != stream_) {
+    CUDNN_CHECK(cudnnSetStream(cudnn_, stream));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream));
+    // cublasSetStream resets the handle to cuBLAS's own workspace pool: give ours back.
+    if (cublas_workspace_.defined()) {
+      CUBLAS_CHECK(
+          cublasSetWorkspace(cublas_, cublas_workspace_.raw_data(), options_.cublas_workspace_bytes));
+    }
+    stream_ = stream;
+  }
+  return *this;
+}
+
+cudnnMathType_t CudaHandles::cudnn_math_type() const {
+  // CUDNN_FMA_MATH: FMA kernels only, so no TF32 tensor-core kernel for fp32 data. CUDNN_DEFAULT_MATH
+  // permits TF32 on Ampere and later.
+  return options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+cublasComputeType_t CudaHandles::cublas_compute_type() const {
+  return options_.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+}  // namespace engine::cuda

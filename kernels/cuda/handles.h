@@ -1,0 +1,98 @@
+#pragma once
+// CudaHandles: the RAII owner of one cuDNN handle and one cuBLAS handle, bound to a device, plus the math
+// mode every library call made through them uses.
+//
+// fp32 means fp32. By default (allow_tf32 = false) no tensor-core TF32 path is used:
+//   cuBLAS: CUBLAS_DEFAULT_MATH (cuBLAS uses TF32 only when CUBLAS_TF32_TENSOR_OP_MATH is set or the
+//           compute type is CUBLAS_COMPUTE_32F_FAST_TF32); our GEMMs also pass CUBLAS_COMPUTE_32F
+//           explicitly, so the choice does not hang on one flag alone.
+//   cuDNN:  CUDNN_FMA_MATH on every convolution descriptor (FMA kernels only: no TF32 tensor-core kernel),
+//           and algorithms cuDNN reports with another math type are skipped.
+// With allow_tf32 = true cuBLAS gets CUBLAS_TF32_TENSOR_OP_MATH with CUBLAS_COMPUTE_32F_FAST_TF32 and cuDNN
+// gets CUDNN_DEFAULT_MATH (which permits TF32 tensor cores for fp32 data). Expect ~1e-3 relative error.
+// Note: the environment variable NVIDIA_TF32_OVERRIDE=1 could force TF32 behind our back; =0 forbids it.
+//
+// The handles are also where the per-shape convolution plans live (descriptors, chosen algorithms,
+// workspace sizes: conv2d_cudnn.h), because the best algorithm depends on the device and the math mode.
+//
+// Streams: every library-backed op takes an explicit cudaStream_t; bind(stream) points both handles at it
+// (a no-op when it already is). One CudaHandles per host thread: cuDNN/cuBLAS handles are not meant to be
+// driven from two threads at once.
+//
+// cuBLAS workspace: given from engine's caching allocator (cublasSetWorkspace) at construction, so cuBLAS
+// never calls cudaMalloc during a step. The block is tagged with the construction stream; binding the
+// handles to another stream is safe only when work on the old stream is ordered before (an event or a
+// synchronize), as for any block in this allocator.
+
+#include <cstddef>
+#include <memory>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "core/tensor.h"
+
+namespace engine::cuda {
+
+namespace detail {
+struct CudnnConvPlans;  // kernels/cuda/conv2d_cudnn_plan.h
+}
+
+// How cuDNN convolution algorithms are chosen, once per shape.
+enum class ConvAlgoSearch {
+  kHeuristic,  // cudnnGet*Algorithm_v7: cuDNN's ranked guess, no trial runs, the same every run
+  kBenchmark,  // cudnnFind*AlgorithmEx: times the candidates once on the real buffers (PyTorch's benchmark)
+};
+
+struct CudaHandlesOptions {
+  bool allow_tf32 = false;
+  ConvAlgoSearch conv_search = ConvAlgoSearch::kHeuristic;
+  // Only algorithms cuDNN marks CUDNN_DETERMINISTIC for backward data / backward filter: two runs on the
+  // same inputs give the same bits.
+  bool deterministic = true;
+  std::size_t max_conv_workspace_bytes = std::size_t{512} << 20;
+  std::size_t cublas_workspace_bytes = std::size_t{32} << 20;  // NVIDIA's recommendation for Hopper
+};
+
+class CudaHandles {
+ public:
+  // Creates the handles on `device` (the calling thread's current device is restored afterwards) and binds
+  // them to `stream`.
+  CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptions& options = {});
+  ~CudaHandles();
+  CudaHandles(const CudaHandles&) = delete;
+  CudaHandles& operator=(const CudaHandles&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  bool allow_tf32() const { return options_.allow_tf32; }
+  const CudaHandlesOptions& options() const { return options_; }
+
+  // Points both handles at `stream` (cudnnSetStream / cublasSetStream) when they are elsewhere, and checks
+  // that the calling thread's current device is this handle's device. Returns *this.
+  CudaHandles& bind(cudaStream_t stream);
+
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  // CUDNN_FMA_MATH, or CUDNN_DEFAULT_MATH when TF32 is allowed.
+  cudnnMathType_t cudnn_math_type() const;
+  // CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 when TF32 is allowed.
+  cublasComputeType_t cublas_compute_type() const;
+
+  detail::CudnnConvPlans& conv_plans() { return *conv_plans_; }
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  CudaHandlesOptions options_;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  Tensor cublas_workspace_;
+  std::unique_ptr<detail::CudnnConvPlans> conv_plans_;
+};
+
+// The calling thread's current CUDA device (cudaGetDevice), for workspaces taken from the allocator.
+int current_device();
+
+}  // namespace engine::cuda

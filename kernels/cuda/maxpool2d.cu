@@ -1,0 +1,101 @@
+// Max pooling. Forward: one thread per output, the window scanned in row-major order with the CPU's
+// comparison (`v > best || isnan(v)`), so values and argmax indices are bitwise the CPU's.
+// Backward: a gather. The thread of input cell (ih, iw) visits the output windows that contain it -- rows
+// op with op*stride_h - pad_h <= ih < op*stride_h - pad_h + kernel_h, likewise columns -- in increasing
+// (op, oq) order, and adds dy where the window's argmax is this cell. Same terms in the same order as the
+// CPU's scatter (which walks outputs in increasing order), summed in double as there: bitwise equal, no
+// atomics, deterministic, and every dx cell written.
+#include <cmath>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/maxpool2d.h"
+
+namespace engine::cuda {
+namespace {
+
+struct PoolGeom {
+  int h, w, p, q, kh, kw, sh, sw, ph, pw;
+};
+
+PoolGeom geom_of(const cpu::Pool2dShape& s) {
+  return {s.h, s.w, s.p(), s.q(), s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+}
+
+__global__ void maxpool_forward_kernel(PoolGeom g, const float* x, float* y, std::int32_t* argmax,
+                                       std::int64_t total) {
+  for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o < total;
+       o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const int oq = static_cast<int>(o % g.q);
+    const int op = static_cast<int>((o / g.q) % g.p);
+    const std::int64_t plane = o / (static_cast<std::int64_t>(g.p) * g.q);
+    const float* xp = x + plane * g.h * g.w;
+    const int h0 = max(op * g.sh - g.ph, 0), h1 = min(op * g.sh - g.ph + g.kh, g.h);
+    const int w0 = max(oq * g.sw - g.pw, 0), w1 = min(oq * g.sw - g.pw + g.kw, g.w);
+    float best = -INFINITY;
+    int best_index = h0 * g.w + w0;
+    for (int ih = h0; ih < h1; ++ih) {
+      for (int iw = w0; iw < w1; ++iw) {
+        const float v = xp[ih * g.w + iw];
+        if (v > best || isnan(v)) {  // strict '>': the first maximum in scan order wins a tie
+          best = v;
+          best_index = ih * g.w + iw;
+        }
+      }
+    }
+    y[o] = best;
+    argmax[o] = best_index;
+  }
+}
+
+// Smallest output index o with o*stride - pad + kernel > i, i.e. the first window reaching cell i.
+__device__ __forceinline__ int first_window(int i, int stride, int pad, int kernel) {
+  const int t = i + pad - kernel + 1;  // need o*stride >= t
+  return t <= 0 ? 0 : (t + stride - 1) / stride;
+}
+
+__global__ void maxpool_backward_kernel(PoolGeom g, const float* dy, const std::int32_t* argmax, float* dx,
+                                        std::int64_t total) {
+  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const int iw = static_cast<int>(idx % g.w);
+    const int ih = static_cast<int>((idx / g.w) % g.h);
+    const std::int64_t plane = idx / (static_cast<std::int64_t>(g.h) * g.w);
+    const int cell = ih * g.w + iw;
+    // Windows containing row ih: op in [first_window, (ih + pad) / stride], clipped to [0, p).
+    const int op0 = first_window(ih, g.sh, g.ph, g.kh), op1 = min((ih + g.ph) / g.sh, g.p - 1);
+    const int oq0 = first_window(iw, g.sw, g.pw, g.kw), oq1 = min((iw + g.pw) / g.sw, g.q - 1);
+    const std::int64_t out_base = plane * g.p * g.q;
+    double acc = 0.0;
+    for (int op = op0; op <= op1; ++op) {
+      for (int oq = oq0; oq <= oq1; ++oq) {
+        const std::int64_t o = out_base + static_cast<std::int64_t>(op) * g.q + oq;
+        if (argmax[o] == cell) acc += static_cast<double>(dy[o]);
+      }
+    }
+    dx[idx] = static_cast<float>(acc);
+  }
+}
+
+}  // namespace
+
+void maxpool2d_forward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* x, float* y,
+                       std::int32_t* argmax) {
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && y != nullptr && argmax != nullptr, "maxpool2d_forward: null pointer");
+  const std::int64_t total = shape.output_size();
+  maxpool_forward_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(geom_of(shape), x, y, argmax,
+                                                                                 total);
+  ENGINE_LAUNCH_CHECK();
+}
+
+void maxpool2d_backward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* dy,
+                        const std::int32_t* argmax, float* dx) {
+  shape.validate();
+  ENGINE_CHECK(dy != nullptr && argmax != nullptr && dx != nullptr, "maxpool2d_backward: null pointer");
+  const std::int64_t total = shape.input_size();
+  maxpool_backward_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(geom_of(shape), dy, argmax,
+                                                                                  dx, total);
+  ENGINE_LAUNCH_CHECK();
+}
+
+}  // namespace engine::cuda

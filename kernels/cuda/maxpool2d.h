@@ -1,0 +1,25 @@
+#pragma once
+// 2-D max pooling on the GPU, the geometry and rules of kernels/cpu/maxpool2d.h (cpu::Pool2dShape):
+// padding is -inf, the FIRST maximum in row-major window order wins a tie (`v > best || isnan(v)`), the
+// argmax is the int32 index ih * w + iw in the input plane. Forward is bitwise equal to the CPU.
+//
+// Backward is a gather, not a scatter: one thread per INPUT cell visits the few output windows that cover
+// it and sums dy where that window's argmax is this cell, in a fixed order. No atomics, so it is
+// deterministic, and every dx element is written (OVERWRITTEN), so dx needs no zeroing first.
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cpu/maxpool2d.h"
+
+namespace engine::cuda {
+
+// x: [n, c, h, w]; y and argmax: [n, c, p, q].
+void maxpool2d_forward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* x, float* y,
+                       std::int32_t* argmax);
+// dy and argmax: [n, c, p, q]; dx: [n, c, h, w], overwritten.
+void maxpool2d_backward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* dy,
+                        const std::int32_t* argmax, float* dx);
+
+}  // namespace engine::cuda

@@ -1,0 +1,22 @@
+#pragma once
+// SGD step on the GPU as ONE fused kernel over the flat parameter buffer: params, grads and the momentum
+// buffer are each one contiguous array (the engine keeps all parameters in one buffer, so a single launch
+// updates the whole model). The semantics are kernels/cpu/sgd.h's (torch.optim.SGD) exactly, and so is the
+// arithmetic: the same double operations in the same order, with no FMA contraction (explicit _rn
+// intrinsics), so the result is bitwise equal to cpu::sgd_step<float>.
+//
+// options.validate() is called; momentum != 0 needs a momentum buffer. `first_step` = the buffer holds
+// nothing yet (torch's momentum_buffer is None).
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cpu/sgd.h"
+
+namespace engine::cuda {
+
+void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
+              float* momentum_buffer, std::int64_t n, bool first_step);
+
+}  // namespace engine::cuda

@@ -1,0 +1,45 @@
+#pragma once
+// BatchNorm2d: PyTorch's nn.BatchNorm2d(num_features, eps=1e-5, momentum=0.1, affine=True,
+// track_running_stats=True).
+//
+//   parameters  "weight" (gamma, init 1), "bias" (beta, init 0)                      [C]
+//   buffers     "running_mean" (init 0), "running_var" (init 1)                      [C]
+//   counter     "num_batches_tracked": +1 per training-mode forward, kept on the host as an int64 (PyTorch
+//               keeps a 0-dim int64 buffer; with momentum set it is only bookkeeping, but checkpoints carry
+//               it so PyTorch's load_state_dict(strict=True) accepts them)
+//
+// Train mode normalizes with the batch statistics (biased variance), saves the batch mean and invstd for
+// backward, and updates the running statistics with the UNBIASED variance, as PyTorch. Eval mode normalizes
+// with the running statistics and leaves them alone. Backward uses the formula of the mode of the last
+// forward. Training needs more than one value per channel (N*H*W > 1), as PyTorch.
+
+#include "layers/layer.h"
+
+namespace engine::layers {
+
+class BatchNorm2d final : public Layer {
+ public:
+  explicit BatchNorm2d(int num_features, double eps = 1e-5, double momentum = 0.1);
+
+  std::string_view kind() const override { return "BatchNorm2d"; }
+  int num_features() const { return num_features_; }
+  const Tensor& running_mean() const { return buffer_slots()[running_mean_].value; }
+  const Tensor& running_var() const { return buffer_slots()[running_var_].value; }
+  std::int64_t num_batches_tracked() const { return counter_slots()[num_batches_tracked_].value; }
+  // The last training-mode forward's batch statistics ([C]; undefined before one, and after its backward).
+  const Tensor& saved_mean() const { return save_mean_; }
+  const Tensor& saved_invstd() const { return save_invstd_; }
+
+ protected:
+  Tensor forward_impl(const Tensor& x, Mode mode) override;
+  Tensor backward_impl(const Tensor& dy, Mode mode) override;
+  Shape output_shape_impl(const Shape& input_shape) const override;
+
+ private:
+  int num_features_;
+  double eps_, momentum_;
+  std::size_t weight_ = 0, bias_ = 0, running_mean_ = 0, running_var_ = 0, num_batches_tracked_ = 0;
+  Tensor x_, save_mean_, save_invstd_;
+};
+
+}  // namespace engine::layers

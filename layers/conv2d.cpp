@@ -1,0 +1,113 @@
+#include "layers/conv2d.h"
+
+#include "kernels/cpu/conv2d.h"
+#include "layers/dispatch.h"
+
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/conv2d_cudnn.h"
+#include "kernels/cuda/conv2d_direct.h"
+#endif
+
+namespace engine::layers {
+
+Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
+  const Conv2dOptions& o = options_;
+  LAYER_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.stride > 0 && o.padding >= 0,
+              "bad options: in_channels {}, out_channels {}, kernel_size {}, stride {}, padding {}",
+              o.in_channels, o.out_channels, o.kernel_size, o.stride, o.padding);
+  const std::int64_t fan_in = static_cast<std::int64_t>(o.in_channels) * o.kernel_size * o.kernel_size;
+  weight_ = add_parameter("weight", {o.out_channels, o.in_channels, o.kernel_size, o.kernel_size},
+                          ParamInit::FanInUniform, fan_in);
+  if (o.bias) bias_ = add_parameter("bias", {o.out_channels}, ParamInit::FanInUniform, fan_in);
+}
+
+namespace {
+
+cpu::Conv2dShape geometry(const Conv2dOptions& o, const Shape& x) {
+  cpu::Conv2dShape s;
+  s.n = detail::to_int(x[0]);
+  s.c = detail::to_int(x[1]);
+  s.h = detail::to_int(x[2]);
+  s.w = detail::to_int(x[3]);
+  s.k = o.out_channels;
+  s.r = s.s = o.kernel_size;
+  s.stride_h = s.stride_w = o.stride;
+  s.pad_h = s.pad_w = o.padding;
+  return s;
+}
+
+}  // namespace
+
+Shape Conv2d::output_shape_impl(const Shape& in) const {
+  LAYER_CHECK(in.size() == 4, "expects an input [N, C, H, W], got {}", shape_str(in));
+  LAYER_CHECK(in[1] == options_.in_channels, "expects {} input channels, got an input {}",
+              options_.in_channels, shape_str(in));
+  LAYER_CHECK(in[0] > 0 && in[2] > 0 && in[3] > 0, "empty input {}", shape_str(in));
+  const std::int64_t span = options_.kernel_size - 2 * options_.padding;
+  LAYER_CHECK(in[2] >= span && in[3] >= span, "a {}x{} kernel with padding {} does not fit in the input {}",
+              options_.kernel_size, options_.kernel_size, options_.padding, shape_str(in));
+  const cpu::Conv2dShape s = geometry(options_, in);
+  return {in[0], options_.out_channels, s.p(), s.q()};
+}
+
+Tensor Conv2d::forward_impl(const Tensor& x, Mode) {
+  const cpu::Conv2dShape s = geometry(options_, x.shape());
+  Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
+  const Tensor& w = param(weight_).value;
+  if (x.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    const ExecutionContext& ctx = context();
+    const float* b = options_.bias ? param(bias_).value.data<float>() : nullptr;
+    if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
+      cuda::conv2d_forward_cudnn(detail::cuda_handles(*this, ctx), detail::cuda_stream(ctx), s,
+                                 x.data<float>(), w.data<float>(), b, y.data<float>());
+    } else {
+      cuda::conv2d_forward_direct(detail::cuda_stream(ctx), s, x.data<float>(), w.data<float>(), b,
+                                  y.data<float>());
+    }
+#else
+    detail::fail_without_cuda(*this);
+#endif
+  } else {
+    detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
+      const T* b = options_.bias ? param(bias_).value.data<T>() : nullptr;
+      cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+    });
+  }
+  x_ = x;
+  return y;
+}
+
+Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
+  const cpu::Conv2dShape s = geometry(options_, x_.shape());
+  Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
+  const Tensor& w = param(weight_).value;
+  const Tensor& dw = param(weight_).grad;
+  if (dy.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    const ExecutionContext& ctx = context();
+    float* db = options_.bias ? param(bias_).grad.data<float>() : nullptr;
+    float* dx_data = dx.defined() ? dx.data<float>() : nullptr;
+    if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
+      cuda::conv2d_backward_cudnn(detail::cuda_handles(*this, ctx), detail::cuda_stream(ctx), s,
+                                  x_.data<float>(), w.data<float>(), dy.data<float>(), dx_data,
+                                  dw.data<float>(), db);
+    } else {
+      cuda::conv2d_backward_direct(detail::cuda_stream(ctx), s, x_.data<float>(), w.data<float>(),
+                                   dy.data<float>(), dx_data, dw.data<float>(), db);
+    }
+#else
+    detail::fail_without_cuda(*this);
+#endif
+  } else {
+    detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
+      T* db = options_.bias ? param(bias_).grad.data<T>() : nullptr;
+      cpu::conv2d_backward<T>(s, x_.data<T>(), w.data<T>(), dy.data<T>(),
+                              dx.defined() ? dx.data<T>() : nullptr, dw.data<T>(), db);
+    });
+  }
+  x_ = Tensor();  // one backward per forward: the saved input is released as soon as it is used
+  return dx;
+}
+
+}  // namespace engine::layers

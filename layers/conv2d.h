@@ -1,0 +1,42 @@
+#pragma once
+// Conv2d: PyTorch's nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, bias) with square
+// kernels, zero padding, no dilation or groups. Parameters "weight" [out, in, k, k] and, when bias is on,
+// "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * k * k, as PyTorch.
+//
+// CPU: kernels/cpu/conv2d.h. CUDA: cuDNN or the hand-written convolution of kernels/cuda, chosen by the
+// context's conv_algorithm. Keeps the input for backward.
+
+#include "layers/layer.h"
+
+namespace engine::layers {
+
+struct Conv2dOptions {
+  int in_channels = 0;
+  int out_channels = 0;
+  int kernel_size = 0;
+  int stride = 1;
+  int padding = 0;
+  bool bias = true;
+};
+
+class Conv2d final : public Layer {
+ public:
+  explicit Conv2d(const Conv2dOptions& options);
+
+  std::string_view kind() const override { return "Conv2d"; }
+  const Conv2dOptions& options() const { return options_; }
+  const Tensor& weight() const { return param(weight_).value; }
+  bool has_bias() const { return options_.bias; }
+
+ protected:
+  Tensor forward_impl(const Tensor& x, Mode mode) override;
+  Tensor backward_impl(const Tensor& dy, Mode mode) override;
+  Shape output_shape_impl(const Shape& input_shape) const override;
+
+ private:
+  Conv2dOptions options_;
+  std::size_t weight_ = 0, bias_ = 0;
+  Tensor x_;  // the last forward's input
+};
+
+}  // namespace engine::layers

@@ -1,0 +1,19 @@
+#include "layers/flatten.h"
+
+namespace engine::layers {
+
+Shape Flatten::output_shape_impl(const Shape& in) const {
+  LAYER_CHECK(in.size() >= 2, "expects an input [N, ...] of rank 2 or more, got {}", shape_str(in));
+  std::int64_t features = 1;
+  for (std::size_t i = 1; i < in.size(); ++i) features *= in[i];
+  return {in[0], features};
+}
+
+Tensor Flatten::forward_impl(const Tensor& x, Mode) { return x.view(output_shape_impl(x.shape())); }
+
+Tensor Flatten::backward_impl(const Tensor& dy, Mode) {
+  if (!needs_input_grad()) return Tensor();
+  return dy.view(last_input_shape());
+}
+
+}  // namespace engine::layers

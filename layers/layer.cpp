@@ -1,0 +1,108 @@
+#include "layers/layer.h"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace engine::layers {
+
+std::string Layer::describe() const {
+  if (path_.empty()) return std::string(kind());  // a model's root, or a layer in no model yet
+  return fmt::format("{} '{}'", kind(), path_);
+}
+
+void Layer::set_needs_input_grad(bool needs) {
+  needs_input_grad_ = needs;
+  on_needs_input_grad_changed();
+}
+
+std::size_t Layer::add_parameter(std::string name, Shape shape, ParamInit init, std::int64_t fan_in) {
+  ENGINE_CHECK(!context_, "{}: parameters are registered before the model is finalized", describe());
+  ParamSlot slot;
+  slot.name = std::move(name);
+  slot.shape = std::move(shape);
+  slot.init = init;
+  slot.fan_in = fan_in;
+  params_.push_back(std::move(slot));
+  return params_.size() - 1;
+}
+
+std::size_t Layer::add_buffer(std::string name, Shape shape, double fill) {
+  ENGINE_CHECK(!context_, "{}: buffers are registered before the model is finalized", describe());
+  BufferSlot slot;
+  slot.name = std::move(name);
+  slot.shape = std::move(shape);
+  slot.fill = fill;
+  buffers_.push_back(std::move(slot));
+  return buffers_.size() - 1;
+}
+
+std::size_t Layer::add_counter(std::string name) {
+  ENGINE_CHECK(!context_, "{}: counters are registered before the model is finalized", describe());
+  counters_.push_back(CounterSlot{std::move(name), 0});
+  return counters_.size() - 1;
+}
+
+ExecutionContext& Layer::context() const {
+  ENGINE_CHECK(context_ != nullptr, "{} is not part of a finalized model: call Model::finalize first",
+               describe());
+  return *context_;
+}
+
+Tensor Layer::new_tensor(const Shape& shape) const { return new_tensor(shape, context().dtype); }
+
+Tensor Layer::new_tensor(const Shape& shape, DType dtype) const {
+  const ExecutionContext& ctx = context();
+  return Tensor::empty(shape, dtype, ctx.device, ctx.stream);
+}
+
+void Layer::bind(std::shared_ptr<ExecutionContext> context, std::shared_ptr<GradReadyHook> hook) {
+  context_ = std::move(context);
+  hook_ = std::move(hook);
+}
+
+void Layer::check_input(const Tensor& t, const char* what) const {
+  const ExecutionContext& ctx = context();
+  LAYER_CHECK(t.defined(), "{} is an undefined tensor", what);
+  LAYER_CHECK(t.device() == ctx.device, "{} {} is not on the model's device {}", what, t.str(),
+              ctx.device.str());
+  LAYER_CHECK(t.dtype() == ctx.dtype, "{} {} is not of the model's dtype {}", what, t.str(),
+              dtype_name(ctx.dtype));
+}
+
+Shape Layer::output_shape(const Shape& input_shape) const { return output_shape_impl(input_shape); }
+
+Tensor Layer::forward(const Tensor& x, Mode mode) {
+  check_input(x, "input");
+  Shape out_shape = output_shape_impl(x.shape());
+  Tensor y = forward_impl(x, mode);
+  ENGINE_CHECK(y.defined() && y.shape() == out_shape, "{}: forward produced {} where {} was expected (a bug)",
+               describe(), y.str(), shape_str(out_shape));
+  has_forward_ = true;
+  last_mode_ = mode;
+  input_shape_ = x.shape();
+  output_shape_ = std::move(out_shape);
+  return y;
+}
+
+Tensor Layer::backward(const Tensor& dy) {
+  LAYER_CHECK(has_forward_, "backward before any forward");
+  check_input(dy, "output gradient");
+  LAYER_CHECK(dy.shape() == output_shape_, "output gradient {} does not match the last output {}", dy.str(),
+              shape_str(output_shape_));
+  Tensor dx = backward_impl(dy, last_mode_);
+  if (!needs_input_grad_) {
+    dx = Tensor();
+  } else {
+    ENGINE_CHECK(dx.defined() && dx.shape() == input_shape_,
+                 "{}: backward produced {} where an input gradient of {} was expected (a bug)", describe(),
+                 dx.str(), shape_str(input_shape_));
+  }
+  // Last registered first: over a whole model this walks Model::parameters() from the end to the start.
+  if (hook_ && *hook_) {
+    for (std::size_t i = params_.size(); i-- > 0;) (*hook_)(params_[i].index);
+  }
+  return dx;
+}
+
+}  // namespace engine::layers

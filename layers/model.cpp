@@ -1,0 +1,163 @@
+#include "layers/model.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "layers/init.h"
+
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/handles.h"
+#endif
+
+namespace engine::layers {
+
+namespace {
+
+std::int64_t align_up(std::int64_t n) {
+  return (n + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
+}
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// Depth first, a layer before its children: PyTorch's named_modules() order.
+template <typename Fn>
+void walk(Layer& layer, const std::string& path, Fn& fn) {
+  fn(layer, path);
+  for (const NamedChild& c : layer.children()) walk(*c.layer, join(path, c.name), fn);
+}
+
+// Copies double values into `dst` (float32 or float64) at `offset`.
+void store(Tensor& dst, std::int64_t offset, const std::vector<double>& values) {
+  if (dst.dtype() == DType::F64) {
+    std::copy(values.begin(), values.end(), dst.data<double>() + offset);
+  } else {
+    float* p = dst.data<float>() + offset;
+    for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<float>(values[i]);
+  }
+}
+
+}  // namespace
+
+Model::Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape)
+    : name_(std::move(name)), root_(std::move(root)), sample_shape_(std::move(sample_shape)) {
+  ENGINE_CHECK(root_ != nullptr, "model '{}' has no root layer", name_);
+  root_->set_needs_input_grad(false);
+  // Paths now, so that errors from shape checks name the layer even before finalize.
+  auto name_layer = [](Layer& layer, const std::string& path) { layer.set_path(path); };
+  walk(*root_, "", name_layer);
+}
+
+ExecutionContext& Model::context() const {
+  ENGINE_CHECK(context_ != nullptr, "model '{}' is not finalized: call finalize first", name_);
+  return *context_;
+}
+
+std::int64_t Model::parameter_count() const {
+  std::int64_t n = 0;
+  auto count = [&n](Layer& layer, const std::string&) {
+    for (const ParamSlot& p : layer.parameter_slots()) n += shape_numel(p.shape);
+  };
+  walk(*root_, "", count);
+  return n;
+}
+
+void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
+  ENGINE_CHECK(!finalized_, "model '{}' is already finalized", name_);
+  const bool cpu_ok = context.device.is_cpu() && (context.dtype == DType::F32 || context.dtype == DType::F64);
+  const bool cuda_ok = context.device.is_cuda() && context.dtype == DType::F32;
+  ENGINE_CHECK(cpu_ok || cuda_ok,
+               "model '{}': {} does not run {} (the CPU runs float32 and float64, CUDA float32)", name_,
+               context.device.str(), dtype_name(context.dtype));
+  if (context.device.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    ENGINE_CHECK(context.handles != nullptr, "model '{}': a CUDA context needs cuDNN/cuBLAS handles", name_);
+    ENGINE_CHECK(context.handles->device() == context.device.index,
+                 "model '{}': the handles belong to cuda:{}, the context to {}", name_,
+                 context.handles->device(), context.device.str());
+    ENGINE_CHECK(context.handles->allow_tf32() == context.allow_tf32,
+                 "model '{}': the context says allow_tf32 = {} but its handles were made with {}", name_,
+                 context.allow_tf32, context.handles->allow_tf32());
+#endif
+  }
+  context_ = std::make_shared<ExecutionContext>(context);
+
+  // 1. Names and offsets, in registration order.
+  std::map<std::string, std::string> seen;  // name -> the layer that holds it, to report a duplicate
+  auto claim = [&](const std::string& name, const Layer& owner) {
+    const auto [it, inserted] = seen.emplace(name, owner.describe());
+    ENGINE_CHECK(inserted, "model '{}': two state entries named '{}' (in {} and in {})", name_, name,
+                 it->second, owner.describe());
+  };
+  std::int64_t param_elems = 0, buffer_elems = 0;
+  auto layout = [&](Layer& layer, const std::string& path) {
+    for (std::size_t i = 0; i < layer.parameter_slots().size(); ++i) {
+      const ParamSlot& slot = layer.parameter_slots()[i];
+      const std::string name = join(path, slot.name);
+      claim(name, layer);
+      state_.push_back({StateEntry::Kind::Parameter, name, params_.size()});
+      params_.push_back({name, Tensor(), Tensor(), param_elems, &layer});
+      param_elems = align_up(param_elems + shape_numel(slot.shape));
+    }
+    for (std::size_t i = 0; i < layer.buffer_slots().size(); ++i) {
+      const BufferSlot& slot = layer.buffer_slots()[i];
+      const std::string name = join(path, slot.name);
+      claim(name, layer);
+      state_.push_back({StateEntry::Kind::Buffer, name, buffers_.size()});
+      buffers_.push_back({name, Tensor(), buffer_elems, &layer});
+      buffer_elems += shape_numel(slot.shape);
+    }
+    for (std::size_t i = 0; i < layer.counter_slots().size(); ++i) {
+      const std::string name = join(path, layer.counter_slots()[i].name);
+      claim(name, layer);
+      state_.push_back({StateEntry::Kind::Counter, name, counters_.size()});
+      counters_.push_back({name, &layer.mutable_counter(i).value, &layer});
+    }
+  };
+  walk(*root_, "", layout);
+
+  // 2. Storage: initial values are made on the host (identical everywhere) and copied once.
+  const Device device = context.device;
+  const bool on_host = device.is_cpu();
+  flat_params_ = Tensor::zeros({param_elems}, context.dtype, device, context.stream);
+  flat_grads_ = Tensor::zeros({param_elems}, context.dtype, device, context.stream);
+  flat_buffers_ = Tensor::zeros({buffer_elems}, context.dtype, device, context.stream);
+  Tensor host_params = on_host ? flat_params_ : Tensor::zeros({param_elems}, context.dtype);
+  Tensor host_buffers = on_host ? flat_buffers_ : Tensor::zeros({buffer_elems}, context.dtype);
+
+  // 3. Views, initial values, binding.
+  std::size_t next_param = 0, next_buffer = 0;
+  auto bind = [&](Layer& layer, const std::string&) {
+    for (std::size_t i = 0; i < layer.parameter_slots().size(); ++i) {
+      Parameter& p = params_[next_param];
+      ParamSlot& slot = layer.mutable_param(i);
+      slot.value = flat_params_.flat_range(p.offset, slot.shape);
+      slot.grad = flat_grads_.flat_range(p.offset, slot.shape);
+      slot.index = next_param;
+      p.value = slot.value;
+      p.grad = slot.grad;
+      store(host_params, p.offset, initial_values(slot, init_seed, next_param));
+      ++next_param;
+    }
+    for (std::size_t i = 0; i < layer.buffer_slots().size(); ++i) {
+      Buffer& b = buffers_[next_buffer++];
+      BufferSlot& slot = layer.mutable_buffer(i);
+      slot.value = flat_buffers_.flat_range(b.offset, slot.shape);
+      b.value = slot.value;
+      store(host_buffers, b.offset,
+            std::vector<double>(static_cast<std::size_t>(shape_numel(slot.shape)), slot.fill));
+    }
+    layer.bind(context_, hook_);
+  };
+  walk(*root_, "", bind);
+
+  if (!on_host) {
+    flat_params_.copy_from(host_params, context.stream);
+    flat_buffers_.copy_from(host_buffers, context.stream);
+  }
+  finalized_ = true;
+}
+
+}  // namespace engine::layers

@@ -1,0 +1,115 @@
+#pragma once
+// Model: a root layer plus the storage of its whole tree, and the lists a trainer, an optimizer, DDP and a
+// checkpoint writer need.
+//
+// finalize(context, seed) walks the tree in registration order (a layer's own parameters, then its buffers,
+// then its children, depth first: the order of PyTorch's named_parameters() and state_dict()), and
+//   - names every parameter, buffer and counter by its path, exactly as the equivalent torch.nn module would
+//     ("features.0.weight", "layer1.0.shortcut.1.running_var", "bn1.num_batches_tracked");
+//   - allocates ONE flat parameter buffer and ONE flat gradient buffer on the context's device, and gives
+//   each
+//     parameter views into both at the same element offset (aligned to kParameterAlignment elements; the
+//     padding between parameters stays zero in both buffers, so updating or all-reducing the whole buffer is
+//     harmless). An optimizer step over the model is one call on two flat arrays; a DDP bucket is a slice;
+//   - allocates one flat buffer for the float buffers (BatchNorm running statistics), for one broadcast;
+//   - initializes every parameter from Philox with the seed (layers/init.h) and every buffer to its fill:
+//     the same seed gives bit-identical weights on every rank and device;
+//   - binds every layer to the shared ExecutionContext and grad-ready hook.
+//
+// Backward OVERWRITES the gradients (there is no accumulation across backward calls; nothing to zero).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace engine::layers {
+
+// Offsets in the flat buffers are multiples of this many elements (128 bytes in float32): vector loads and
+// cuDNN/cuBLAS see aligned pointers for every parameter.
+inline constexpr std::int64_t kParameterAlignment = 32;
+
+struct Parameter {
+  std::string name;     // state-dict name: "features.0.weight"
+  Tensor value;         // view into Model::flat_parameters()
+  Tensor grad;          // view into Model::flat_gradients(), at the same offset
+  std::int64_t offset;  // element offset of both views
+  Layer* layer;         // the owner
+};
+
+struct Buffer {
+  std::string name;  // "features.1.running_mean"
+  Tensor value;      // view into Model::flat_buffers()
+  std::int64_t offset;
+  Layer* layer;
+};
+
+// An int64 kept on the host (BatchNorm's num_batches_tracked: PyTorch's 0-dim int64 buffer).
+struct Counter {
+  std::string name;  // "features.1.num_batches_tracked"
+  std::int64_t* value;
+  Layer* layer;
+};
+
+// One entry of the state dict, in PyTorch's order; `index` points into parameters(), buffers() or counters().
+struct StateEntry {
+  enum class Kind { Parameter, Buffer, Counter };
+  Kind kind;
+  std::string name;
+  std::size_t index;
+};
+
+class Model {
+ public:
+  // `name` is for messages ("vgg6"); `sample_shape` is the per-sample input shape [C, H, W] it was built for
+  // (empty when unknown). The root's needs_input_grad starts false: the first layer computes no dx.
+  Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape = {});
+  Model(Model&&) noexcept = default;
+  Model& operator=(Model&&) noexcept = default;
+
+  void finalize(const ExecutionContext& context, std::uint64_t init_seed);
+  bool finalized() const { return finalized_; }
+
+  Tensor forward(const Tensor& x, Mode mode) { return root_->forward(x, mode); }
+  // Returns dL/dx when set_needs_input_grad(true), else an undefined tensor.
+  Tensor backward(const Tensor& dy) { return root_->backward(dy); }
+  Shape output_shape(const Shape& input_shape) const { return root_->output_shape(input_shape); }
+
+  void set_grad_ready_hook(GradReadyHook hook) { *hook_ = std::move(hook); }
+  void set_needs_input_grad(bool needs) { root_->set_needs_input_grad(needs); }
+
+  const std::vector<Parameter>& parameters() const { return params_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
+  const std::vector<Counter>& counters() const { return counters_; }
+  const std::vector<StateEntry>& state_dict() const { return state_; }
+
+  // The sum of the parameters' element counts (the number PyTorch's sum(p.numel()) prints); known before
+  // finalize.
+  std::int64_t parameter_count() const;
+
+  const Tensor& flat_parameters() const { return flat_params_; }
+  const Tensor& flat_gradients() const { return flat_grads_; }
+  const Tensor& flat_buffers() const { return flat_buffers_; }
+
+  ExecutionContext& context() const;
+  Layer& root() const { return *root_; }
+  const std::string& name() const { return name_; }
+  const Shape& sample_shape() const { return sample_shape_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Layer> root_;
+  Shape sample_shape_;
+  std::shared_ptr<ExecutionContext> context_;
+  std::shared_ptr<GradReadyHook> hook_ = std::make_shared<GradReadyHook>();
+  std::vector<Parameter> params_;
+  std::vector<Buffer> buffers_;
+  std::vector<Counter> counters_;
+  std::vector<StateEntry> state_;
+  Tensor flat_params_, flat_grads_, flat_buffers_;
+  bool finalized_ = false;
+};
+
+}  // namespace engine::layers

@@ -1,0 +1,196 @@
+#include "layers/models.h"
+
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/global_avgpool.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
+#include "layers/residual.h"
+#include "layers/sequential.h"
+
+namespace engine::layers {
+
+namespace {
+
+Conv2dOptions conv3x3(int in, int out, int stride = 1, bool bias = true) {
+  return {
+      .in_channels = in, .out_channels = out, .kernel_size = 3, .stride = stride, .padding = 1, .bias = bias};
+}
+
+// The classifier vgg6 and cnn3 share: Linear(4096, 512), ReLU, Dropout(0.5), Linear(512, classes).
+std::unique_ptr<Sequential> vgg_classifier(int num_classes) {
+  auto c = std::make_unique<Sequential>();
+  c->emplace<Linear>(4096, 512);         // classifier.0
+  c->emplace<ReLU>();                    // classifier.1
+  c->emplace<Dropout>(0.5);              // classifier.2
+  c->emplace<Linear>(512, num_classes);  // classifier.3
+  return c;
+}
+
+// vgg6 on 3x32x32, 10 classes (conv bias ON, as nn.Conv2d's default; that is what makes the count):
+//   conv weights  3*64*9 + 64*64*9 + 64*128*9 + 128*128*9 + 128*256*9 + 256*256*9 = 1,144,512
+//   conv biases   64 + 64 + 128 + 128 + 256 + 256                                  =       896
+//   BN gamma+beta 2 * 896                                                          =     1,792
+//   fc1           4096*512 + 512                                                   = 2,097,664
+//   fc2           512*10 + 10                                                      =     5,130
+//   total                                                                            3,249,994
+// (without conv biases it would be 3,249,098).
+std::unique_ptr<Layer> vgg6(int in_channels, int num_classes) {
+  auto features = std::make_unique<Sequential>();
+  int in = in_channels;
+  for (int width : {64, 128, 256}) {
+    for (int i = 0; i < 2; ++i) {
+      features->emplace<Conv2d>(conv3x3(in, width));
+      features->emplace<BatchNorm2d>(width);
+      features->emplace<ReLU>();
+      in = width;
+    }
+    features->emplace<MaxPool2d>(2);
+  }
+  auto root = std::make_unique<Sequential>();
+  root->add(std::move(features), "features");
+  root->emplace_named<Flatten>("flatten");
+  root->add(vgg_classifier(num_classes), "classifier");
+  return root;
+}
+
+// cnn3 on 3x32x32, 10 classes:
+//   conv  3*64*9+64 + 64*128*9+128 + 128*256*9+256 = 1,792 + 73,856 + 295,168 = 370,816
+//   BN    2 * (64 + 128 + 256)                                               =     896
+//   fc1 2,097,664, fc2 5,130                                        total      2,474,506
+std::unique_ptr<Layer> cnn3(int in_channels, int num_classes) {
+  auto features = std::make_unique<Sequential>();
+  int in = in_channels;
+  for (int width : {64, 128, 256}) {
+    features->emplace<Conv2d>(conv3x3(in, width));
+    features->emplace<BatchNorm2d>(width);
+    features->emplace<ReLU>();
+    features->emplace<MaxPool2d>(2);
+    in = width;
+  }
+  auto root = std::make_unique<Sequential>();
+  root->add(std::move(features), "features");
+  root->emplace_named<Flatten>("flatten");
+  root->add(vgg_classifier(num_classes), "classifier");
+  return root;
+}
+
+// PyTorch examples/mnist Net (1x28x28, 10 classes): conv1 320 + conv2 18,496 + fc1 1,179,776 + fc2 1,290 =
+// 1,199,882. Its forward ends in log_softmax; here the logits go to SoftmaxCrossEntropy, the same loss.
+std::unique_ptr<Layer> mnist_cnn(int in_channels, int num_classes) {
+  auto root = std::make_unique<Sequential>();
+  root->emplace_named<Conv2d>(
+      "conv1", Conv2dOptions{.in_channels = in_channels, .out_channels = 32, .kernel_size = 3});
+  root->emplace_named<ReLU>("relu1");
+  root->emplace_named<Conv2d>("conv2",
+                              Conv2dOptions{.in_channels = 32, .out_channels = 64, .kernel_size = 3});
+  root->emplace_named<ReLU>("relu2");
+  root->emplace_named<MaxPool2d>("pool", 2);
+  root->emplace_named<Dropout>("dropout1", 0.25);
+  root->emplace_named<Flatten>("flatten");
+  root->emplace_named<Linear>("fc1", 9216, 128);
+  root->emplace_named<ReLU>("relu3");
+  root->emplace_named<Dropout>("dropout2", 0.5);
+  root->emplace_named<Linear>("fc2", 128, num_classes);
+  return root;
+}
+
+// kuangliu's BasicBlock: conv1 (3x3, stride), bn1, relu, conv2 (3x3), bn2, + shortcut, relu. Convs have no
+// bias (BatchNorm follows). The shortcut is a 1x1 conv (stride) + BN when the shape changes, else identity.
+std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride) {
+  auto main = std::make_unique<Sequential>();
+  main->emplace_named<Conv2d>("conv1", conv3x3(in_planes, planes, stride, /*bias=*/false));
+  main->emplace_named<BatchNorm2d>("bn1", planes);
+  main->emplace_named<ReLU>("relu1");
+  main->emplace_named<Conv2d>("conv2", conv3x3(planes, planes, 1, /*bias=*/false));
+  main->emplace_named<BatchNorm2d>("bn2", planes);
+  std::unique_ptr<Sequential> shortcut;
+  if (stride != 1 || in_planes != planes) {
+    shortcut = std::make_unique<Sequential>();
+    shortcut->emplace<Conv2d>(Conv2dOptions{.in_channels = in_planes,
+                                            .out_channels = planes,
+                                            .kernel_size = 1,
+                                            .stride = stride,
+                                            .padding = 0,
+                                            .bias = false});
+    shortcut->emplace<BatchNorm2d>(planes);
+  }
+  return std::make_unique<Residual>(std::move(main), std::move(shortcut));
+}
+
+// kuangliu/pytorch-cifar ResNet18 (BasicBlock, [2, 2, 2, 2]) on 3x32x32, 10 classes: 11,173,962 parameters.
+std::unique_ptr<Layer> resnet18(int in_channels, int num_classes) {
+  auto root = std::make_unique<Sequential>();
+  root->emplace_named<Conv2d>("conv1", conv3x3(in_channels, 64, 1, /*bias=*/false));
+  root->emplace_named<BatchNorm2d>("bn1", 64);
+  root->emplace_named<ReLU>("relu");
+  int in_planes = 64;
+  const int planes[4] = {64, 128, 256, 512};
+  const int strides[4] = {1, 2, 2, 2};
+  for (int stage = 0; stage < 4; ++stage) {
+    auto layer = std::make_unique<Sequential>();
+    for (int block = 0; block < 2; ++block) {
+      layer->add(basic_block(in_planes, planes[stage], block == 0 ? strides[stage] : 1));
+      in_planes = planes[stage];
+    }
+    root->add(std::move(layer), fmt::format("layer{}", stage + 1));
+  }
+  root->emplace_named<GlobalAvgPool>("pool");
+  root->emplace_named<Linear>("linear", 512, num_classes);
+  return root;
+}
+
+struct ZooEntry {
+  const char* name;
+  std::unique_ptr<Layer> (*build)(int in_channels, int num_classes);
+};
+
+constexpr ZooEntry kZoo[] = {
+    {"vgg6", vgg6},
+    {"cnn3", cnn3},
+    {"mnist_cnn", mnist_cnn},
+    {"resnet18", resnet18},
+};
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const ZooEntry& e : kZoo) names.emplace_back(e.name);
+  return names;
+}
+
+Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width) {
+  const ZooEntry* entry = nullptr;
+  for (const ZooEntry& e : kZoo) {
+    if (name == e.name) entry = &e;
+  }
+  ENGINE_CHECK(entry != nullptr, "unknown model '{}'; the known models are: {}", name,
+               fmt::join(model_names(), ", "));
+  ENGINE_CHECK(in_channels > 0 && num_classes > 0 && height > 0 && width > 0,
+               "{}: bad sizes: in_channels {}, num_classes {}, input {}x{}", name, in_channels, num_classes,
+               height, width);
+  Model model(std::string(name), entry->build(in_channels, num_classes), {in_channels, height, width});
+  Shape out;
+  try {
+    out = model.output_shape({1, in_channels, height, width});
+  } catch (const Error& e) {
+    ENGINE_FAIL("{} does not accept {}x{}x{} inputs (channels x height x width): {}", name, in_channels,
+                height, width, e.what());
+  }
+  ENGINE_CHECK(out == (Shape{1, num_classes}), "{} on {}x{}x{} inputs gives {}, not [1, {}] (a bug)", name,
+               in_channels, height, width, shape_str(out), num_classes);
+  return model;
+}
+
+}  // namespace engine::layers

@@ -1,0 +1,34 @@
+#pragma once
+// The model zoo. Each model mirrors one PyTorch module exactly (docs/MODELS.md holds the Python), so its
+// state dict names and shapes are PyTorch's and checkpoints load both ways.
+//
+//   vgg6       6 conv3x3 (64,64 | 128,128 | 256,256, each + BatchNorm + ReLU, max-pool 2 after each pair),
+//              Linear 4096->512, ReLU, Dropout 0.5, Linear 512->classes.  3,249,994 parameters on 3x32x32.
+//   cnn3       3 conv3x3 (64, 128, 256; each + BatchNorm + ReLU + max-pool 2), then vgg6's classifier.
+//                                                                          2,474,506 parameters on 3x32x32.
+//   mnist_cnn  PyTorch's examples/mnist Net.                               1,199,882 parameters on 1x28x28.
+//   resnet18   kuangliu/pytorch-cifar's ResNet18 (3x3 stem, no stem pool, BasicBlocks 2-2-2-2, global
+//              average pool).                                              11,173,962 parameters on 3x32x32.
+//
+// The classifiers' input sizes are fixed (4096 = 256*4*4 for vgg6/cnn3, 9216 = 64*12*12 for mnist_cnn), so
+// those models accept exactly the inputs that flatten to that size (32x32 for vgg6/cnn3, 28x28 for mnist_cnn:
+// the parameter counts stay the architectures' own); any other size is an engine::Error naming the model and
+// the input. resnet18 ends in a global average pool and accepts any size.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "layers/model.h"
+
+namespace engine::layers {
+
+// The names build_model knows.
+std::vector<std::string> model_names();
+
+// A model for inputs [N, in_channels, height, width] with num_classes outputs; not finalized (call
+// Model::finalize with a context and a seed). Throws engine::Error for an unknown name (listing the known
+// ones) or an input size the model does not accept.
+Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width);
+
+}  // namespace engine::layers

@@ -1,0 +1,49 @@
+#include "layers/relu.h"
+
+#include "kernels/cpu/relu.h"
+#include "layers/dispatch.h"
+
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/relu.h"
+#endif
+
+namespace engine::layers {
+
+Tensor ReLU::forward_impl(const Tensor& x, Mode) {
+  Tensor y = new_tensor(x.shape());
+  if (x.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    cuda::relu_forward(detail::cuda_stream(context()), x.data<float>(), y.data<float>(), x.numel());
+#else
+    detail::fail_without_cuda(*this);
+#endif
+  } else {
+    detail::with_cpu_scalar(*this, x.dtype(),
+                            [&]<typename T>() { cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel()); });
+  }
+  x_ = x;
+  return y;
+}
+
+Tensor ReLU::backward_impl(const Tensor& dy, Mode) {
+  Tensor dx;
+  if (needs_input_grad()) {
+    dx = new_tensor(dy.shape());
+    if (dy.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+      cuda::relu_backward(detail::cuda_stream(context()), x_.data<float>(), dy.data<float>(),
+                          dx.data<float>(), dy.numel());
+#else
+      detail::fail_without_cuda(*this);
+#endif
+    } else {
+      detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
+        cpu::relu_backward<T>(x_.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+      });
+    }
+  }
+  x_ = Tensor();
+  return dx;
+}
+
+}  // namespace engine::layers

@@ -1,0 +1,57 @@
+// CudaHandles: the math modes (fp32 means fp32 unless TF32 is asked for), stream binding, device checks.
+#include <gtest/gtest.h>
+
+#include "core/cuda_check.h"
+#include "core/stream.h"
+#include "kernels/cuda/handles.h"
+#include "tests/common/gpu.h"
+
+namespace engine {
+namespace {
+
+TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
+  SKIP_WITHOUT_GPU();
+  Stream stream(0);
+  {
+    cuda::CudaHandles handles(0, stream.get());
+    cublasMath_t mode{};
+    CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
+    EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
+    EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F);
+    EXPECT_EQ(handles.cudnn_math_type(), CUDNN_FMA_MATH);
+    EXPECT_FALSE(handles.allow_tf32());
+  }
+  cuda::CudaHandlesOptions options;
+  options.allow_tf32 = true;
+  cuda::CudaHandles handles(0, stream.get(), options);
+  cublasMath_t mode{};
+  CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
+  EXPECT_EQ(mode, CUBLAS_TF32_TENSOR_OP_MATH);
+  EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F_FAST_TF32);
+  EXPECT_EQ(handles.cudnn_math_type(), CUDNN_DEFAULT_MATH);
+}
+
+TEST(CudaHandles, BindPointsBothLibrariesAtTheStream) {
+  SKIP_WITHOUT_GPU();
+  Stream first(0), second(0);
+  cuda::CudaHandles handles(0, first.get());
+  cudaStream_t got = nullptr;
+  CUBLAS_CHECK(cublasGetStream(handles.cublas(), &got));
+  EXPECT_EQ(got, first.get());
+  CUDA_CHECK(cudaStreamSynchronize(first.get()));  // the workspace's first stream is idle: rebinding is safe
+  handles.bind(second.get());
+  EXPECT_EQ(handles.stream(), second.get());
+  CUBLAS_CHECK(cublasGetStream(handles.cublas(), &got));
+  EXPECT_EQ(got, second.get());
+  CUDNN_CHECK(cudnnGetStream(handles.cudnn(), &got));
+  EXPECT_EQ(got, second.get());
+}
+
+TEST(CudaHandles, ADeviceThatDoesNotExistThrows) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_THROW(cuda::CudaHandles(1000, nullptr), Error);
+  EXPECT_THROW(cuda::CudaHandles(-1, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace engine
