@@ -1,0 +1,263 @@
+#include "dist/launcher.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <poll.h>
+#include <set>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "dist/tcp_store.h"
+
+extern char** environ;
+
+namespace engine::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Worker {
+  int rank = 0;
+  pid_t pid = -1;
+  int out_fd = -1, err_fd = -1;  // read ends
+  bool running = false;
+  int status = 0;
+};
+
+// One line-assembling buffer per pipe.
+struct Stream {
+  int fd;
+  int rank;
+  bool is_stderr;
+  std::string pending;
+};
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  std::size_t n = s.size();
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+// Reads every worker pipe until all are closed, writing whole lines with the rank tag.
+void pump_output(std::vector<Stream> streams, bool log_all_ranks) {
+  auto emit = [&](const Stream& s, const std::string& line) {
+    if (s.is_stderr) {
+      write_all(2, fmt::format("[rank {}] {}", s.rank, line));
+    } else if (s.rank == 0 && !log_all_ranks) {
+      write_all(1, line);
+    } else if (log_all_ranks) {
+      write_all(1, fmt::format("[rank {}] {}", s.rank, line));
+    }
+  };
+  std::size_t open = streams.size();
+  char buf[4096];
+  while (open > 0) {
+    std::vector<pollfd> fds;
+    std::vector<Stream*> owners;
+    for (Stream& s : streams) {
+      if (s.fd < 0) continue;
+      fds.push_back({s.fd, POLLIN, 0});
+      owners.push_back(&s);
+    }
+    if (::poll(fds.data(), fds.size(), 500) <= 0) continue;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Stream& s = *owners[i];
+      const ssize_t n = ::read(s.fd, buf, sizeof(buf));
+      if (n > 0) {
+        s.pending.append(buf, static_cast<std::size_t>(n));
+        std::size_t nl;
+        while ((nl = s.pending.find('\n')) != std::string::npos) {
+          emit(s, s.pending.substr(0, nl + 1));
+          s.pending.erase(0, nl + 1);
+        }
+      } else if (n == 0 || errno != EINTR) {
+        if (!s.pending.empty()) emit(s, s.pending + "\n");
+        ::close(s.fd);
+        s.fd = -1;
+        --open;
+      }
+    }
+  }
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  }
+  return fmt::format("ended with wait status {}", status);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+std::vector<int> parse_gpu_list(std::string_view text, int device_count, bool allow_repeats) {
+  ENGINE_CHECK(!text.empty(), "--gpus is empty: list GPU ids such as --gpus 0,1");
+  std::vector<int> ids;
+  std::set<int> seen;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view item = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    ENGINE_CHECK(!item.empty(), "--gpus '{}' has an empty entry", text);
+    int id = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    ENGINE_CHECK(ec == std::errc() && end == item.data() + item.size() && id >= 0,
+                 "--gpus '{}': '{}' is not a GPU id", text, item);
+    ENGINE_CHECK(id < device_count, "--gpus '{}': GPU {} does not exist ({} GPU(s) visible, ids 0..{})", text,
+                 id, device_count, device_count - 1);
+    ENGINE_CHECK(allow_repeats || !seen.contains(id),
+                 "--gpus '{}': GPU {} is listed twice (two ranks on one GPU need --backend gloo)", text, id);
+    seen.insert(id);
+    ids.push_back(id);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOptions& options) {
+  const int world = options.gpus.empty() ? options.nproc : static_cast<int>(options.gpus.size());
+  ENGINE_CHECK(world >= 1, "launch_workers: {} workers requested; need at least 1", world);
+  ENGINE_CHECK(!argv.empty(), "launch_workers: empty argv");
+  const int port = options.master_port > 0 ? options.master_port : find_free_port();
+
+  // Everything the children need is built before fork: after fork only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::set<std::string> ours = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK",      "LOCAL_WORLD_SIZE",
+                                      "MASTER_ADDR", "MASTER_PORT", "ENGINE_LAUNCHER", "ENGINE_GPU"};
+  std::vector<std::string> base_env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (!ours.contains(entry.substr(0, entry.find('=')))) base_env.push_back(entry);
+  }
+  std::vector<std::vector<std::string>> envs(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string>& env = envs[static_cast<std::size_t>(r)];
+    env = base_env;
+    env.push_back(fmt::format("RANK={}", r));
+    env.push_back(fmt::format("WORLD_SIZE={}", world));
+    env.push_back(fmt::format("LOCAL_RANK={}", r));
+    env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", world));
+    env.push_back(fmt::format("MASTER_ADDR={}", options.master_addr));
+    env.push_back(fmt::format("MASTER_PORT={}", port));
+    env.push_back("ENGINE_LAUNCHER=1");
+    if (!options.gpus.empty())
+      env.push_back(fmt::format("ENGINE_GPU={}", options.gpus[static_cast<std::size_t>(r)]));
+    for (const auto& [k, v] : options.extra_env) env.push_back(k + "=" + v);
+  }
+
+  std::vector<Worker> workers(static_cast<std::size_t>(world));
+  std::vector<Stream> streams;
+  auto kill_all = [&](int sig) {
+    for (Worker& w : workers)
+      if (w.running) ::kill(w.pid, sig);
+  };
+  auto reap = [&](bool block) {
+    for (Worker& w : workers) {
+      if (!w.running) continue;
+      int status = 0;
+      const pid_t r = ::waitpid(w.pid, &status, block ? 0 : WNOHANG);
+      if (r == w.pid) {
+        w.running = false;
+        w.status = status;
+      }
+    }
+  };
+
+  for (int r = 0; r < world; ++r) {
+    int out[2], err[2];
+    ENGINE_CHECK(::pipe2(out, O_CLOEXEC) == 0 && ::pipe2(err, O_CLOEXEC) == 0,
+                 "launch_workers: pipe failed: {}", std::strerror(errno));
+    std::vector<char*> envp;
+    for (const std::string& e : envs[static_cast<std::size_t>(r)])
+      envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);  // the launcher died before the prctl
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      ::execve(options.executable.c_str(), args.data(), envp.data());
+      const char msg[] = "launch_workers: execve failed\n";
+      [[maybe_unused]] const ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    if (pid < 0) {
+      const int e = errno;
+      ::close(out[0]);
+      ::close(err[0]);
+      kill_all(SIGKILL);
+      reap(true);
+      for (Stream& s : streams) ::close(s.fd);
+      ENGINE_FAIL("launch_workers: fork of rank {} failed: {}", r, std::strerror(e));
+    }
+    Worker& w = workers[static_cast<std::size_t>(r)];
+    w = Worker{r, pid, out[0], err[0], true, 0};
+    streams.push_back({out[0], r, false, {}});
+    streams.push_back({err[0], r, true, {}});
+  }
+  std::thread reader(pump_output, std::move(streams), options.log_all_ranks);
+
+  LaunchResult result;
+  Clock::time_point kill_deadline{};
+  bool terminating = false;
+  for (;;) {
+    reap(false);
+    bool any_running = false;
+    // The first failure wins; among failures reaped in the same pass a signal wins over an exit status
+    // (a killed rank makes its peers fail a moment later: the killed one is the cause).
+    const Worker* failed = nullptr;
+    for (const Worker& w : workers) {
+      any_running = any_running || w.running;
+      if (w.running || (WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0)) continue;
+      if (failed == nullptr || (WIFSIGNALED(w.status) && !WIFSIGNALED(failed->status))) failed = &w;
+    }
+    if (failed != nullptr && result.failed_rank < 0) {
+      result.failed_rank = failed->rank;
+      result.exit_code = exit_code_of(failed->status);
+      result.message =
+          fmt::format("rank {} (pid {}) {}", failed->rank, failed->pid, describe_status(failed->status));
+    }
+    if (!any_running) break;
+    if (result.failed_rank >= 0 && !terminating) {
+      terminating = true;
+      kill_all(SIGTERM);
+      kill_deadline = Clock::now() + options.grace;
+    }
+    if (terminating && Clock::now() >= kill_deadline) kill_all(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  reader.join();
+  if (result.failed_rank >= 0) {
+    write_all(2, fmt::format("launcher: {}; the other ranks were stopped\n", result.message));
+  }
+  return result;
+}
+
+}  // namespace engine::dist

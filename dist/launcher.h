@@ -1,0 +1,55 @@
+#pragma once
+// The worker launcher behind `cnn_train --gpus 0,1` and `cnn_train --cpu --nproc 2`: runs one worker process
+// per rank on this machine and supervises them.
+//
+// Each worker is a fork/exec of `options.executable` (default /proc/self/exe: the program itself) with the
+// caller's argv and the environment plus
+//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (= the rank numbers: one node),
+//   MASTER_ADDR (127.0.0.1 unless given), MASTER_PORT (a free port unless given),
+//   ENGINE_LAUNCHER=1 (so the program knows it is a worker and must not launch again; it reads all of these
+//   with dist::read_dist_env), and, with GPUs, ENGINE_GPU = the rank's GPU id from the list
+//   (CUDA_VISIBLE_DEVICES is left alone, so NCCL still sees every GPU and their links).
+// Output: every line a worker writes goes through a pipe to a reader thread of the launcher, which writes it
+// whole (never interleaved mid-line):
+//   stderr of every rank, tagged "[rank N] ";
+//   stdout of rank 0, untagged (the epoch lines read as a single-process run's), and stdout of the other
+//   ranks dropped; with log_all_ranks every rank's stdout is shown, tagged.
+// Failure: when a worker exits non-zero or is killed by a signal, the others get SIGTERM, then SIGKILL after
+// `grace`; the result is non-zero and its message names the first failing rank and its status or signal.
+// Workers also get SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG), so none is orphaned.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace engine::dist {
+
+struct LaunchOptions {
+  std::vector<int> gpus;  // one rank per entry, pinned to that GPU; empty: `nproc` CPU ranks
+  int nproc = 1;          // used when `gpus` is empty
+  bool log_all_ranks = false;
+  std::string executable = "/proc/self/exe";
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: a free port (dist::find_free_port)
+  std::chrono::milliseconds grace{5000};
+  std::vector<std::pair<std::string, std::string>> extra_env;  // more variables for every worker
+};
+
+struct LaunchResult {
+  int exit_code = 0;     // 0 when every rank exited 0; else the failing rank's status, or 128 + signal
+  int failed_rank = -1;  // the first rank that failed, or -1
+  std::string message;   // "rank 1 (pid 4242) was killed by signal 9 (Killed)"; empty on success
+};
+
+// Starts the workers with `argv` (argv[0] is what they see as their name) and returns when all have ended.
+// Throws engine::Error when a worker cannot be started (then none is left running).
+LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOptions& options);
+
+// Parses `--gpus` ("0,1,3"): throws engine::Error naming the value for an empty list or item, a non-integer,
+// an id >= device_count, or an id listed twice unless `allow_repeats` (only the gloo backend can put two
+// ranks on one GPU).
+std::vector<int> parse_gpu_list(std::string_view text, int device_count, bool allow_repeats);
+
+}  // namespace engine::dist

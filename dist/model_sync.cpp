@@ -1,0 +1,76 @@
+#include "dist/model_sync.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace engine::dist {
+namespace {
+
+struct ModelFacts {
+  std::int64_t count;
+  std::int64_t tensors;
+  std::uint64_t signature;
+};
+static_assert(sizeof(ModelFacts) == 24, "ModelFacts is sent as bytes");
+
+// The gloo group reduces host tensors; the NCCL group needs device tensors.
+Device collective_device(const ProcessGroup& pg, const layers::Model& model) {
+  return pg.backend() == "nccl" ? model.context().device : Device::cpu();
+}
+
+}  // namespace
+
+std::uint64_t model_signature(const layers::Model& model) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  const DType dt = model.context().dtype;
+  mix(&dt, sizeof(dt));
+  for (const layers::Parameter& p : model.parameters()) {
+    mix(p.name.data(), p.name.size() + 1);
+    for (std::int64_t d : p.value.shape()) mix(&d, sizeof(d));
+    const char end = ';';
+    mix(&end, 1);
+  }
+  return h;
+}
+
+void verify_same_model(ProcessGroup& pg, const layers::Model& model) {
+  ENGINE_CHECK(model.finalized(), "verify_same_model: model '{}' is not finalized", model.name());
+  const ModelFacts mine{model.parameter_count(), static_cast<std::int64_t>(model.parameters().size()),
+                        model_signature(model)};
+  const int w = pg.world_size();
+  Tensor in = Tensor::empty({sizeof(ModelFacts)}, DType::U8);
+  std::memcpy(in.raw_data(), &mine, sizeof(mine));
+  const Device dev = collective_device(pg, model);
+  void* stream = dev.is_cuda() ? model.context().stream : nullptr;
+  Tensor out = Tensor::empty({static_cast<std::int64_t>(sizeof(ModelFacts)) * w}, DType::U8, dev, stream);
+  pg.all_gather(dev.is_cuda() ? in.to(dev, stream) : in, out, stream);
+  const Tensor host = out.device().is_cpu() ? out : out.to(Device::cpu(), stream);
+  std::vector<ModelFacts> all(static_cast<std::size_t>(w));
+  std::memcpy(all.data(), host.raw_data(), sizeof(ModelFacts) * all.size());
+  const ModelFacts& ref = all[0];
+  for (int r = 1; r < w; ++r) {
+    const ModelFacts& f = all[static_cast<std::size_t>(r)];
+    ENGINE_CHECK(
+        f.count == ref.count && f.tensors == ref.tensors && f.signature == ref.signature,
+        "the ranks built different models: rank {} has {} parameters in {} tensors (names and shapes "
+        "hash {:016x}), rank 0 has {} parameters in {} tensors (hash {:016x}). Every rank must run the "
+        "same --model and input shape.",
+        r, f.count, f.tensors, f.signature, ref.count, ref.tensors, ref.signature);
+  }
+}
+
+void broadcast_parameters(ProcessGroup& pg, const layers::Model& model) {
+  ENGINE_CHECK(model.finalized(), "broadcast_parameters: model '{}' is not finalized", model.name());
+  void* stream = model.context().stream;
+  pg.broadcast(model.flat_parameters(), 0, stream);
+  if (model.flat_buffers().defined() && model.flat_buffers().numel() > 0) {
+    pg.broadcast(model.flat_buffers(), 0, stream);
+  }
+}
+
+}  // namespace engine::dist

@@ -1,0 +1,224 @@
+#include "dist/reducer.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/error.h"
+#if ENGINE_HAVE_CUDA
+#include "core/stream.h"
+#include "kernels/cuda/residual_add.h"
+#endif
+
+namespace engine::dist {
+
+std::vector<Bucket> assign_buckets(const layers::Model& model, std::size_t first_bucket_bytes,
+                                   std::size_t bucket_bytes) {
+  ENGINE_CHECK(model.finalized(), "assign_buckets: model '{}' is not finalized", model.name());
+  const auto& params = model.parameters();
+  const auto elem = static_cast<std::int64_t>(dtype_size(model.flat_gradients().dtype()));
+  std::vector<Bucket> buckets;
+  std::int64_t end = model.flat_gradients().numel();  // the current bucket ends where the previous began
+  Bucket current;
+  for (std::size_t i = params.size(); i-- > 0;) {
+    const std::int64_t start = params[i].offset;
+    const auto cap = static_cast<std::int64_t>(buckets.empty() ? first_bucket_bytes : bucket_bytes);
+    if (!current.params.empty() && (end - start) * elem > cap) {
+      current.offset = params[current.params.back()].offset;
+      current.numel = end - current.offset;
+      end = current.offset;
+      buckets.push_back(std::move(current));
+      current = Bucket{};
+    }
+    current.params.push_back(i);
+  }
+  if (!current.params.empty()) {
+    current.offset = 0;  // the last bucket reaches the start of the buffer
+    current.numel = end;
+    buckets.push_back(std::move(current));
+  }
+  return buckets;
+}
+
+struct Reducer::Impl {
+  std::vector<std::unique_ptr<Work>> works;  // this step's queued all-reduces
+  std::vector<Tensor> wire;  // per bucket: what goes on the wire (the slice, or its bf16 copy)
+  Tensor accumulation;       // micro-batch gradient sums (allocated on first use)
+  Tensor compressed;         // bf16 copy of the flat gradients
+#if ENGINE_HAVE_CUDA
+  std::optional<Stream> comm_stream;
+  std::vector<Event> bucket_events;
+  std::optional<Event> done_event;
+#endif
+};
+
+namespace {
+
+// dst += src elementwise on the CPU (float or double) or, for float, on the GPU in `stream`.
+void add_into(const Tensor& dst, const Tensor& src, [[maybe_unused]] void* stream) {
+  const std::int64_t n = dst.numel();
+  if (dst.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    ENGINE_CHECK(dst.dtype() == DType::F32, "gradient accumulation on CUDA needs float32, got {}", dst.str());
+    cuda::residual_add_forward(static_cast<cudaStream_t>(stream), dst.data<float>(), src.data<float>(),
+                               dst.data<float>(), n);
+    return;
+#endif
+  }
+  if (dst.dtype() == DType::F64) {
+    double* d = dst.data<double>();
+    const double* s = src.data<double>();
+    for (std::int64_t i = 0; i < n; ++i) d[i] += s[i];
+  } else {
+    float* d = dst.data<float>();
+    const float* s = src.data<float>();
+    for (std::int64_t i = 0; i < n; ++i) d[i] += s[i];
+  }
+}
+
+}  // namespace
+
+Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& options)
+    : pg_(pg), model_(model), options_(options), impl_(std::make_unique<Impl>()) {
+  ENGINE_CHECK(model.finalized(), "Reducer: model '{}' is not finalized", model.name());
+  ENGINE_CHECK(options.first_bucket_mb > 0 && options.bucket_mb > 0,
+               "Reducer: bucket sizes must be positive (first {} MB, others {} MB)", options.first_bucket_mb,
+               options.bucket_mb);
+  const Tensor& grads = model.flat_gradients();
+  const bool cuda = grads.is_cuda();
+  ENGINE_CHECK(!(cuda && options.compression == GradCompression::Bf16),
+               "Reducer: bf16 gradient compression is implemented for CPU tensors only");
+  ENGINE_CHECK(options.compression == GradCompression::None || grads.dtype() == DType::F32,
+               "Reducer: bf16 gradient compression needs float32 gradients, got {}", grads.str());
+  auto mb = [](double m) { return static_cast<std::size_t>(m * 1024.0 * 1024.0); };
+  buckets_ = assign_buckets(model, mb(options.first_bucket_mb), mb(options.bucket_mb));
+  bucket_of_param_.assign(model.parameters().size(), 0);
+  for (std::size_t b = 0; b < buckets_.size(); ++b)
+    for (std::size_t p : buckets_[b].params) bucket_of_param_[p] = b;
+  pending_.resize(buckets_.size());
+  ready_.assign(buckets_.size(), false);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
+
+  if (options.compression == GradCompression::Bf16) {
+    impl_->compressed = Tensor::empty(grads.shape(), DType::BF16);
+  }
+  for (const Bucket& bk : buckets_) {
+    const Tensor& base = impl_->compressed.defined() ? impl_->compressed : grads;
+    impl_->wire.push_back(base.flat_range(bk.offset, {bk.numel}));
+  }
+#if ENGINE_HAVE_CUDA
+  if (cuda) {
+    impl_->comm_stream.emplace(grads.device().index);
+    impl_->bucket_events.resize(buckets_.size());
+    impl_->done_event.emplace();
+  }
+#endif
+  model.set_grad_ready_hook([this](std::size_t i) { on_grad_ready(i); });
+}
+
+Reducer::~Reducer() {
+  model_.set_grad_ready_hook({});
+  // Queued work references our buffers: let it end before they go (errors were reported by finish()).
+  for (auto& w : impl_->works) {
+    try {
+      w->wait();
+    } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): already failing
+    }
+  }
+}
+
+void Reducer::set_sync(bool sync) {
+  ENGINE_CHECK(next_to_launch_ == 0 && impl_->works.empty(), "Reducer::set_sync in the middle of a backward");
+  sync_ = sync;
+}
+
+void Reducer::on_grad_ready(std::size_t param_index) {
+  ENGINE_CHECK(param_index < bucket_of_param_.size(), "Reducer: unknown parameter index {}", param_index);
+  const std::size_t b = bucket_of_param_[param_index];
+  ENGINE_CHECK(pending_[b] > 0, "Reducer: parameter '{}' reported its gradient twice in one backward",
+               model_.parameters()[param_index].name);
+  if (--pending_[b] > 0) return;
+  ready_[b] = true;
+  // Launch in bucket order, whatever order the buckets complete in: every rank queues the same sequence.
+  while (next_to_launch_ < buckets_.size() && ready_[next_to_launch_]) bucket_ready(next_to_launch_++);
+}
+
+void Reducer::bucket_ready(std::size_t b) {
+  const Bucket& bk = buckets_[b];
+  const Tensor slice = model_.flat_gradients().flat_range(bk.offset, {bk.numel});
+  void* compute = model_.context().stream;
+  if (!sync_) {  // a micro-batch: keep the sum locally, communicate nothing
+    if (!impl_->accumulation.defined()) {
+      impl_->accumulation =
+          Tensor::zeros(model_.flat_gradients().shape(), slice.dtype(), slice.device(), compute);
+    }
+    Tensor acc = impl_->accumulation.flat_range(bk.offset, {bk.numel});
+    if (accumulated_) {
+      add_into(acc, slice, compute);
+    } else {
+      acc.copy_from(slice, compute);
+    }
+    return;
+  }
+  if (accumulated_) add_into(slice, impl_->accumulation.flat_range(bk.offset, {bk.numel}), compute);
+
+  const Tensor& wire = impl_->wire[b];
+  ReduceOp op = ReduceOp::Avg;
+  if (impl_->compressed.defined()) {  // CPU only (checked at construction)
+    const float* g = slice.data<float>();
+    bfloat16* w = wire.data<bfloat16>();
+    for (std::int64_t i = 0; i < bk.numel; ++i) w[i] = to_bfloat16(g[i]);
+    op = ReduceOp::Sum;
+  }
+  void* comm = nullptr;
+#if ENGINE_HAVE_CUDA
+  if (impl_->comm_stream) {
+    Event& ev = impl_->bucket_events[b];
+    ev.record(static_cast<cudaStream_t>(compute));
+    ev.wait_on(impl_->comm_stream->get());
+    comm = impl_->comm_stream->get();
+  }
+#endif
+  impl_->works.push_back(pg_.all_reduce_async(wire, op, comm));
+  ++allreduce_count_;
+}
+
+void Reducer::finish() {
+  const bool complete = next_to_launch_ == buckets_.size();
+  std::string missing;
+  if (!complete) {
+    for (std::size_t b = next_to_launch_; b < buckets_.size() && missing.empty(); ++b)
+      for (std::size_t p : buckets_[b].params)
+        if (pending_[b] > 0) missing = model_.parameters()[p].name;
+  }
+  // Reset the step's state before anything can throw.
+  for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
+  std::fill(ready_.begin(), ready_.end(), false);
+  next_to_launch_ = 0;
+  std::vector<std::unique_ptr<Work>> works = std::move(impl_->works);
+  impl_->works.clear();
+  for (auto& w : works) w->wait();  // gloo: the host waits; NCCL: returns at once
+  ENGINE_CHECK(complete,
+               "Reducer::finish: parameter '{}' (at least) got no gradient in this backward; every parameter "
+               "of the model must take part in every step (or finish() was called before backward)",
+               missing);
+  if (!sync_) {
+    accumulated_ = true;
+    return;
+  }
+  accumulated_ = false;
+  if (impl_->compressed.defined()) {
+    const float inv = 1.0f / static_cast<float>(pg_.world_size());
+    float* g = model_.flat_gradients().data<float>();
+    const bfloat16* w = impl_->compressed.data<bfloat16>();
+    const std::int64_t n = model_.flat_gradients().numel();
+    for (std::int64_t i = 0; i < n; ++i) g[i] = from_bfloat16(w[i]) * inv;
+  }
+#if ENGINE_HAVE_CUDA
+  if (impl_->comm_stream) {
+    impl_->done_event->record(impl_->comm_stream->get());
+    impl_->done_event->wait_on(static_cast<cudaStream_t>(model_.context().stream));
+  }
+#endif
+}
+
+}  // namespace engine::dist

@@ -1,0 +1,220 @@
+#include "dist/sync_batchnorm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace engine::dist {
+namespace {
+
+struct Geometry {
+  std::int64_t n, c, hw;
+};
+
+Geometry geometry_of(const Tensor& x) {
+  ENGINE_CHECK(x.ndim() == 4, "SyncBatchNorm expects an input [N, C, H, W], got {}", x.str());
+  return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
+}
+
+// A host view of `t`: itself on the CPU, else a copy made after the work queued on `stream`.
+Tensor host(const Tensor& t, void* stream) {
+  if (!t.defined() || t.device().is_cpu()) return t;
+  return t.to(Device::cpu(), stream);
+}
+void write_back(const Tensor& dst, const Tensor& src, void* stream) {
+  if (dst.defined() && !dst.shares_storage_with(src)) Tensor(dst).copy_from(src, stream);
+}
+
+// The collective's tensor: host memory for gloo, the data's device for NCCL.
+Tensor all_reduce_f64(ProcessGroup& pg, const std::vector<double>& values, Device device, void* stream) {
+  Tensor t = Tensor::from_vector(values, {static_cast<std::int64_t>(values.size())});
+  if (pg.backend() == "nccl") {
+    Tensor d = t.to(device, stream);
+    pg.all_reduce(d, ReduceOp::Sum, stream);
+    return d.to(Device::cpu(), stream);
+  }
+  pg.all_reduce(t, ReduceOp::Sum, stream);
+  return t;
+}
+
+Tensor all_gather_f64(ProcessGroup& pg, const std::vector<double>& values, Device device, void* stream) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  Tensor in = Tensor::from_vector(values, {n});
+  const bool nccl = pg.backend() == "nccl";
+  const Device dev = nccl ? device : Device::cpu();
+  Tensor out = Tensor::empty({n * pg.world_size()}, DType::F64, dev, stream);
+  pg.all_gather(nccl ? in.to(dev, stream) : in, out, stream);
+  return nccl ? out.to(Device::cpu(), stream) : out;
+}
+
+template <typename T>
+void forward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, const T* x, const T* gamma,
+             const T* beta, T* y, T* save_mean, T* save_invstd, T* running_mean, T* running_var,
+             double momentum, double eps) {
+  const auto C = static_cast<std::size_t>(g.c);
+  const double local_count = static_cast<double>(g.n * g.hw);
+  // [count, mean[C], M2[C]] of this rank.
+  std::vector<double> local(1 + 2 * C, 0.0);
+  local[0] = local_count;
+  for (std::size_t c = 0; c < C; ++c) {
+    double sum = 0.0;
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const T* p = x + (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      for (std::int64_t i = 0; i < g.hw; ++i) sum += static_cast<double>(p[i]);
+    }
+    const double mean = local_count > 0 ? sum / local_count : 0.0;
+    double m2 = 0.0;
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const T* p = x + (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      for (std::int64_t i = 0; i < g.hw; ++i) {
+        const double d = static_cast<double>(p[i]) - mean;
+        m2 += d * d;
+      }
+    }
+    local[1 + c] = mean;
+    local[1 + C + c] = m2;
+  }
+  const Tensor gathered = all_gather_f64(pg, local, device, stream);
+  const double* all = gathered.data<double>();
+  const std::size_t stride = local.size();
+  // Chan's pairwise combination, in rank order.
+  std::vector<double> mean(C, 0.0), m2(C, 0.0);
+  double count = 0.0;
+  for (int r = 0; r < pg.world_size(); ++r) {
+    const double* s = all + static_cast<std::size_t>(r) * stride;
+    const double nb = s[0];
+    if (nb <= 0.0) continue;
+    const double nab = count + nb;
+    for (std::size_t c = 0; c < C; ++c) {
+      const double delta = s[1 + c] - mean[c];
+      mean[c] += delta * nb / nab;
+      m2[c] += s[1 + C + c] + delta * delta * count * nb / nab;
+    }
+    count = nab;
+  }
+  ENGINE_CHECK(count > 1.0, "SyncBatchNorm: expected more than 1 value per channel over all ranks, got {}",
+               count);
+  for (std::size_t c = 0; c < C; ++c) {
+    const double var = m2[c] / count;
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    save_mean[c] = static_cast<T>(mean[c]);
+    save_invstd[c] = static_cast<T>(invstd);
+    const double scale = static_cast<double>(gamma[c]) * invstd;
+    const double shift = static_cast<double>(beta[c]);
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const std::int64_t base = (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      for (std::int64_t i = 0; i < g.hw; ++i) {
+        y[base + i] = static_cast<T>((static_cast<double>(x[base + i]) - mean[c]) * scale + shift);
+      }
+    }
+    if (running_mean != nullptr) {
+      running_mean[c] =
+          static_cast<T>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean[c]);
+      running_var[c] = static_cast<T>((1.0 - momentum) * static_cast<double>(running_var[c]) +
+                                      momentum * m2[c] / (count - 1.0));
+    }
+  }
+}
+
+template <typename T>
+void backward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, const T* x, const T* gamma,
+              const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta) {
+  const auto C = static_cast<std::size_t>(g.c);
+  // [sum dy[C], sum dy*xhat[C], count]
+  std::vector<double> local(2 * C + 1, 0.0);
+  for (std::size_t c = 0; c < C; ++c) {
+    const double mean = static_cast<double>(save_mean[c]);
+    const double invstd = static_cast<double>(save_invstd[c]);
+    double sdy = 0.0, sdyx = 0.0;
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const std::int64_t base = (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      for (std::int64_t i = 0; i < g.hw; ++i) {
+        const double d = static_cast<double>(dy[base + i]);
+        sdy += d;
+        sdyx += d * (static_cast<double>(x[base + i]) - mean) * invstd;
+      }
+    }
+    local[c] = sdy;
+    local[C + c] = sdyx;
+    dbeta[c] = static_cast<T>(sdy);
+    dgamma[c] = static_cast<T>(sdyx);
+  }
+  local[2 * C] = static_cast<double>(g.n * g.hw);
+  const Tensor reduced = all_reduce_f64(pg, local, device, stream);
+  if (dx == nullptr) return;
+  const double* all = reduced.data<double>();
+  const double count = all[2 * C];
+  for (std::size_t c = 0; c < C; ++c) {
+    const double mean = static_cast<double>(save_mean[c]);
+    const double invstd = static_cast<double>(save_invstd[c]);
+    const double k = static_cast<double>(gamma[c]) * invstd;
+    const double mdy = all[c] / count, mdyx = all[C + c] / count;
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const std::int64_t base = (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      for (std::int64_t i = 0; i < g.hw; ++i) {
+        const double xhat = (static_cast<double>(x[base + i]) - mean) * invstd;
+        dx[base + i] = static_cast<T>(k * (static_cast<double>(dy[base + i]) - mdy - xhat * mdyx));
+      }
+    }
+  }
+}
+
+template <typename Fn>
+void with_scalar(DType dt, Fn&& fn) {
+  if (dt == DType::F64) {
+    fn.template operator()<double>();
+  } else {
+    ENGINE_CHECK(dt == DType::F32, "SyncBatchNorm runs float32 and float64, not {}", dtype_name(dt));
+    fn.template operator()<float>();
+  }
+}
+
+}  // namespace
+
+void sync_batchnorm_forward_training(ProcessGroup& pg, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                                     const Tensor& save_invstd, const Tensor& running_mean,
+                                     const Tensor& running_var, double momentum, double eps, void* stream) {
+  const Geometry g = geometry_of(x);
+  ENGINE_CHECK(gamma.numel() == g.c && beta.numel() == g.c && save_mean.numel() == g.c &&
+                   save_invstd.numel() == g.c && y.shape() == x.shape(),
+               "SyncBatchNorm forward: parameters must have {} elements and y the shape of x {}", g.c,
+               x.str());
+  const Tensor hx = host(x, stream), hg = host(gamma, stream), hb = host(beta, stream), hy = host(y, stream);
+  const Tensor hm = host(save_mean, stream), hi = host(save_invstd, stream);
+  const Tensor hrm = host(running_mean, stream), hrv = host(running_var, stream);
+  with_scalar(x.dtype(), [&]<typename T>() {
+    forward<T>(pg, g, x.device(), stream, hx.data<T>(), hg.data<T>(), hb.data<T>(), hy.data<T>(),
+               hm.data<T>(), hi.data<T>(), hrm.defined() ? hrm.data<T>() : nullptr,
+               hrv.defined() ? hrv.data<T>() : nullptr, momentum, eps);
+  });
+  write_back(y, hy, stream);
+  write_back(save_mean, hm, stream);
+  write_back(save_invstd, hi, stream);
+  write_back(running_mean, hrm, stream);
+  write_back(running_var, hrv, stream);
+}
+
+void sync_batchnorm_backward_training(ProcessGroup& pg, const Tensor& x, const Tensor& gamma,
+                                      const Tensor& save_mean, const Tensor& save_invstd, const Tensor& dy,
+                                      const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                                      void* stream) {
+  const Geometry g = geometry_of(x);
+  ENGINE_CHECK(dy.shape() == x.shape() && (!dx.defined() || dx.shape() == x.shape()) &&
+                   dgamma.numel() == g.c && dbeta.numel() == g.c,
+               "SyncBatchNorm backward: dy/dx must have the shape of x {} and dgamma/dbeta {} elements",
+               x.str(), g.c);
+  const Tensor hx = host(x, stream), hg = host(gamma, stream), hm = host(save_mean, stream);
+  const Tensor hi = host(save_invstd, stream), hdy = host(dy, stream), hdx = host(dx, stream);
+  const Tensor hdg = host(dgamma, stream), hdb = host(dbeta, stream);
+  with_scalar(x.dtype(), [&]<typename T>() {
+    backward<T>(pg, g, x.device(), stream, hx.data<T>(), hg.data<T>(), hm.data<T>(), hi.data<T>(),
+                hdy.data<T>(), hdx.defined() ? hdx.data<T>() : nullptr, hdg.data<T>(), hdb.data<T>());
+  });
+  write_back(dx, hdx, stream);
+  write_back(dgamma, hdg, stream);
+  write_back(dbeta, hdb, stream);
+}
+
+}  // namespace engine::dist

@@ -1,0 +1,226 @@
+// The parts of dist/ that need no second process (label cpu): bucket assignment on the zoo models, the
+// environment bootstrap, --gpus parsing, and the start-up failures (unreachable MASTER_ADDR, port in use).
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "dist/bootstrap.h"
+#include "dist/launcher.h"
+#include "dist/reducer.h"
+#include "dist/tcp_store.h"
+#include "layers/models.h"
+
+namespace engine::dist {
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+DistEnv parse(const Vars& vars) {
+  return read_dist_env([&vars](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const engine::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(DistBuckets, ZooModelsAreTiledInReverseOrderWithASmallFirstBucket) {
+  for (const std::string& name : layers::model_names()) {
+    const bool mnist = name == "mnist_cnn";
+    layers::Model m = layers::build_model(name, mnist ? 1 : 3, 10, mnist ? 28 : 32, mnist ? 28 : 32);
+    m.finalize(layers::ExecutionContext{}, 1);
+    const std::size_t mb = 1024 * 1024;
+    const std::vector<Bucket> buckets = assign_buckets(m, 1 * mb, 25 * mb);
+    ASSERT_FALSE(buckets.empty()) << name;
+    // Reverse parameter order, every parameter once.
+    std::size_t expected = m.parameters().size();
+    for (const Bucket& b : buckets)
+      for (std::size_t p : b.params) EXPECT_EQ(p, --expected) << name;
+    EXPECT_EQ(expected, 0u) << name;
+    // Slices tile the flat buffer from its end to its start; each holds its parameters.
+    std::int64_t end = m.flat_gradients().numel();
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      const Bucket& b = buckets[i];
+      EXPECT_EQ(b.offset + b.numel, end) << name << " bucket " << i;
+      end = b.offset;
+      for (std::size_t p : b.params) {
+        EXPECT_GE(m.parameters()[p].offset, b.offset);
+        EXPECT_LE(m.parameters()[p].offset + m.parameters()[p].value.numel(), b.offset + b.numel);
+      }
+      const auto bytes = static_cast<std::size_t>(b.numel) * 4;
+      const std::size_t cap = i == 0 ? 1 * mb : 25 * mb;
+      // Over the cap only as a single parameter larger than the cap.
+      if (bytes > cap) {
+        EXPECT_EQ(b.params.size(), 1u) << name << " bucket " << i << " " << bytes << " bytes";
+      }
+      // Full: the next parameter would not have fitted.
+      if (i + 1 < buckets.size()) {
+        const std::size_t next = buckets[i + 1].params.front();
+        const auto with_next = static_cast<std::size_t>(b.offset + b.numel - m.parameters()[next].offset) * 4;
+        EXPECT_GT(with_next, cap) << name << " bucket " << i;
+      }
+    }
+    EXPECT_EQ(end, 0) << name;
+    EXPECT_LE(static_cast<std::size_t>(buckets[0].numel) * 4, 1 * mb) << name << ": first bucket";
+  }
+}
+
+TEST(DistBuckets, ResNet18HasSeveralBuckets) {
+  layers::Model m = layers::build_model("resnet18", 3, 10, 32, 32);
+  m.finalize(layers::ExecutionContext{}, 1);
+  const std::vector<Bucket> b = assign_buckets(m, 1024 * 1024, 25 * 1024 * 1024);
+  // 44.7 MB of float32 gradients: a 1 MB first bucket, then 25 MB buckets.
+  EXPECT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].params.front(), m.parameters().size() - 1);  // the classifier's bias first
+}
+
+TEST(DistBootstrap, ReadsEveryLauncherFamily) {
+  DistEnv e = parse({{"RANK", "1"},
+                     {"WORLD_SIZE", "4"},
+                     {"LOCAL_RANK", "1"},
+                     {"MASTER_ADDR", "10.0.0.2"},
+                     {"MASTER_PORT", "1234"}});
+  EXPECT_EQ(e.source, "torchrun");
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.master_addr, "10.0.0.2");
+  EXPECT_EQ(e.master_port, 1234);
+  e = parse({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"ENGINE_LAUNCHER", "1"}, {"ENGINE_GPU", "3"}});
+  EXPECT_EQ(e.source, "launcher");
+  EXPECT_EQ(e.gpu, 3);
+  e = parse(
+      {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}});
+  EXPECT_EQ(e.source, "openmpi");
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.master_addr, "127.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+  e = parse({{"SLURM_PROCID", "5"},
+             {"SLURM_NTASKS", "8"},
+             {"SLURM_LOCALID", "1"},
+             {"SLURM_NNODES", "2"},
+             {"MASTER_ADDR", "node1"}});
+  EXPECT_EQ(e.source, "slurm");
+  EXPECT_EQ(e.local_rank, 1);
+  // torchrun inside a Slurm allocation: torchrun's variables win.
+  e = parse({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(e.source, "torchrun");
+  EXPECT_EQ(parse({}).source, "none");
+}
+
+TEST(DistBootstrap, BadValuesNameTheVariable) {
+  EXPECT_NE(error_of([] {
+              parse({{"RANK", "x"}, {"WORLD_SIZE", "2"}});
+            }).find("RANK='x'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "2"}, {"WORLD_SIZE", "2"}}); }).find("RANK=2"), std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "0"}}); }).find("WORLD_SIZE"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse({{"RANK", "0"}, {"WORLD_SIZE", "0"}});
+            }).find("WORLD_SIZE=0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "-1"}});
+            }).find("LOCAL_RANK"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}});
+            }).find("MASTER_PORT=70000"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NNODES", "2"}});
+            }).find("MASTER_ADDR"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+            }).find("OMPI_COMM_WORLD_RANK=3"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_backend("mpi"); }).find("'mpi'"), std::string::npos);
+}
+
+TEST(DistLauncher, GpuListsAreValidatedBeforeAnythingStarts) {
+  EXPECT_EQ(parse_gpu_list("0,1", 2, false), (std::vector<int>{0, 1}));
+  EXPECT_EQ(parse_gpu_list("0,0", 1, true), (std::vector<int>{0, 0}));
+  EXPECT_NE(error_of([] { parse_gpu_list("0,2", 2, false); }).find("GPU 2 does not exist"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_gpu_list("1,1", 2, false); }).find("listed twice"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_gpu_list("", 2, false); }).find("empty"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_gpu_list("0,,1", 2, false); }).find("'0,,1'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_gpu_list("a", 2, false); }).find("'a'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_gpu_list("0", 0, false); }).find("0 GPU(s) visible"), std::string::npos);
+}
+
+TEST(DistBootstrap, UnreachableMasterAddrFailsWithinTheTimeout) {
+  DistEnv e;
+  e.rank = 1;
+  e.world_size = 2;
+  e.master_addr = "10.255.255.1";
+  e.master_port = 29500;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg =
+      error_of([&] { init_process_group(e, Backend::Gloo, std::chrono::milliseconds(1500)); });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(s, 5.0);
+  // Unroutable: the connection times out ("could not reach"); behind a proxy that accepts any connection,
+  // nobody answers ("no answer"). Either way the message names the address and MASTER_ADDR.
+  EXPECT_NE(msg.find("10.255.255.1:29500"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("MASTER_ADDR"), std::string::npos) << msg;
+}
+
+TEST(DistBootstrap, ClosedPortFailsWithinTheTimeout) {
+  DistEnv e;
+  e.rank = 1;
+  e.world_size = 2;
+  e.master_port = find_free_port();  // nobody listens there
+  const std::string msg =
+      error_of([&] { init_process_group(e, Backend::Gloo, std::chrono::milliseconds(1000)); });
+  EXPECT_NE(msg.find("could not reach"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
+}
+
+TEST(DistBootstrap, PortInUseIsReportedByRank0) {
+  DistEnv e;
+  e.world_size = 2;
+  e.master_port = find_free_port();
+  TcpStore taken("127.0.0.1", e.master_port, /*is_server=*/true, std::chrono::milliseconds(1000));
+  const std::string msg =
+      error_of([&] { init_process_group(e, Backend::Gloo, std::chrono::milliseconds(1000)); });
+  EXPECT_NE(msg.find("in use"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(e.master_port)), std::string::npos) << msg;
+}
+
+TEST(DistBootstrap, AMissingRankTimesOut) {
+  DistEnv e;
+  e.world_size = 2;  // rank 1 never comes
+  e.master_port = find_free_port();
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg =
+      error_of([&] { init_process_group(e, Backend::Gloo, std::chrono::milliseconds(1000)); });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_NE(msg.find("rank 0 of 2"), std::string::npos) << msg;
+}
+
+TEST(DistProcessGroup, WorldSizeOneCollectivesAreIdentities) {
+  DistEnv e;
+  e.master_port = find_free_port();
+  auto pg = init_process_group(e, Backend::Gloo, std::chrono::milliseconds(5000));
+  Tensor t = Tensor::from_vector(std::vector<float>{1.f, 2.f}, {2});
+  pg->all_reduce(t, ReduceOp::Avg);
+  pg->broadcast(t, 0);
+  Tensor out = Tensor::empty({2}, DType::F32);
+  pg->all_gather(t, out);
+  pg->barrier();
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{1.f, 2.f}));
+}
+
+}  // namespace
+}  // namespace engine::dist
