@@ -21,8 +21,9 @@ echo "== tests (ctest: cpu and gpu labels)"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
 if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
+  # RelWithDebInfo (-O2 -g): sanitizers keep their checks, and the model gradient checks stay fast.
   echo "== CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DENGINE_WITH_CUDA=OFF -DENGINE_SANITIZE=ON \
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENGINE_WITH_CUDA=OFF -DENGINE_SANITIZE=ON \
         -DENGINE_WERROR=ON
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
