@@ -17,8 +17,7 @@
 namespace engine::data {
 namespace {
 
-constexpr std::int64_t kMaxSide = 1 << 14;    // = STBI_MAX_DIMENSIONS in data/stb_image_impl.cpp
-constexpr std::int64_t kMaxPixels = 1 << 26;  // 8192 x 8192: larger is a forged header, not a training image
+constexpr std::int64_t kMaxSide = 1 << 14;  // = STBI_MAX_DIMENSIONS in data/stb_image_impl.cpp
 
 enum class Format { Png, Jpeg, Bmp };
 
@@ -201,7 +200,7 @@ void append_bytes(void* context, void* data, int size) {
 }  // namespace
 
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& source, int channels,
-                   std::int64_t height, std::int64_t width) {
+                   std::int64_t height, std::int64_t width, std::int64_t max_pixels) {
   ENGINE_CHECK(channels >= 1 && channels <= 4 && channels != 2,
                "{}: cannot decode to {} channels (1, 3 or 4)", source, channels);
   ENGINE_CHECK(
@@ -219,9 +218,9 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
   int w = 0, h = 0, file_channels = 0;
   ENGINE_CHECK(stbi_info_from_memory(bytes.data(), len, &w, &h, &file_channels),
                "{}: corrupt or truncated {} header ({})", source, format_name(format), stbi_failure_reason());
-  ENGINE_CHECK(std::int64_t{w} * h <= kMaxPixels,
+  ENGINE_CHECK(std::int64_t{w} * h <= max_pixels,
                "{}: {} of {}x{} pixels is larger than the {} pixels allowed", source, format_name(format), w,
-               h, kMaxPixels);
+               h, max_pixels);
   check_complete(bytes, format, source);
 
   std::unique_ptr<stbi_uc, StbiFree> decoded(

@@ -23,9 +23,12 @@ struct Image {
 
 // Decodes `bytes` (named `source` in messages) to `channels` channels (1, 3 or 4). height/width > 0 resize to
 // that size; both 0 keep the file's size. Throws engine::Error naming the source for empty bytes, an unknown
-// format, a truncated or corrupt file, or dimensions past 16384 a side.
+// format, a truncated or corrupt file, dimensions past 16384 a side, or more than `max_pixels` pixels (the
+// default, 8192 x 8192, refuses forged headers; the fuzzers pass less so each input decodes quickly).
+inline constexpr std::int64_t kMaxImagePixels = std::int64_t{1} << 26;
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& source, int channels,
-                   std::int64_t height = 0, std::int64_t width = 0);
+                   std::int64_t height = 0, std::int64_t width = 0,
+                   std::int64_t max_pixels = kMaxImagePixels);
 
 // decode_image on the bytes of `path` (errors for a missing, directory or unreadable path name it).
 Image decode_image_file(const std::string& path, int channels, std::int64_t height = 0,
