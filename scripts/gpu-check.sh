@@ -7,6 +7,7 @@
 #
 #   scripts/fetch-gpu-deps.sh            once, where apt works: fills .deps/ (carry it to the GPU machine)
 #   scripts/gpu-check.sh                 on the GPU machine
+#   scripts/gpu-check.sh --bench         the benchmarks instead (scripts/bench.sh, same build directory)
 # Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default: native where a GPU is visible),
 # SKIP_SANITIZERS=1, MEMCHECK_TIMEOUT / RACECHECK_TIMEOUT (seconds, default 200 / 150).
 #
@@ -15,6 +16,7 @@
 # nvidia-nccl-cu13 (cmake/CudaSetup.cmake finds those); if a pip package carries no headers, the copies in
 # .deps/cuda-include are used.
 set -uo pipefail
+if [ "${1:-}" = --bench ]; then exec "$(dirname "$0")/bench.sh"; fi
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${BUILD_DIR:-build-gpu}

@@ -1,0 +1,165 @@
+#include "benchmarks/common/layer_costs.h"
+
+#include <fmt/format.h>
+
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/models.h"
+#include "layers/residual.h"
+#include "layers/sequential.h"
+
+namespace engine::bench {
+
+namespace {
+
+constexpr double kF32 = 4.0;
+
+double numel(const Shape& s) { return static_cast<double>(shape_numel(s)); }
+
+std::int64_t own_params(const layers::Layer& layer) {
+  std::int64_t n = 0;
+  for (const layers::ParamSlot& p : layer.parameter_slots()) n += shape_numel(p.shape);
+  return n;
+}
+
+// The cost of one leaf layer with input shape `in`.
+LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
+  LayerCost c;
+  c.path = layer.path();
+  c.kind = std::string(layer.kind());
+  c.in = in;
+  c.out = layer.output_shape(in);
+  c.params = own_params(layer);
+  c.needs_input_grad = layer.needs_input_grad();
+  const double x = numel(c.in), y = numel(c.out), p = static_cast<double>(c.params);
+  const double dx_bytes = c.needs_input_grad ? kF32 * x : 0.0;
+  if (const auto* conv = dynamic_cast<const layers::Conv2d*>(&layer)) {
+    const layers::Conv2dOptions& o = conv->options();
+    c.kernel = o.kernel_size;
+    c.stride = o.stride;
+    c.padding = o.padding;
+    c.out_channels = o.out_channels;
+    c.bias = o.bias;
+    const double macs = y * static_cast<double>(o.in_channels) * o.kernel_size * o.kernel_size;
+    const double bias_ops = o.bias ? y : 0.0;
+    c.forward_flops = 2 * macs + bias_ops;
+    c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + bias_ops;
+    c.forward_bytes = kF32 * (x + p + y);
+    c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;  // dy, x, w, dw (+ dx)
+  } else if (const auto* fc = dynamic_cast<const layers::Linear*>(&layer)) {
+    c.out_channels = fc->out_features();
+    c.bias = true;
+    const double macs = y * fc->in_features();
+    c.forward_flops = 2 * macs + y;
+    c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + y;
+    c.forward_bytes = kF32 * (x + p + y);
+    c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;
+  } else if (c.kind == "BatchNorm2d") {
+    c.forward_flops = 8 * x;
+    c.backward_flops = 11 * x;
+    c.forward_bytes = kF32 * (x + y + p);
+    c.backward_bytes = kF32 * (x + y + p + p) + dx_bytes;  // x, dy, gamma, dgamma/dbeta (+ dx)
+  } else if (const auto* pool = dynamic_cast<const layers::MaxPool2d*>(&layer)) {
+    c.kernel = pool->kernel_size();
+    c.stride = pool->stride();
+    c.forward_flops = y * (c.kernel * c.kernel - 1);
+    c.backward_flops = x;
+    c.forward_bytes = kF32 * (x + y + y);  // x, y, int32 argmax
+    c.backward_bytes = kF32 * (y + y) + dx_bytes;
+  } else if (c.kind == "Flatten") {
+    // a view: no kernel, no bytes
+  } else if (c.kind == "ReLU" || c.kind == "Dropout" || c.kind == "GlobalAvgPool") {
+    c.forward_flops = x;
+    c.backward_flops = x;
+    c.forward_bytes = kF32 * (x + y);
+    // ReLU's backward reads x and dy; dropout regenerates its mask; the pool reads dy [N, C] only.
+    c.backward_bytes = kF32 * (c.kind == "ReLU" ? x + y : y) + dx_bytes;
+  } else {
+    ENGINE_FAIL("layer_costs: no cost model for {} '{}'", c.kind, c.path);
+  }
+  return c;
+}
+
+// Appends the costs of `layer` run on `in`; returns its output shape.
+Shape walk(const layers::Layer& layer, const Shape& in, std::vector<LayerCost>& out) {
+  if (const auto* seq = dynamic_cast<const layers::Sequential*>(&layer)) {
+    Shape s = in;
+    for (std::size_t i = 0; i < seq->size(); ++i) s = walk(seq->at(i), s, out);
+    return s;
+  }
+  if (const auto* res = dynamic_cast<const layers::Residual*>(&layer)) {
+    const Shape a = walk(res->main_branch(), in, out);
+    const Shape b = walk(res->shortcut(), in, out);
+    ENGINE_CHECK(a == b, "layer_costs: residual branches disagree: {} vs {}", shape_str(a), shape_str(b));
+    LayerCost add;
+    add.path = layer.path() + ".add";
+    add.kind = "ResidualAdd";
+    add.in = a;
+    add.out = a;
+    add.forward_flops = numel(a);
+    add.forward_bytes = kF32 * 3 * numel(a);
+    add.backward_bytes = kF32 * (res->identity_shortcut() ? 2 : 3) * numel(a);  // identity: da aliases dy
+    out.push_back(add);
+    // The ReLU after the add: the block's last child.
+    const std::vector<layers::NamedChild> children = res->children();
+    return walk(*children.back().layer, a, out);
+  }
+  out.push_back(leaf_cost(layer, in));
+  return out.back().out;
+}
+
+double sum(const std::vector<LayerCost>& layers, double LayerCost::*field) {
+  double s = 0;
+  for (const LayerCost& c : layers) s += c.*field;
+  return s;
+}
+
+}  // namespace
+
+double ModelCost::forward_flops() const { return sum(layers, &LayerCost::forward_flops); }
+double ModelCost::backward_flops() const { return sum(layers, &LayerCost::backward_flops); }
+double ModelCost::forward_bytes() const { return sum(layers, &LayerCost::forward_bytes); }
+double ModelCost::backward_bytes() const { return sum(layers, &LayerCost::backward_bytes); }
+
+ModelCost model_cost(const layers::Model& model, std::int64_t batch) {
+  ENGINE_CHECK(batch > 0 && !model.sample_shape().empty(), "model_cost: {} needs a batch and a sample shape",
+               model.name());
+  ModelCost cost;
+  cost.model = model.name();
+  cost.batch = batch;
+  cost.parameters = model.parameter_count();
+  Shape in{batch};
+  for (std::int64_t d : model.sample_shape()) in.push_back(d);
+  walk(model.root(), in, cost.layers);
+  return cost;
+}
+
+ModelCost zoo_model_cost(const std::string& name, std::int64_t batch) {
+  const bool mnist = name == "mnist_cnn";
+  const layers::Model m = layers::build_model(name, mnist ? 1 : 3, 10, mnist ? 28 : 32, mnist ? 28 : 32);
+  return model_cost(m, batch);
+}
+
+std::string format_model_cost(const ModelCost& cost) {
+  std::string s = fmt::format("{} at batch {}: {} parameters\n", cost.model, cost.batch, cost.parameters);
+  s += fmt::format("  {:<24} {:<12} {:<20} {:>10} {:>10} {:>9} {:>9}\n", "layer", "kind", "output",
+                   "fwd MFLOP", "bwd MFLOP", "fwd MB", "bwd MB");
+  for (const LayerCost& c : cost.layers) {
+    if (c.kind == "Flatten") continue;
+    s += fmt::format("  {:<24} {:<12} {:<20} {:>10.1f} {:>10.1f} {:>9.2f} {:>9.2f}\n", c.path, c.kind,
+                     shape_str(c.out), c.forward_flops / 1e6, c.backward_flops / 1e6, c.forward_bytes / 1e6,
+                     c.backward_bytes / 1e6);
+  }
+  const double n = static_cast<double>(cost.batch);
+  s += fmt::format(
+      "  total: forward {:.3f} GFLOP ({:.2f} MFLOP/image), backward {:.3f} GFLOP ({:.2f} MFLOP/image); "
+      "bytes forward {:.1f} MB, backward {:.1f} MB; gradients {:.2f} MB/step; SGD {:.1f} MB/step\n",
+      cost.forward_flops() / 1e9, cost.forward_flops() / n / 1e6, cost.backward_flops() / 1e9,
+      cost.backward_flops() / n / 1e6, cost.forward_bytes() / 1e6, cost.backward_bytes() / 1e6,
+      cost.gradient_bytes() / 1e6, cost.optimizer_bytes() / 1e6);
+  return s;
+}
+
+}  // namespace engine::bench

@@ -1,0 +1,34 @@
+#include "benchmarks/kernels/families.h"
+
+#include <fmt/format.h>
+
+namespace engine::bench {
+
+std::vector<Family> families() {
+  return {relu_family(), dropout_family(), batchnorm_family(), pooling_family(), softmax_xent_family(),
+          bias_family(), sgd_family(),     augment_family(),   conv_family(),    linear_family()};
+}
+
+std::string ZooLayer::label() const {
+  return fmt::format("{} {} {}", shape_str(layer.in), model, layer.path);
+}
+
+std::vector<ZooLayer> zoo_layers(const std::string& kind, std::int64_t batch) {
+  std::vector<ZooLayer> out;
+  for (const char* model : {"vgg6", "resnet18", "mnist_cnn"}) {
+    for (const LayerCost& c : zoo_model_cost(model, batch).layers) {
+      if (c.kind != kind) continue;
+      bool seen = false;
+      for (const ZooLayer& z : out) {
+        const LayerCost& o = z.layer;
+        seen =
+            seen || (o.in == c.in && o.out == c.out && o.kernel == c.kernel && o.stride == c.stride &&
+                     o.padding == c.padding && o.bias == c.bias && o.needs_input_grad == c.needs_input_grad);
+      }
+      if (!seen) out.push_back({model, c});
+    }
+  }
+  return out;
+}
+
+}  // namespace engine::bench

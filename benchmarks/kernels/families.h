@@ -1,0 +1,52 @@
+#pragma once
+// The kernel families kernel_bench knows, one source file each, and the zoo shapes they run at.
+//
+// Every family runs the same code in both modes:
+//   GPU (bench != nullptr): validate the CUDA kernel against the CPU reference on a small size, then time it
+//     at every zoo shape (batch 128) and at one size that fills the GPU;
+//   smoke (bench == nullptr, --smoke, any machine): the same validation with the CPU reference in float
+//     standing in for the kernel, on a tiny size, and the same rows (bytes/FLOPs) with no timing.
+
+#include <string>
+#include <vector>
+
+#include "benchmarks/common/layer_costs.h"
+#include "benchmarks/kernels/harness.h"
+
+namespace engine::bench {
+
+class GpuBench;  // gpu_harness.h; CUDA builds only
+
+struct Family {
+  const char* name;
+  // Runs the family. `bench` is nullptr in smoke mode (and always in a CPU-only build).
+  void (*run)(Report& report, GpuBench* bench);
+};
+
+std::vector<Family> families();
+
+// The zoo layers of `kind` ("Conv2d", "ReLU", ...) at `batch` in vgg6, resnet18 and mnist_cnn, one per
+// distinct geometry (input shape + options), each tagged with the first model and layer that runs it.
+struct ZooLayer {
+  std::string model;
+  LayerCost layer;
+  std::string label() const;  // "[128, 64, 32, 32] vgg6 features.3"
+};
+std::vector<ZooLayer> zoo_layers(const std::string& kind, std::int64_t batch = 128);
+
+// The number of elements per tensor in the "fills the GPU" case of an elementwise family: 64 Mi floats
+// (256 MiB per tensor), thousands of waves on any current GPU and far beyond any L2.
+inline constexpr std::int64_t kFillElements = std::int64_t{64} << 20;
+
+Family relu_family();
+Family dropout_family();
+Family batchnorm_family();
+Family pooling_family();
+Family softmax_xent_family();
+Family bias_family();
+Family sgd_family();
+Family augment_family();
+Family conv_family();
+Family linear_family();
+
+}  // namespace engine::bench

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The last table of scripts/bench.sh: our training throughput beside PyTorch's, per model and batch.
+
+Reads the JSON lines of train_bench (--json) and of train_peer.py (both settings) and prints, per (model,
+batch): our images/s, PyTorch's in the tutorial setting and at its best, and the ratios ours / theirs (above 1
+means we are faster). With --markdown it prints the same table as Markdown, headed by the date, the commit and
+the GPU, ready to paste into benchmarks/RESULTS.md. Needs no PyTorch.
+
+  python3 benchmarks/pytorch/report.py --ours train.jsonl --pytorch pytorch.jsonl [--kernels kernels.json]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+
+def read_lines(path):
+    rows = []
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    rows.append(json.loads(line))
+    return rows
+
+
+def commit():
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def fmt_rate(r):
+    return f"{r['images_per_s']:.0f}" if r else "-"
+
+
+def fmt_ratio(a, b):
+    return f"{a['images_per_s'] / b['images_per_s']:.2f}" if a and b and b["images_per_s"] > 0 else "-"
+
+
+def table(ours, theirs):
+    keys = []
+    for r in ours + theirs:
+        k = (r["model"], int(r["batch"]))
+        if k not in keys:
+            keys.append(k)
+    header = ["model", "batch", "ours img/s", "ours epoch s", "ours peak MB", "ours tf32 img/s",
+              "torch tutorial img/s", "torch best img/s", "ours/tutorial", "ours/best"]
+    rows = []
+    for model, batch in keys:
+        def pick(rows_, setting=None):
+            for r in rows_:
+                if r["model"] == model and int(r["batch"]) == batch and (setting is None or r["setting"] == setting):
+                    return r
+            return None
+        o = pick([r for r in ours if not r.get("setting", "").startswith("tf32")])
+        o32 = pick([r for r in ours if r.get("setting", "").startswith("tf32")])
+        tut = pick(theirs, "tutorial")
+        best = pick(theirs, "best")
+        rows.append([model, str(batch), fmt_rate(o), f"{o['epoch_s']:.2f}" if o else "-",
+                     f"{o['peak_mem_bytes'] / 1e6:.0f}" if o else "-", fmt_rate(o32), fmt_rate(tut), fmt_rate(best),
+                     fmt_ratio(o, tut), fmt_ratio(o, best)])
+    return header, rows
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ours", required=True, help="train_bench --json output (JSON lines)")
+    p.add_argument("--pytorch", required=True, help="train_peer.py --json output (JSON lines)")
+    p.add_argument("--kernels", default="", help="kernel_bench --json output, for the ceilings line")
+    p.add_argument("--markdown", action="store_true", help="Markdown with date, commit and GPU")
+    a = p.parse_args(argv)
+    ours, theirs = read_lines(a.ours), read_lines(a.pytorch)
+    header, rows = table(ours, theirs)
+    gpu = next((r.get("device") for r in ours + theirs if r.get("device")), "unknown GPU")
+    ceilings = ""
+    if a.kernels and os.path.exists(a.kernels):
+        c = json.load(open(a.kernels)).get("ceilings", {})
+        ceilings = (f"measured ceilings: copy {c.get('copy_gb_s', 0):.0f} GB/s, fp32 {c.get('fp32_tflop_s', 0):.1f}, "
+                    f"tf32 {c.get('tf32_tflop_s', 0):.1f}, bf16 {c.get('bf16_tflop_s', 0):.1f} TFLOP/s")
+    ours_setting = ", ".join(sorted({r.get("setting", "?") for r in ours})) or "?"
+    tut = next((r for r in theirs if r["setting"] == "tutorial"), None)
+    notes = [f"ours: {ours_setting}, GPU-resident loader, steps {ours[0]['steps'] if ours else '-'}",
+             "torch tutorial: DataLoader workers + torchvision CPU transforms, eager, default precision"
+             + (f" (cudnn.allow_tf32={tut['cudnn_allow_tf32']}, matmul.allow_tf32={tut['matmul_allow_tf32']})"
+                if tut else ""),
+             "torch best: GPU-resident data, channels_last, bf16 autocast, torch.compile, fused SGD",
+             "ratios use ours in fp32 (the engine's default); > 1: ours faster"]
+    if a.markdown:
+        print(f"### {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit()}, {gpu}\n")
+        if ceilings:
+            print(ceilings + "\n")
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        print()
+        for n in notes:
+            print(f"- {n}")
+        return 0
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    print(f"\n== training throughput on {gpu}: ours vs PyTorch (same GPU, same command)")
+    if ceilings:
+        print(ceilings)
+    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    for n in notes:
+        print("  " + n)
+    if not rows:
+        print("  (no results: see the logs)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,343 @@
+// train_bench: end-to-end training throughput of the engine, the loop a trainer runs and nothing else:
+// data::Loader (GPU-resident: the uint8 dataset on the GPU, one gather+augment+normalize kernel a batch) ->
+// layers::Model forward -> layers::SoftmaxCrossEntropy -> Model backward -> one fused SGD step over the flat
+// parameter buffer (kernels/cuda/sgd.h). One process, so the all-reduce phase is 0 (no DDP in this program).
+//
+// For each model and batch: `--warmup` steps (cuDNN plans, the allocator's cache, the loader's first epoch
+// start), then `--steps` timed steps (or a whole epoch with --epoch), timed with CUDA events and the host
+// clock around the synchronized run. Reported: images/s, time per epoch (50,000 images: measured with
+// --epoch, else steps-per-epoch x the measured step time), peak device memory (the caching allocator's peak,
+// which includes the 150 MB resident dataset), the per-phase median from events (step_timer.h), and the
+// achieved model TFLOP/s (forward + backward FLOPs per image from benchmarks/common/layer_costs.h).
+//
+// Data: CIFAR-10 from CIFAR10_DIR (data/cifar10.h) when it loads, else random CIFAR-shaped images (the
+// throughput does not depend on the pixels). The recipe: random crop 32 pad 4, flip, normalize; SGD lr 0.05,
+// momentum 0.9, weight decay 5e-4, label smoothing 0; constant lr (a schedule changes no step's cost).
+//
+//   train_bench                                   vgg6 and resnet18 at batch 128 and 512 on GPU 0
+//   train_bench --models resnet18 --batches 128   one case
+//   train_bench --json out.jsonl                  also one JSON object per case, one per line
+//   train_bench --costs [--costs-batch 128]       per-layer FLOPs and bytes of every zoo model, then exit
+//   train_bench --smoke                           CPU: mnist_cnn, batch 4, 2 steps (ctest label cpu)
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/common/layer_costs.h"
+#include "benchmarks/train/step_timer.h"
+#include "core/allocator.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "data/cifar10.h"
+#include "data/loader.h"
+#include "kernels/cpu/sgd.h"
+#include "layers/models.h"
+#include "layers/softmax_cross_entropy.h"
+
+#if ENGINE_HAVE_CUDA
+#include "core/cuda_check.h"
+#include "core/stream.h"
+#include "kernels/cuda/handles.h"
+#include "kernels/cuda/sgd.h"
+#endif
+
+namespace {
+
+using namespace engine;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kEpochImages = 50000;
+const cpu::SgdOptions kSgd{.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4};
+
+struct Config {
+  std::vector<std::string> models{"vgg6", "resnet18"};
+  std::vector<std::int64_t> batches{128, 512};
+  int warmup = 15;
+  int steps = 100;
+  bool epoch = false;
+  bool tf32 = false;
+  bool direct_conv = false;
+  bool conv_benchmark = false;
+  std::string json_path;
+  bool smoke = false;
+};
+
+data::Dataset random_images(std::int64_t n, int c, int h, int w) {
+  data::Dataset d;
+  d.channels = c;
+  d.height = h;
+  d.width = w;
+  for (int k = 0; k < 10; ++k) d.class_names.push_back("class" + std::to_string(k));
+  d.images.resize(static_cast<std::size_t>(n * d.image_bytes()));
+  std::uint64_t s = 0x9e3779b97f4a7c15ull;  // splitmix64
+  for (std::size_t i = 0; i < d.images.size(); i += 8) {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    for (std::size_t b = 0; b < 8 && i + b < d.images.size(); ++b)
+      d.images[i + b] = static_cast<std::uint8_t>(z >> (8 * b));
+  }
+  for (std::int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 10));
+  return d;
+}
+
+// CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
+[[maybe_unused]] data::Dataset cifar_or_random(std::string& source) {
+  try {
+    data::Dataset d = data::load_cifar10(data::default_cifar10_root(), data::Split::Train);
+    source = "cifar10:" + data::default_cifar10_root();
+    return d;
+  } catch (const Error&) {
+    source = "random";
+    return random_images(kEpochImages, 3, 32, 32);
+  }
+}
+
+struct Result {
+  std::string model;
+  std::int64_t batch = 0;
+  int steps = 0;
+  double images_per_s = 0, epoch_s = 0, step_ms = 0;
+  double peak_bytes = 0;
+  std::array<double, bench::kPhases> phase_ms{};
+  double model_tflop_s = 0;
+  double final_loss = 0;
+  bool epoch_measured = false;
+};
+
+void print_result(const Result& r, const Config& c) {
+  std::printf(
+      "%-9s batch %4lld  %9.0f images/s  epoch %7.2f s%s  step %8.3f ms  peak %7.0f MB  %6.2f TFLOP/s"
+      "  loss %.3f\n",
+      r.model.c_str(), static_cast<long long>(r.batch), r.images_per_s, r.epoch_s,
+      r.epoch_measured ? "" : "*", r.step_ms, r.peak_bytes / 1e6, r.model_tflop_s, r.final_loss);
+  std::printf("          per step (median of %d, %s): ", r.steps, c.smoke ? "host clock" : "CUDA events");
+  for (std::size_t p = 0; p < bench::kPhases; ++p)
+    std::printf("%s %.3f ms%s", bench::phase_name(static_cast<bench::Phase>(p)), r.phase_ms[p],
+                p + 1 < bench::kPhases ? ", " : "\n");
+  std::fflush(stdout);  // a run cut short by a time limit keeps its finished cases in the log
+}
+
+nlohmann::json to_json(const Result& r, const Config& c, const std::string& device, const std::string& data) {
+  nlohmann::json phases;
+  for (std::size_t p = 0; p < bench::kPhases; ++p)
+    phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
+  return {
+      {"impl", "engine"},
+      {"setting", std::string(c.tf32 ? "tf32" : "fp32") + (c.direct_conv ? " hand-written conv" : " cudnn")},
+      {"model", r.model},
+      {"batch", r.batch},
+      {"device", device},
+      {"data", data},
+      {"steps", r.steps},
+      {"images_per_s", r.images_per_s},
+      {"epoch_s", r.epoch_s},
+      {"epoch_measured", r.epoch_measured},
+      {"step_ms", r.step_ms},
+      {"peak_mem_bytes", r.peak_bytes},
+      {"breakdown_ms", phases},
+      {"allreduce_note", "one process: no all-reduce"},
+      {"model_tflop_s", r.model_tflop_s},
+      {"final_loss", r.final_loss}};
+}
+
+// One model at one batch on `device`. `stream` and `handles` are CUDA's (nullptr on the CPU).
+Result run_case(const Config& c, const std::string& model_name, std::int64_t batch,
+                const data::Dataset& dataset, Device device, void* stream, void* handles) {
+  layers::ExecutionContext ctx;
+  ctx.device = device;
+  ctx.stream = stream;
+  ctx.handles = static_cast<cuda::CudaHandles*>(handles);
+  ctx.dropout_seed = 1;
+  ctx.allow_tf32 = c.tf32;
+  ctx.conv_algorithm = c.direct_conv ? layers::ConvAlgorithm::HandWritten : layers::ConvAlgorithm::Cudnn;
+  layers::Model model =
+      layers::build_model(model_name, static_cast<int>(dataset.channels), 10,
+                          static_cast<int>(dataset.height), static_cast<int>(dataset.width));
+  model.finalize(ctx, /*init_seed=*/7);
+  layers::SoftmaxCrossEntropy loss;
+
+  data::LoaderOptions lo;
+  lo.batch_size = batch;
+  lo.drop_last = true;
+  lo.device = device;
+  lo.gpu_resident = device.is_cuda();
+  lo.stream = stream;
+  lo.num_workers = 1;
+  lo.transform = data::TransformConfig::train({0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}, 3);
+  if (dataset.channels == 1) lo.transform = data::TransformConfig::train({0.1307f}, {0.3081f}, 3);
+  data::Loader loader(dataset, data::DistributedSampler(dataset.size(), 1, 0, true, 5), lo);
+
+  const Tensor& params = model.flat_parameters();
+  const Tensor& grads = model.flat_gradients();
+  Tensor momentum = Tensor::zeros(params.shape(), DType::F32, device, stream);
+  Tensor loss_sum = Tensor::zeros({1}, DType::F64, device, stream);
+  bool first_sgd_step = true;
+  std::uint64_t epoch = 0;
+  loader.start_epoch(epoch);
+
+  const std::int64_t steps_per_epoch = loader.num_batches();
+  const int timed = c.epoch ? static_cast<int>(steps_per_epoch) : c.steps;
+  bench::StepTimer timer(device, stream, static_cast<std::size_t>(timed));
+
+  auto step = [&](bench::StepTimer* t) {
+    if (t) t->begin_step();
+    data::Batch b;
+    if (!loader.next(b)) {
+      loader.start_epoch(++epoch);
+      ENGINE_CHECK(loader.next(b), "train_bench: an epoch with no batch");
+    }
+    if (t) t->end(bench::Phase::Data);
+    const Tensor logits = model.forward(b.images, layers::Mode::Train);
+    loss.forward(model.context(), logits, b.labels, {loss_sum.data<double>(), nullptr});
+    if (t) t->end(bench::Phase::Forward);
+    model.backward(loss.backward());
+    if (t) t->end(bench::Phase::Backward);
+    // One process: no all-reduce. (A DDP run would wait on its reducer's buckets here.)
+    if (t) t->end(bench::Phase::AllReduce);
+    if (device.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+      cuda::sgd_step(static_cast<cudaStream_t>(stream), kSgd, params.data<float>(), grads.data<float>(),
+                     momentum.data<float>(), params.numel(), first_sgd_step);
+#endif
+    } else {
+      cpu::sgd_step<float>(kSgd, params.data<float>(), grads.data<float>(), momentum.data<float>(),
+                           params.numel(), first_sgd_step);
+    }
+    first_sgd_step = false;
+    if (t) t->end(bench::Phase::Optimizer);
+  };
+  auto synchronize = [&] {
+#if ENGINE_HAVE_CUDA
+    if (device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+#endif
+  };
+
+  for (int i = 0; i < c.warmup; ++i) step(nullptr);
+  if (c.epoch) {  // the timed epoch starts at its beginning
+    loader.start_epoch(++epoch);
+  }
+  synchronize();
+  loss_sum.fill_bytes(0, stream);
+  const auto start = Clock::now();
+  for (int i = 0; i < timed; ++i) step(&timer);
+  synchronize();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  Result r;
+  r.model = model_name;
+  r.batch = batch;
+  r.steps = timed;
+  r.images_per_s = static_cast<double>(batch) * timed / seconds;
+  r.step_ms = 1e3 * seconds / timed;
+  r.epoch_measured = c.epoch;
+  r.epoch_s = c.epoch ? seconds : static_cast<double>(steps_per_epoch) * seconds / timed;
+  r.phase_ms = timer.median_ms();
+  const bench::ModelCost cost = bench::model_cost(model, 1);
+  r.model_tflop_s = (cost.forward_flops() + cost.backward_flops()) * r.images_per_s / 1e12;
+  const Tensor ls = loss_sum.to(Device::cpu(), stream);
+  r.final_loss = ls.data<double>()[0] / (static_cast<double>(batch) * timed);
+  ENGINE_CHECK(std::isfinite(r.final_loss), "train_bench: {} batch {}: the loss is not finite ({})",
+               model_name, batch, r.final_loss);
+  if (device.is_cuda())
+    r.peak_bytes = static_cast<double>(device_allocator(device.index).stats().peak_bytes_in_use);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"End-to-end training throughput (images/s) of the engine"};
+  Config c;
+  bool costs = false;
+  std::int64_t costs_batch = 1;
+  app.add_option("--models", c.models, "zoo models to run")->delimiter(',');
+  app.add_option("--batches", c.batches, "batch sizes")->delimiter(',');
+  app.add_option("--warmup", c.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", c.steps, "timed steps")->check(CLI::PositiveNumber);
+  app.add_flag("--epoch", c.epoch, "time one whole epoch instead of --steps");
+  app.add_flag("--tf32", c.tf32, "allow TF32 tensor cores in cuDNN/cuBLAS (default: fp32 FMA)");
+  app.add_flag("--direct-conv", c.direct_conv, "the hand-written convolution instead of cuDNN");
+  app.add_flag("--conv-benchmark", c.conv_benchmark,
+               "choose cuDNN algorithms by timing them (cudnn.benchmark)");
+  app.add_option("--json", c.json_path, "also write one JSON object per case to this file (JSON lines)");
+  app.add_flag("--costs", costs, "print the per-layer FLOPs and bytes of every zoo model and exit");
+  app.add_option("--costs-batch", costs_batch, "the batch --costs counts at (bytes depend on it)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--smoke", c.smoke, "CPU: mnist_cnn, batch 4, 2 steps (for CI)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (costs) {
+      for (const std::string& m : layers::model_names()) {
+        std::printf("%s\n", bench::format_model_cost(bench::zoo_model_cost(m, costs_batch)).c_str());
+      }
+      return 0;
+    }
+    std::ofstream json;
+    if (!c.json_path.empty()) {
+      json.open(c.json_path);
+      ENGINE_CHECK(json.good(), "train_bench: cannot write {}", c.json_path);
+    }
+    if (c.smoke) {
+      c.models = {"mnist_cnn"};
+      c.batches = {4};
+      c.warmup = 1;
+      c.steps = 2;
+      c.epoch = false;
+      const data::Dataset d = random_images(64, 1, 28, 28);
+      std::printf(
+          "train_bench --smoke: CPU, mnist_cnn, batch 4, 1 warm-up + 2 timed steps on random 1x28x28 "
+          "data (not performance data; GPU timing needs scripts/bench.sh)\n");
+      const Result r = run_case(c, "mnist_cnn", 4, d, Device::cpu(), nullptr, nullptr);
+      print_result(r, c);
+      if (json.is_open()) json << to_json(r, c, "cpu", "random").dump() << std::endl;  // flushed, as above
+      std::printf("%s", bench::format_model_cost(bench::zoo_model_cost("mnist_cnn", 1)).c_str());
+      return 0;
+    }
+#if ENGINE_HAVE_CUDA
+    ENGINE_CHECK(device_count() > 0, "train_bench: no CUDA device visible (use --smoke on a CPU machine)");
+    set_device(0);
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    const std::string device = prop.name;
+    std::string source;
+    const data::Dataset d = cifar_or_random(source);
+    std::printf("train_bench on %s: data %s (%lld images), %s, %s conv%s; %d warm-up steps, then %s\n",
+                device.c_str(), source.c_str(), static_cast<long long>(d.size()),
+                c.tf32 ? "TF32 allowed" : "fp32", c.direct_conv ? "hand-written" : "cuDNN",
+                c.conv_benchmark ? " (benchmark search)" : "", c.warmup,
+                c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
+    for (const std::string& m : c.models) {
+      for (std::int64_t b : c.batches) {
+        Stream stream(0);
+        cuda::CudaHandlesOptions ho;
+        ho.allow_tf32 = c.tf32;
+        ho.conv_search =
+            c.conv_benchmark ? cuda::ConvAlgoSearch::kBenchmark : cuda::ConvAlgoSearch::kHeuristic;
+        cuda::CudaHandles handles(0, stream.get(), ho);
+        device_allocator(0).reset_peak();
+        const Result r = run_case(c, m, b, d, Device::cuda(0), stream.get(), &handles);
+        print_result(r, c);
+        if (json.is_open()) json << to_json(r, c, device, source).dump() << std::endl;  // flushed, as above
+      }
+    }
+    std::printf("* epoch time = steps per epoch x measured step time (--epoch measures a whole one)\n");
+    return 0;
+#else
+    std::fprintf(stderr, "train_bench: CPU-only build; only --smoke and --costs run here\n");
+    return 2;
+#endif
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_bench: %s\n", e.what());
+    return 1;
+  }
+}

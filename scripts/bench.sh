@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# One command for the GPU machine: build kernel_bench and train_bench if needed, then on the same GPU in the
+# same command run
+#   1. kernel_bench          every kernel family, validated against the CPU, against measured ceilings
+#   2. train_bench           vgg6 and resnet18 at batch 128 and 512, fp32 (the default) and with TF32 allowed
+#   3. train_peer.py         the same models in PyTorch: the tutorial pipeline, and PyTorch at its best
+# and print ONE table last: our images/s beside PyTorch's, and the ratios (benchmarks/pytorch/report.py).
+# Logs and JSON go to $OUT when set (the device tool brings $OUT back), else to <build>/bench-logs; the
+# Markdown entry for benchmarks/RESULTS.md is written there as results_entry.md. Sized for one 10-minute call
+# on a 16-core H100 machine: every stage has its own time limit, and no stage may run past BUDGET seconds
+# from the start (default 560), so the table always prints; a stage cut short leaves "-" in its columns.
+#
+#   scripts/bench.sh                  everything
+#   scripts/gpu-check.sh --bench      the same (gpu-check's build directory and environment)
+# Environment: BUILD_DIR (default build-gpu, gpu-check's), CUDA_ARCH (default: native), STEPS (timed
+# training steps, default 50), WARMUP (default 10; PyTorch's best setting gets 2x for torch.compile),
+# KERNEL_REPEATS (default 15), BUDGET (seconds, default 560), SKIP_KERNELS=1, SKIP_PYTORCH=1, CIFAR10_DIR
+# (real data; else random).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+build=${BUILD_DIR:-build-gpu}
+logs=${OUT:-$build/bench-logs}
+mkdir -p "$logs"
+steps=${STEPS:-50}
+warmup=${WARMUP:-10}
+status=0
+
+# The environment gpu-check.sh sets up: .deps/ (Debian -dev packages the GPU machine lacks) and the pip
+# cuDNN/NCCL libraries.
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DENGINE_WERROR=OFF)
+if [ -n "${CUDA_ARCH:-}" ]; then
+  cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
+elif nvidia-smi -L >/dev/null 2>&1; then
+  cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES=native)
+fi
+if [ -d .deps/root ]; then
+  deps=$root/.deps/root
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$deps/usr")
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+python=$(command -v python3 || true)
+for pkg in cudnn nccl; do
+  dir=""
+  [ -n "$python" ] && dir=$("$python" -c "import nvidia.$pkg as m; print(list(m.__path__)[0])" 2>/dev/null || true)
+  if [ -n "$dir" ]; then
+    export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if [ ! -f "$dir/include/$pkg.h" ] && [ -f .deps/cuda-include/$pkg.h ]; then
+      var=$(echo "$pkg" | tr '[:lower:]' '[:upper:]')_ROOT
+      cmake_args+=("-D$var=$root/.deps/cuda-include")
+    fi
+  fi
+done
+
+echo "== bench: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo 'no GPU visible'), commit $(git rev-parse --short HEAD 2>/dev/null)"
+start=$(date +%s)
+deadline=$(( start + ${BUDGET:-560} ))
+if [ ! -f "$build/build.ninja" ]; then
+  if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
+    tail -30 "$logs/configure.log"
+    echo "bench: configure FAILED (log: $logs/configure.log)"
+    exit 1
+  fi
+fi
+if ! cmake --build "$build" -j "$(nproc)" --target kernel_bench train_bench >"$logs/build.log" 2>&1; then
+  grep -E "error|FAILED" "$logs/build.log" | head -30
+  echo "bench: build FAILED (log: $logs/build.log)"
+  exit 1
+fi
+echo "   built in $(( $(date +%s) - start )) s"
+
+# stage NAME LIMIT COMMAND...: runs with a time limit (cut to what is left of the budget, keeping 15 s for the
+# table), output to $logs/NAME.log, tail on failure.
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  local t0 left
+  t0=$(date +%s)
+  left=$(( deadline - t0 - 15 ))
+  if [ "$left" -lt "$limit" ]; then limit=$left; fi
+  if [ "$limit" -le 10 ]; then
+    echo "== $name: SKIPPED (budget spent)"
+    status=1
+    return
+  fi
+  echo "== $name (limit ${limit}s)"
+  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  echo "   $name: rc $rc in $(( $(date +%s) - t0 )) s (log: $logs/$name.log)"
+  if [ "$rc" != 0 ]; then
+    tail -15 "$logs/$name.log"
+    status=1
+  fi
+}
+
+bin=$build/benchmarks
+if [ "${SKIP_KERNELS:-0}" != 1 ]; then
+  stage kernel_bench 150 "$bin/kernel_bench" --repeats "${KERNEL_REPEATS:-15}" --json "$logs/kernels.json"
+  # The kernel table is long (its log and kernels.json keep it); show the device and the ceilings here.
+  grep -E "^ceilings|^kernel_bench" "$logs/kernel_bench.log" | head -3
+fi
+rm -f "$logs/train.jsonl" "$logs/pytorch.jsonl"
+stage train_bench_fp32 90 "$bin/train_bench" --steps "$steps" --warmup "$warmup" --json "$logs/train.jsonl"
+cp "$logs/train.jsonl" "$logs/train_fp32.jsonl" 2>/dev/null
+stage train_bench_tf32 70 "$bin/train_bench" --tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
+cat "$logs/train_tf32.jsonl" >>"$logs/train.jsonl" 2>/dev/null
+grep -hE "images/s" "$logs/train_bench_fp32.log" "$logs/train_bench_tf32.log"
+
+if [ "${SKIP_PYTORCH:-0}" != 1 ]; then
+  peer=benchmarks/pytorch/train_peer.py
+  stage pytorch_tutorial 100 python3 "$peer" --setting tutorial --steps "$steps" --warmup "$warmup" \
+    --workers "$(( $(nproc) > 8 ? 8 : $(nproc) ))" --json "$logs/pytorch.jsonl"
+  stage pytorch_best 220 python3 "$peer" --setting best --steps "$steps" --warmup "$(( 2 * warmup ))" \
+    --json "$logs/pytorch.jsonl"
+fi
+
+python3 benchmarks/pytorch/report.py --ours "$logs/train.jsonl" --pytorch "$logs/pytorch.jsonl" \
+  --kernels "$logs/kernels.json" --markdown >"$logs/results_entry.md" 2>&1
+echo "   total $(( $(date +%s) - start )) s; RESULTS.md entry: $logs/results_entry.md"
+python3 benchmarks/pytorch/report.py --ours "$logs/train.jsonl" --pytorch "$logs/pytorch.jsonl" \
+  --kernels "$logs/kernels.json" | tee "$logs/summary.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+exit "$status"
