@@ -19,6 +19,12 @@ if(ENGINE_BUILD_TESTS)
   engine_require_package(benchmark libbenchmark-dev)
 endif()
 engine_require_package(Gloo libgloo-dev)
+# OpenBLAS: the float32 GEMM behind the fast CPU convolution and linear layers (kernels/cpu_fast).
+engine_require_package(OpenBLAS libopenblas-dev CONFIG)
+find_package(OpenBLAS CONFIG REQUIRED)  # again at file scope: the function's variables do not leave it
+add_library(engine::openblas INTERFACE IMPORTED GLOBAL)
+set_target_properties(engine::openblas PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
+                                                  INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
 
 # stb ships headers only (plus libstb.so, which we do not need: one translation unit defines the code).
 find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)

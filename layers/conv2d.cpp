@@ -1,6 +1,9 @@
 #include "layers/conv2d.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu_fast/conv2d.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -71,7 +74,11 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode) {
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
       const T* b = options_.bias ? param(bias_).value.data<T>() : nullptr;
-      cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      if constexpr (std::is_same_v<T, float>) {  // float32: im2col + GEMM; float64 keeps the reference
+        cpu_fast::conv2d_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      } else {
+        cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      }
     });
   }
   x_ = x;
@@ -102,8 +109,12 @@ Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
   } else {
     detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
       T* db = options_.bias ? param(bias_).grad.data<T>() : nullptr;
-      cpu::conv2d_backward<T>(s, x_.data<T>(), w.data<T>(), dy.data<T>(),
-                              dx.defined() ? dx.data<T>() : nullptr, dw.data<T>(), db);
+      T* dx_data = dx.defined() ? dx.data<T>() : nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        cpu_fast::conv2d_backward(s, x_.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db);
+      } else {
+        cpu::conv2d_backward<T>(s, x_.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db);
+      }
     });
   }
   x_ = Tensor();  // one backward per forward: the saved input is released as soon as it is used

@@ -3,8 +3,9 @@
 // kernels, zero padding, no dilation or groups. Parameters "weight" [out, in, k, k] and, when bias is on,
 // "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * k * k, as PyTorch.
 //
-// CPU: kernels/cpu/conv2d.h. CUDA: cuDNN or the hand-written convolution of kernels/cuda, chosen by the
-// context's conv_algorithm. Keeps the input for backward.
+// CPU: kernels/cpu_fast/conv2d.h in float32, kernels/cpu/conv2d.h (the reference) in float64. CUDA: cuDNN or
+// the hand-written convolution of kernels/cuda, chosen by the context's conv_algorithm. Keeps the input for
+// backward.
 
 #include "layers/layer.h"
 

@@ -18,7 +18,7 @@ class CudaHandles;  // kernels/cuda/handles.h: the cuDNN and cuBLAS handles of o
 
 namespace engine::layers {
 
-// Which convolution implementation the CUDA path of Conv2d uses. The CPU path always runs the reference.
+// Which convolution implementation the CUDA path of Conv2d uses. The CPU path: kernels/cpu_fast (F32).
 enum class ConvAlgorithm {
   Cudnn,        // cuDNN (the default: fastest)
   HandWritten,  // kernels/cuda's own implicit-GEMM convolution (to compare with cuDNN)

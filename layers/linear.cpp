@@ -1,6 +1,9 @@
 #include "layers/linear.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/linear.h"
+#include "kernels/cpu_fast/linear.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -39,7 +42,11 @@ Tensor Linear::forward_impl(const Tensor& x, Mode) {
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
       const T* b = bias_on_ ? param(bias_).value.data<T>() : nullptr;
-      cpu::linear_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      if constexpr (std::is_same_v<T, float>) {  // float32: OpenBLAS; float64 keeps the reference
+        cpu_fast::linear_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      } else {
+        cpu::linear_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      }
     });
   }
   x_ = x;
@@ -64,8 +71,12 @@ Tensor Linear::backward_impl(const Tensor& dy, Mode) {
   } else {
     detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
       T* db = bias_on_ ? param(bias_).grad.data<T>() : nullptr;
-      cpu::linear_backward<T>(s, x_.data<T>(), w.data<T>(), dy.data<T>(),
-                              dx.defined() ? dx.data<T>() : nullptr, dw.data<T>(), db);
+      T* dx_data = dx.defined() ? dx.data<T>() : nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        cpu_fast::linear_backward(s, x_.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db);
+      } else {
+        cpu::linear_backward<T>(s, x_.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db);
+      }
     });
   }
   x_ = Tensor();

@@ -1,7 +1,8 @@
 #pragma once
 // Linear: PyTorch's nn.Linear(in_features, out_features, bias): y = x w^T + b on x[N, in]. Parameters
 // "weight" [out, in] and "bias" [out], both U(-1/sqrt(in), 1/sqrt(in)), as PyTorch. The input must be 2-D
-// (put a Flatten or GlobalAvgPool before it). CPU: kernels/cpu/linear.h; CUDA: cuBLAS through kernels/cuda.
+// (put a Flatten or GlobalAvgPool before it). CPU: kernels/cpu_fast (float32), kernels/cpu (float64). CUDA:
+// cuBLAS through kernels/cuda.
 
 #include "layers/layer.h"
 

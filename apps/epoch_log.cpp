@@ -1,0 +1,39 @@
+#include "apps/epoch_log.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace engine::apps {
+
+std::string with_thousands(std::int64_t value) {
+  const std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out = value < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string format_epoch_line(const std::string& device_label, const EpochMetrics& m) {
+  return fmt::format(
+      "{} Epoch {} | Batchsize: {} | Steps: {} | LR: {:.4f} | Loss: {:.4f} | Acc: {:.2f}% | Test Loss: "
+      "{:.4f} | "
+      "Test Acc: {:.2f}% | Time: {:.2f}s | {} img/s | Mem: {} MB",
+      device_label, m.epoch, m.batch_size, m.steps, m.lr, m.train_loss, m.train_acc, m.test_loss, m.test_acc,
+      m.seconds, with_thousands(std::llround(m.images_per_second)), std::llround(m.memory_mb));
+}
+
+std::string format_metrics_json(const EpochMetrics& m) {
+  const nlohmann::ordered_json j = {{"epoch", m.epoch},           {"batch_size", m.batch_size},
+                                    {"steps", m.steps},           {"lr", m.lr},
+                                    {"train_loss", m.train_loss}, {"train_acc", m.train_acc},
+                                    {"test_loss", m.test_loss},   {"test_acc", m.test_acc},
+                                    {"seconds", m.seconds},       {"images_per_second", m.images_per_second},
+                                    {"memory_mb", m.memory_mb}};
+  return j.dump();
+}
+
+}  // namespace engine::apps

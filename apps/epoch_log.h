@@ -1,0 +1,31 @@
+#pragma once
+// What one epoch reports, and its two renderings: the log line PyTorch DDP users know
+//   [GPU0] Epoch 3 | Batchsize: 128 | Steps: 391 | LR: 0.1000 | Loss: 1.0933 | Acc: 61.20% | Test
+//   Loss: 1.0417 | Test Acc: 63.05% | Time: 2.13s | 23,400 img/s | Mem: 812 MB
+// (one line), and one JSON object per line for --metrics.
+
+#include <cstdint>
+#include <string>
+
+namespace engine::apps {
+
+struct EpochMetrics {
+  std::int64_t epoch = 0;  // 1-based, as printed
+  std::int64_t batch_size = 0;
+  std::int64_t steps = 0;
+  double lr = 0.0;
+  double train_loss = 0.0;  // mean over the epoch's training samples
+  double train_acc = 0.0;   // percent
+  double test_loss = 0.0;
+  double test_acc = 0.0;  // percent
+  double seconds = 0.0;   // the epoch's training time
+  double images_per_second = 0.0;
+  double memory_mb = 0.0;
+};
+
+std::string format_epoch_line(const std::string& device_label, const EpochMetrics& m);
+std::string format_metrics_json(const EpochMetrics& m);
+// 23400 -> "23,400".
+std::string with_thousands(std::int64_t value);
+
+}  // namespace engine::apps

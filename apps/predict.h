@@ -1,0 +1,31 @@
+#pragma once
+// Predictor: a model rebuilt from a cnn_train checkpoint (its metadata names the model and the dataset), run
+// on the CPU in eval mode on one image file at a time. What cnn_predict prints is this class's output.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/model.h"
+
+namespace engine::apps {
+
+class Predictor {
+ public:
+  // `class_names_csv` overrides the dataset's class names ("" keeps them). Throws engine::Error naming the
+  // checkpoint for a missing or corrupt file, a file without cnn_train metadata, or a wrong class count.
+  Predictor(const std::string& checkpoint, const std::string& class_names_csv);
+  ~Predictor();
+
+  // Softmax probabilities of every class for the image at `path` (decoded and resized to the model's input).
+  std::vector<float> classify(const std::string& path);
+  std::string class_name(std::size_t c) const;
+
+ private:
+  std::unique_ptr<layers::Model> model_;
+  std::vector<std::string> class_names_;
+  std::vector<float> mean_, std_;
+  int channels_ = 0, height_ = 0, width_ = 0;
+};
+
+}  // namespace engine::apps

@@ -1,0 +1,124 @@
+#include "apps/train_config.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "layers/models.h"
+
+namespace engine::apps {
+
+namespace {
+
+constexpr const char* kFolderPrefix = "folder:";
+
+bool is_small_grayscale(const std::string& dataset) {
+  return dataset == "mnist" || dataset == "fashion-mnist";
+}
+
+std::string check_dataset(const std::string& v) {
+  if (v == "cifar10" || v == "mnist" || v == "fashion-mnist") return {};
+  if (v.rfind(kFolderPrefix, 0) == 0 && v.size() > std::string(kFolderPrefix).size()) return {};
+  return "unknown dataset '" + v + "': expected cifar10, mnist, fashion-mnist or folder:PATH";
+}
+
+std::string check_model(const std::string& v) {
+  for (const std::string& name : layers::model_names()) {
+    if (v == name) return {};
+  }
+  std::string known;
+  for (const std::string& name : layers::model_names()) known += (known.empty() ? "" : ", ") + name;
+  return "unknown model '" + v + "': expected one of " + known;
+}
+
+}  // namespace
+
+std::string default_model_for(const std::string& dataset) {
+  return is_small_grayscale(dataset) ? "mnist_cnn" : "vgg6";
+}
+
+optim::LrScheduleConfig TrainConfig::schedule_config() const {
+  optim::LrScheduleConfig c;
+  c.kind = optim::parse_schedule_kind(schedule);
+  c.base_lr = lr;
+  if (!step_epochs.empty()) c.step_epochs = optim::parse_epoch_list(step_epochs);
+  c.gamma = gamma;
+  c.warmup_epochs = warmup_epochs;
+  c.total_epochs = epochs;
+  return c;
+}
+
+void add_train_flags(CLI::App& app, TrainConfig& c) {
+  app.option_defaults()->always_capture_default();
+  app.add_option("--dataset", c.dataset,
+                 "cifar10, mnist, fashion-mnist, or folder:PATH (PATH/train and PATH/test, "
+                 "one sub-folder per class)")
+      ->required()
+      ->check(check_dataset);
+  app.add_option("--data-dir", c.data_dir,
+                 "dataset folder (default: $CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; "
+                 "/usr/share/datasets/fashion-mnist)");
+  app.add_option("--model", c.model,
+                 "vgg6, cnn3, mnist_cnn or resnet18 (default: mnist_cnn for mnist and "
+                 "fashion-mnist, vgg6 otherwise; on --resume/--eval-only: the checkpoint's)")
+      ->check(check_model);
+  app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
+  app.add_option("--batch-size", c.batch_size,
+                 "samples per step per process (default: 16 for mnist and "
+                 "fashion-mnist, 128 otherwise)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->default_str("by dataset");
+  app.add_option("--lr", c.lr,
+                 "base learning rate (default: 0.015 for mnist and fashion-mnist, 0.1 otherwise)")
+      ->check(CLI::Range(0.0, 1e300))
+      ->default_str("by dataset");
+  app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1e300));
+  app.add_option("--weight-decay", c.weight_decay, "L2 weight decay added to the gradient")
+      ->check(CLI::Range(0.0, 1e300));
+  app.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
+  app.add_option("--schedule", c.schedule, "learning-rate schedule, changed once per epoch")
+      ->check(CLI::IsMember({"constant", "step", "cosine"}));
+  app.add_option("--step-epochs", c.step_epochs,
+                 "step schedule: N (decay every N epochs) or milestones N1,N2,... (decay at each)");
+  app.add_option("--gamma", c.gamma, "step schedule: the decay factor")->check(CLI::Range(1e-300, 1e300));
+  app.add_option("--warmup-epochs", c.warmup_epochs, "linear warmup: epoch e < W runs at lr * (e+1)/W")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  app.add_option("--label-smoothing", c.label_smoothing, "label smoothing of the cross-entropy loss")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--augment", c.augment,
+                 "training augmentation: none, or crop-flip (random crop with 4 pixels "
+                 "of zero padding, horizontal flip)")
+      ->check(CLI::IsMember({"none", "crop-flip"}));
+  app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout");
+  app.add_flag("--cpu", c.cpu, "train on the CPU even when a GPU is present");
+  app.add_option("--limit-train", c.limit_train, "use only the first N training samples (0: all)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  app.add_option("--limit-test", c.limit_test, "use only the first N test samples (0: all)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  app.add_option("--save-every", c.save_every, "save a checkpoint every N epochs (0: only at the end)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  app.add_option("--checkpoint-dir", c.checkpoint_dir,
+                 "folder for checkpoints (epochE.safetensors, last.safetensors); an empty string saves none");
+  app.add_option("--resume", c.resume, "continue training from this checkpoint");
+  app.add_option("--eval-only", c.eval_only, "evaluate this checkpoint on the test set and exit");
+  app.add_option("--metrics", c.metrics, "write one JSON line per epoch to this file");
+  app.add_option("--plot", c.plot, "write loss and accuracy curves per epoch to this PNG (needs gnuplot)");
+  app.add_flag("--deterministic", c.deterministic,
+               "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
+}
+
+void finish_train_config(const CLI::App& app, TrainConfig& c) {
+  c.model_given = app.count("--model") > 0;
+  if (!c.model_given) c.model = default_model_for(c.dataset);
+  if (c.batch_size == 0) c.batch_size = is_small_grayscale(c.dataset) ? 16 : 128;
+  if (app.count("--lr") == 0) c.lr = is_small_grayscale(c.dataset) ? 0.015 : 0.1;
+  ENGINE_CHECK(std::isfinite(c.lr), "--lr {}: must be finite", c.lr);
+  ENGINE_CHECK(c.resume.empty() || c.eval_only.empty(), "--resume and --eval-only exclude each other");
+  ENGINE_CHECK(c.schedule == "step" || c.step_epochs.empty(), "--step-epochs needs --schedule step");
+  ENGINE_CHECK(!c.nesterov || (c.momentum > 0.0), "--nesterov needs --momentum > 0");
+  ENGINE_CHECK(c.plot.empty() || c.plot.size() < 4 || c.plot.substr(c.plot.size() - 4) == ".png",
+               "--plot '{}': the file name must end in .png", c.plot);
+  c.schedule_config().validate();  // --step-epochs syntax, milestones, warmup
+}
+
+}  // namespace engine::apps

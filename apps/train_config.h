@@ -1,0 +1,67 @@
+#pragma once
+// TrainConfig: everything cnn_train's command line says, in one plain struct, and the CLI11 flags that fill
+// it.
+//
+// The seam for distributed training: a launcher (dist/) adds its own flags (--gpus, --nproc, --backend,
+// --bucket-mb, --accumulate, --sync-bn) to the same CLI::App with its own add_*_flags function, and fills
+// `world_size`/`rank`/`device_index` before the Trainer is made; nothing here needs to change for that.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "optim/lr_schedule.h"
+
+namespace engine::apps {
+
+struct TrainConfig {
+  std::string dataset;   // cifar10 | mnist | fashion-mnist | folder:PATH
+  std::string data_dir;  // empty: the reader's default for the dataset
+  std::string model;     // empty: by dataset (mnist, fashion-mnist -> mnist_cnn; others -> vgg6)
+  std::int64_t epochs = 10;
+  std::int64_t batch_size = 0;  // per process; 0: by dataset (16 for the 28x28 sets, 128 otherwise)
+  double lr = -1.0;             // < 0: by dataset (0.015 for the 28x28 sets, 0.1 otherwise)
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  bool nesterov = false;
+  std::string schedule = "constant";
+  std::string step_epochs;  // "30,60"
+  double gamma = 0.1;
+  std::int64_t warmup_epochs = 0;
+  double label_smoothing = 0.0;
+  std::string augment = "none";  // none | crop-flip
+  std::uint64_t seed = 0;
+  bool cpu = false;
+  std::int64_t limit_train = 0;  // 0: all
+  std::int64_t limit_test = 0;
+  std::int64_t save_every = 0;  // 0: only at the end
+  std::string checkpoint_dir = "checkpoints";
+  std::string resume;
+  std::string eval_only;
+  std::string metrics;
+  std::string plot;
+  bool deterministic = false;
+
+  // Filled by the program, not by flags (a distributed launcher sets them per worker).
+  int world_size = 1;
+  int rank = 0;
+  int device_index = 0;      // the CUDA device of this process when it runs on a GPU
+  bool model_given = false;  // --model was on the command line
+
+  bool is_main() const { return rank == 0; }
+  optim::LrScheduleConfig schedule_config() const;
+};
+
+// Adds every cnn_train flag to `app`, bound to `config`.
+void add_train_flags(CLI::App& app, TrainConfig& config);
+
+// After parsing: fills the defaults that depend on the dataset and checks the values CLI11 cannot (ranges,
+// combinations). Throws engine::Error naming the flag.
+void finish_train_config(const CLI::App& app, TrainConfig& config);
+
+// The default model for a dataset name.
+std::string default_model_for(const std::string& dataset);
+
+}  // namespace engine::apps

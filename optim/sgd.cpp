@@ -1,0 +1,57 @@
+#include "optim/sgd.h"
+
+#include <cmath>
+
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/sgd.h"
+#endif
+
+namespace engine::optim {
+
+namespace {
+
+cpu::SgdOptions options_for(const SgdConfig& c, double lr) {
+  return {.lr = lr,
+          .momentum = c.momentum,
+          .dampening = c.dampening,
+          .weight_decay = c.weight_decay,
+          .nesterov = c.nesterov};
+}
+
+}  // namespace
+
+Sgd::Sgd(layers::Model& model, const SgdConfig& config) : model_(model), config_(config) {
+  ENGINE_CHECK(model.finalized(), "Sgd: model '{}' is not finalized", model.name());
+  options_for(config_, 0.0).validate();
+  if (config_.momentum != 0.0) {
+    const Tensor& p = model.flat_parameters();
+    momentum_ = Tensor::zeros(p.shape(), p.dtype(), p.device(), model.context().stream);
+  }
+}
+
+void Sgd::step(double lr) {
+  ENGINE_CHECK(std::isfinite(lr) && lr >= 0.0, "Sgd: learning rate {} (must be finite and >= 0)", lr);
+  const cpu::SgdOptions options = options_for(config_, lr);
+  const Tensor& p = model_.flat_parameters();
+  const Tensor& g = model_.flat_gradients();
+  const bool first = !has_state_;
+  if (p.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    cuda::sgd_step(static_cast<cudaStream_t>(model_.context().stream), options, p.data<float>(),
+                   g.data<float>(), momentum_.defined() ? momentum_.data<float>() : nullptr, p.numel(),
+                   first);
+#else
+    ENGINE_FAIL("Sgd: a CUDA model in a build without CUDA");
+#endif
+  } else if (p.dtype() == DType::F64) {
+    cpu::sgd_step<double>(options, p.data<double>(), g.data<double>(),
+                          momentum_.defined() ? momentum_.data<double>() : nullptr, p.numel(), first);
+  } else {
+    cpu::sgd_step<float>(options, p.data<float>(), g.data<float>(),
+                         momentum_.defined() ? momentum_.data<float>() : nullptr, p.numel(), first);
+  }
+  if (momentum_.defined()) has_state_ = true;
+  ++steps_;
+}
+
+}  // namespace engine::optim

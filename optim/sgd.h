@@ -1,0 +1,58 @@
+#pragma once
+// Sgd: torch.optim.SGD over a Model's flat parameter and gradient buffers, with one flat momentum buffer of
+// the same layout. One step is one call over the whole model (kernels/cpu/sgd.h on the CPU, in float or
+// double; the fused kernels/cuda/sgd.h kernel on CUDA), with PyTorch's semantics: weight decay added to the
+// gradient, momentum buffer = the gradient on the first step (no dampening then), dampening afterwards,
+// nesterov.
+//
+// The learning rate is an argument of step(), so a schedule (optim/lr_schedule.h) owns it. The padding
+// between parameters in the flat buffers is zero in parameters and gradients, so it stays zero in the
+// momentum buffer.
+//
+// State for a checkpoint: the momentum buffer and whether it holds anything yet (torch's state dict has no
+// momentum_buffer entry before the first step).
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "kernels/cpu/sgd.h"
+#include "layers/model.h"
+
+namespace engine::optim {
+
+struct SgdConfig {
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+class Sgd {
+ public:
+  // The model must be finalized and must outlive the optimizer. Throws engine::Error for options torch
+  // rejects (negative momentum or weight decay, nesterov without momentum or with dampening).
+  Sgd(layers::Model& model, const SgdConfig& config);
+
+  // p -= lr * (update from the gradients now in the model's gradient buffer). Queued on the model's stream
+  // on CUDA. Throws engine::Error for a negative or NaN lr.
+  void step(double lr);
+
+  const SgdConfig& config() const { return config_; }
+  // Flat, like the model's parameter buffer; undefined when momentum == 0 (torch keeps no buffer then).
+  const Tensor& momentum_buffer() const { return momentum_; }
+  // True once a step has filled the momentum buffer (torch: state[p]['momentum_buffer'] exists).
+  bool has_momentum_state() const { return has_state_; }
+  // Restoring from a checkpoint: says whether the buffer (written by the caller) holds state.
+  void set_has_momentum_state(bool has_state) { has_state_ = has_state; }
+  std::int64_t steps() const { return steps_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }
+
+ private:
+  layers::Model& model_;
+  SgdConfig config_;
+  Tensor momentum_;
+  bool has_state_ = false;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace engine::optim

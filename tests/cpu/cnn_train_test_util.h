@@ -1,0 +1,99 @@
+#pragma once
+// Helpers for the tests that run the programs (cnn_train, cnn_predict) as a user would: the binary's path
+// (beside this test binary's folder: <build>/apps/), a command runner that captures stdout+stderr and the
+// exit code, and a tiny image-folder dataset written by the test so no downloaded data is needed.
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "data/image_codec.h"
+
+namespace engine::apps::testing {
+
+// <build>/apps/<name>, found from this process's own path (<build>/tests/cpu_tests).
+inline std::string program_path(const std::string& name) {
+  const auto self = std::filesystem::read_symlink("/proc/self/exe");
+  return (self.parent_path().parent_path() / "apps" / name).string();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr, interleaved
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string out;
+  out.push_back('\'');
+  for (const char c : s) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+// OpenBLAS runs one thread in these runs (unless OPENBLAS_NUM_THREADS is set): ctest runs tests in parallel
+// on CI's 2 cores, and oversubscribed OpenBLAS threads spin instead of working.
+inline RunResult run_program(const std::string& name, const std::vector<std::string>& args) {
+  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+  std::string command = shell_quote(program_path(name));
+  for (const std::string& a : args) {
+    command.push_back(' ');
+    command.append(shell_quote(a));
+  }
+  command.append(" 2>&1");
+  RunResult r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline RunResult run_train(const std::vector<std::string>& args) { return run_program("cnn_train", args); }
+
+// root/{train,test}/{class_a,class_b,class_c}/N.png: 8x8 RGB images whose colour says the class (a learnable
+// toy), `per_class` training and 4 test images per class.
+inline std::string tiny_folder_dataset(const std::string& name, int per_class = 16) {
+  const auto root =
+      std::filesystem::temp_directory_path() / ("cnn_engine_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  const char* classes[] = {"class_a", "class_b", "class_c"};
+  for (const char* split : {"train", "test"}) {
+    const int count = std::string(split) == "train" ? per_class : 4;
+    for (int c = 0; c < 3; ++c) {
+      const auto dir = root / split / classes[c];
+      std::filesystem::create_directories(dir);
+      for (int i = 0; i < count; ++i) {
+        data::Image image{3, 8, 8, std::vector<std::uint8_t>(3 * 64)};
+        for (int p = 0; p < 3 * 64; ++p) {
+          const int channel = p / 64;
+          image.pixels[static_cast<std::size_t>(p)] =
+              static_cast<std::uint8_t>((channel == c ? 180 : 40) + (p * 7 + i * 13) % 50);
+        }
+        data::write_png((dir / (std::to_string(i) + ".png")).string(), image);
+      }
+    }
+  }
+  return root.string();
+}
+
+inline std::string temp_dir(const std::string& name) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cnn_engine_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace engine::apps::testing

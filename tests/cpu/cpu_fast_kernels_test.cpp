@@ -1,0 +1,155 @@
+// The fast float32 CPU kernels (kernels/cpu_fast: im2col + OpenBLAS GEMM) against the float64-accumulating
+// reference (kernels/cpu) on odd shapes, strides and paddings, with and without bias and dx.
+//
+// Tolerance: the reference rounds a float64 sum once; the fast path sums in float32 in OpenBLAS's blocked
+// order. For a sum of K terms the float32 error is bounded by about K * 2^-24 * sum|terms| and is in practice
+// ~sqrt(K) * 2^-24 * sum|terms|; we allow 1e-5 * (sum of |terms|) per output, computed exactly alongside,
+// plus 1e-6 absolute. K here is up to ~600 (conv dW over a batch), so 1e-5 is ~20 times the expected error
+// and still far below anything a wrong index would give.
+
+#include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/linear.h"
+
+namespace engine {
+namespace {
+
+std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+std::vector<float> absolute(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = std::fabs(v[i]);
+  return out;
+}
+
+// |fast - reference| <= 1e-5 * magnitude + 1e-6, magnitude = the same op on |inputs| (the sum of |terms|).
+void expect_close(const std::vector<float>& fast, const std::vector<float>& reference,
+                  const std::vector<float>& magnitude, const char* what) {
+  ASSERT_EQ(fast.size(), reference.size());
+  int bad = 0;
+  for (std::size_t i = 0; i < fast.size() && bad < 5; ++i) {
+    const double tol = 1e-5 * static_cast<double>(magnitude[i]) + 1e-6;
+    if (!(std::fabs(static_cast<double>(fast[i]) - static_cast<double>(reference[i])) <= tol)) {
+      ADD_FAILURE() << what << "[" << i << "]: fast " << fast[i] << " vs reference " << reference[i];
+      ++bad;
+    }
+  }
+}
+
+struct ConvCase {
+  cpu::Conv2dShape shape;
+  bool bias;
+  bool dx;
+};
+
+// A stable, readable name for a case ("n3c5h7w9k4r3s1p1_bias_dx"): test names and ctest's listing use it.
+std::string case_name(const ConvCase& c) {
+  const cpu::Conv2dShape& g = c.shape;
+  return fmt::format("n{}c{}h{}w{}k{}r{}s{}p{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r, g.stride_h, g.pad_h,
+                     c.bias ? "_bias" : "", c.dx ? "_dx" : "");
+}
+void PrintTo(const ConvCase& c, std::ostream* out) { *out << case_name(c); }
+
+class CpuFastConv2d : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(CpuFastConv2d, MatchesTheReference) {
+  const ConvCase& c = GetParam();
+  const cpu::Conv2dShape& g = c.shape;
+  const auto x = random_values(g.x_size(), 1), w = random_values(g.w_size(), 2);
+  const auto b = random_values(static_cast<std::size_t>(g.k), 3), dy = random_values(g.y_size(), 4);
+  const float* bias = c.bias ? b.data() : nullptr;
+
+  std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
+  cpu_fast::conv2d_forward(g, x.data(), w.data(), bias, y_fast.data());
+  cpu::conv2d_forward<float>(g, x.data(), w.data(), bias, y_ref.data());
+  const auto ax = absolute(x), aw = absolute(w), ab = absolute(b), ady = absolute(dy);
+  cpu::conv2d_forward<float>(g, ax.data(), aw.data(), c.bias ? ab.data() : nullptr, y_mag.data());
+  expect_close(y_fast, y_ref, y_mag, "y");
+
+  std::vector<float> dx_fast(g.x_size(), NAN), dx_ref(g.x_size()), dx_mag(g.x_size());
+  std::vector<float> dw_fast(g.w_size(), NAN), dw_ref(g.w_size()), dw_mag(g.w_size());
+  std::vector<float> db_fast(static_cast<std::size_t>(g.k), NAN), db_ref(db_fast.size()),
+      db_mag(db_fast.size());
+  cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), c.dx ? dx_fast.data() : nullptr, dw_fast.data(),
+                            c.bias ? db_fast.data() : nullptr);
+  cpu::conv2d_backward<float>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(), db_ref.data());
+  cpu::conv2d_backward<float>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
+                              db_mag.data());
+  if (c.dx) expect_close(dx_fast, dx_ref, dx_mag, "dx");
+  expect_close(dw_fast, dw_ref, dw_mag, "dw");
+  if (c.bias) expect_close(db_fast, db_ref, db_mag, "db");
+}
+
+cpu::Conv2dShape conv(int n, int c, int h, int w, int k, int r, int stride, int pad) {
+  return {.n = n,
+          .c = c,
+          .h = h,
+          .w = w,
+          .k = k,
+          .r = r,
+          .s = r,
+          .stride_h = stride,
+          .stride_w = stride,
+          .pad_h = pad,
+          .pad_w = pad};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CpuFastConv2d,
+    ::testing::Values(ConvCase{conv(3, 5, 7, 9, 4, 3, 1, 1), true, true},
+                      ConvCase{conv(2, 3, 9, 7, 6, 3, 2, 1), false, true},
+                      ConvCase{conv(2, 4, 8, 8, 5, 1, 1, 0), false, true},    // pointwise
+                      ConvCase{conv(2, 4, 8, 8, 5, 1, 2, 0), true, true},     // 1x1 stride 2
+                      ConvCase{conv(4, 1, 28, 28, 8, 3, 1, 0), true, false},  // mnist conv1
+                      ConvCase{conv(2, 6, 11, 10, 7, 5, 3, 2), true, true}),
+    [](const ::testing::TestParamInfo<ConvCase>& test) { return case_name(test.param); });
+
+TEST(CpuFastLinear, MatchesTheReference) {
+  for (const bool with_bias : {true, false}) {
+    const cpu::LinearShape g{.n = 7, .in_features = 33, .out_features = 11};
+    const auto x = random_values(g.x_size(), 5), w = random_values(g.w_size(), 6);
+    const auto b = random_values(static_cast<std::size_t>(g.out_features), 7),
+               dy = random_values(g.y_size(), 8);
+    const auto ax = absolute(x), aw = absolute(w), ab = absolute(b), ady = absolute(dy);
+    const float* bias = with_bias ? b.data() : nullptr;
+    std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
+    cpu_fast::linear_forward(g, x.data(), w.data(), bias, y_fast.data());
+    cpu::linear_forward<float>(g, x.data(), w.data(), bias, y_ref.data());
+    cpu::linear_forward<float>(g, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, y_mag.data());
+    expect_close(y_fast, y_ref, y_mag, "y");
+
+    std::vector<float> dx_fast(g.x_size(), NAN), dx_ref(g.x_size()), dx_mag(g.x_size());
+    std::vector<float> dw_fast(g.w_size(), NAN), dw_ref(g.w_size()), dw_mag(g.w_size());
+    std::vector<float> db_fast(static_cast<std::size_t>(g.out_features), NAN), db_ref(db_fast.size()),
+        db_mag(db_fast.size());
+    cpu_fast::linear_backward(g, x.data(), w.data(), dy.data(), dx_fast.data(), dw_fast.data(),
+                              with_bias ? db_fast.data() : nullptr);
+    cpu::linear_backward<float>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(),
+                                db_ref.data());
+    cpu::linear_backward<float>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
+                                db_mag.data());
+    expect_close(dx_fast, dx_ref, dx_mag, "dx");
+    expect_close(dw_fast, dw_ref, dw_mag, "dw");
+    if (with_bias) expect_close(db_fast, db_ref, db_mag, "db");
+  }
+}
+
+}  // namespace
+}  // namespace engine
