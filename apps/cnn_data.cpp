@@ -24,6 +24,7 @@
 #include "data/idx.h"
 #include "data/image_codec.h"
 #include "data/image_folder.h"
+#include "data/transforms.h"
 
 namespace {
 
@@ -99,35 +100,18 @@ void print_report(const Loaded& loaded, double seconds) {
                d.size() ? 100.0 * static_cast<double>(counts[c]) / static_cast<double>(d.size()) : 0.0);
   }
 
-  // Exact integer sums (50,000 CIFAR images: sum of squares < 2^42), then population mean and std.
-  const std::int64_t plane = d.height * d.width;
-  std::vector<std::uint64_t> sum(static_cast<std::size_t>(d.channels), 0), sum_sq(sum.size(), 0);
-  for (std::int64_t i = 0; i < d.size(); ++i) {
-    const std::uint8_t* image = d.image(i);
-    for (std::int64_t c = 0; c < d.channels; ++c) {
-      std::uint64_t s = 0, s2 = 0;
-      for (std::int64_t p = 0; p < plane; ++p) {
-        const std::uint64_t v = image[c * plane + p];
-        s += v;
-        s2 += v * v;
-      }
-      sum[static_cast<std::size_t>(c)] += s;
-      sum_sq[static_cast<std::size_t>(c)] += s2;
-    }
-  }
   static const std::array<const char*, 4> kRgba = {"R", "G", "B", "A"};
   fmt::print("\npixel statistics per channel (population std):\n");
   fmt::print("  {:<8} {:>12} {:>12} {:>11} {:>11}\n", "channel", "mean 0..255", "std 0..255", "mean 0..1",
              "std 0..1");
-  const double n = static_cast<double>(d.size()) * static_cast<double>(plane);
+  // data/transforms.h computes them (exact integer sums) for normalization; the same numbers are shown here.
+  const engine::data::ChannelStats stats = engine::data::channel_mean_std(d);
   for (std::int64_t c = 0; c < d.channels; ++c) {
-    const double mean = n > 0 ? static_cast<double>(sum[static_cast<std::size_t>(c)]) / n : 0.0;
-    const double var =
-        n > 0 ? static_cast<double>(sum_sq[static_cast<std::size_t>(c)]) / n - mean * mean : 0.0;
-    const double stdev = var > 0 ? std::sqrt(var) : 0.0;
+    const double mean = static_cast<double>(stats.mean[static_cast<std::size_t>(c)]);
+    const double stdev = static_cast<double>(stats.std[static_cast<std::size_t>(c)]);
     const std::string name = d.channels == 1 ? "gray" : kRgba[static_cast<std::size_t>(c)];
-    fmt::print("  {:<8} {:>12.4f} {:>12.4f} {:>11.6f} {:>11.6f}\n", name, mean, stdev, mean / 255.0,
-               stdev / 255.0);
+    fmt::print("  {:<8} {:>12.4f} {:>12.4f} {:>11.6f} {:>11.6f}\n", name, mean * 255.0, stdev * 255.0, mean,
+               stdev);
   }
 }
 
