@@ -28,8 +28,8 @@
 // PyTorch's .grad accumulation (divide the loss, or the learning rate, by K for the mean).
 //
 // bf16 compression (`--grad-compression bf16`, CPU tensors): each bucket is rounded to bfloat16, all-reduced
-// as a sum (half the bytes on the wire), then widened back and divided by the world size. Not implemented
-// for CUDA tensors yet (refused at construction).
+// as a sum (half the bytes on the wire), then widened back and divided by the world size. CPU tensors only:
+// the constructor refuses it for CUDA tensors, which need a cast kernel (an open item of the DDP issue).
 
 #include <cstddef>
 #include <cstdint>
