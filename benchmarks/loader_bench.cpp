@@ -24,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "benchmarks/common/random_dataset.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "data/loader.h"
@@ -42,26 +43,6 @@ using engine::data::LoaderOptions;
 using engine::data::Transform;
 using engine::data::TransformConfig;
 using Clock = std::chrono::steady_clock;
-
-Dataset random_cifar_like(std::int64_t n) {
-  Dataset d;
-  d.channels = 3;
-  d.height = 32;
-  d.width = 32;
-  d.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
-  d.images.resize(static_cast<std::size_t>(n * d.image_bytes()));
-  std::uint64_t s = 0x9e3779b97f4a7c15ull;  // splitmix64
-  for (std::size_t i = 0; i < d.images.size(); i += 8) {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    for (std::size_t b = 0; b < 8 && i + b < d.images.size(); ++b)
-      d.images[i + b] = static_cast<std::uint8_t>(z >> (8 * b));
-  }
-  for (std::int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 10));
-  return d;
-}
 
 TransformConfig cifar_train_recipe() {
   return TransformConfig::train({0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}, /*seed=*/0);
@@ -131,7 +112,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const Dataset d = random_cifar_like(images);
+    const Dataset d = engine::bench::random_dataset(images, 3, 32, 32);
     std::vector<Result> results;
     std::printf("loader_bench: %lld random 3x32x32 images, batch %lld, crop 32 pad 4 + flip + normalize\n",
                 static_cast<long long>(images), static_cast<long long>(batch));

@@ -28,29 +28,7 @@ status=0
 
 # The environment gpu-check.sh sets up: .deps/ (Debian -dev packages the GPU machine lacks) and the pip
 # cuDNN/NCCL libraries.
-cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DENGINE_WERROR=OFF)
-if [ -n "${CUDA_ARCH:-}" ]; then
-  cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
-elif nvidia-smi -L >/dev/null 2>&1; then
-  cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES=native)
-fi
-if [ -d .deps/root ]; then
-  deps=$root/.deps/root
-  cmake_args+=(-DCMAKE_PREFIX_PATH="$deps/usr")
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-python=$(command -v python3 || true)
-for pkg in cudnn nccl; do
-  dir=""
-  [ -n "$python" ] && dir=$("$python" -c "import nvidia.$pkg as m; print(list(m.__path__)[0])" 2>/dev/null || true)
-  if [ -n "$dir" ]; then
-    export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    if [ ! -f "$dir/include/$pkg.h" ] && [ -f .deps/cuda-include/$pkg.h ]; then
-      var=$(echo "$pkg" | tr '[:lower:]' '[:upper:]')_ROOT
-      cmake_args+=("-D$var=$root/.deps/cuda-include")
-    fi
-  fi
-done
+source scripts/gpu-build-env.sh  # cmake_args, LD_LIBRARY_PATH (.deps, pip cuDNN/NCCL)
 
 echo "== bench: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo 'no GPU visible'), commit $(git rev-parse --short HEAD 2>/dev/null)"
 start=$(date +%s)

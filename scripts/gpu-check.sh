@@ -28,34 +28,7 @@ status=0
 have_gpu=0
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; fi
 
-cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DENGINE_WERROR=OFF)
-if [ -n "${CUDA_ARCH:-}" ]; then
-  cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH")
-elif [ "$have_gpu" = 1 ]; then
-  cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES=native)
-fi
-if [ -d .deps/root ]; then
-  deps=$root/.deps/root
-  cmake_args+=(-DCMAKE_PREFIX_PATH="$deps/usr")
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-# cuDNN / NCCL from pip: their libraries for the loader (cuDNN dlopens its sub-libraries), and the fallback
-# headers when the package has none.
-python=$(command -v python3 || true)
-for pkg in cudnn nccl; do
-  dir=""
-  if [ -n "$python" ]; then
-    dir=$("$python" -c "import nvidia.$pkg as m; print(list(m.__path__)[0])" 2>/dev/null || true)
-  fi
-  if [ -n "$dir" ]; then
-    export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    if [ ! -f "$dir/include/$pkg.h" ] && [ -f .deps/cuda-include/$pkg.h ]; then
-      var=$(echo "$pkg" | tr a-z A-Z)_ROOT
-      cmake_args+=(-D"$var"="$root/.deps/cuda-include")
-      echo "gpu-check: $dir has no include/$pkg.h; using .deps/cuda-include"
-    fi
-  fi
-done
+source scripts/gpu-build-env.sh  # cmake_args, LD_LIBRARY_PATH (.deps, pip cuDNN/NCCL)
 
 echo "== gpu-check: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no GPU visible')"
 echo "== configure ($build): cmake ${cmake_args[*]}"

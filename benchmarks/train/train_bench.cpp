@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/common/layer_costs.h"
+#include "benchmarks/common/random_dataset.h"
 #include "benchmarks/train/step_timer.h"
 #include "core/allocator.h"
 #include "core/device.h"
@@ -69,26 +70,6 @@ struct Config {
   bool smoke = false;
 };
 
-data::Dataset random_images(std::int64_t n, int c, int h, int w) {
-  data::Dataset d;
-  d.channels = c;
-  d.height = h;
-  d.width = w;
-  for (int k = 0; k < 10; ++k) d.class_names.push_back("class" + std::to_string(k));
-  d.images.resize(static_cast<std::size_t>(n * d.image_bytes()));
-  std::uint64_t s = 0x9e3779b97f4a7c15ull;  // splitmix64
-  for (std::size_t i = 0; i < d.images.size(); i += 8) {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    for (std::size_t b = 0; b < 8 && i + b < d.images.size(); ++b)
-      d.images[i + b] = static_cast<std::uint8_t>(z >> (8 * b));
-  }
-  for (std::int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 10));
-  return d;
-}
-
 // CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
 [[maybe_unused]] data::Dataset cifar_or_random(std::string& source) {
   try {
@@ -97,7 +78,7 @@ data::Dataset random_images(std::int64_t n, int c, int h, int w) {
     return d;
   } catch (const Error&) {
     source = "random";
-    return random_images(kEpochImages, 3, 32, 32);
+    return engine::bench::random_dataset(kEpochImages, 3, 32, 32);
   }
 }
 
@@ -293,7 +274,7 @@ int main(int argc, char** argv) {
       c.warmup = 1;
       c.steps = 2;
       c.epoch = false;
-      const data::Dataset d = random_images(64, 1, 28, 28);
+      const data::Dataset d = engine::bench::random_dataset(64, 1, 28, 28);
       std::printf(
           "train_bench --smoke: CPU, mnist_cnn, batch 4, 1 warm-up + 2 timed steps on random 1x28x28 "
           "data (not performance data; GPU timing needs scripts/bench.sh)\n");
