@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/host_device.h"
+
 namespace engine {
 
 enum class DType : std::uint8_t { F32, F64, BF16, F16, I32, U8 };
@@ -72,15 +74,17 @@ struct dtype_of<std::uint8_t> {
 
 static_assert(sizeof(bfloat16) == 2 && sizeof(float16) == 2, "16-bit types must be packed");
 
-// bfloat16 is the top half of a float32; rounding to nearest even, NaN kept quiet.
-inline bfloat16 to_bfloat16(float f) {
+// bfloat16 is the top half of a float32; rounding to nearest even, NaN kept quiet (a NaN stays a NaN with
+// its sign and top payload bits; the quiet bit is set). One definition for the host and the CUDA kernels
+// (kernels/cuda/cast.h), so the gradient compression rounds the same bits on either device.
+ENGINE_HOST_DEVICE bfloat16 to_bfloat16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return {static_cast<std::uint16_t>((u >> 16) | 0x40)};
   u += 0x7fffu + ((u >> 16) & 1u);
   return {static_cast<std::uint16_t>(u >> 16)};
 }
-inline float from_bfloat16(bfloat16 b) {
+ENGINE_HOST_DEVICE float from_bfloat16(bfloat16 b) {
   std::uint32_t u = static_cast<std::uint32_t>(b.bits) << 16;
   float f;
   std::memcpy(&f, &u, 4);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #if ENGINE_HAVE_CUDA
 #include "core/stream.h"
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/residual_add.h"
 #endif
 
@@ -43,7 +44,7 @@ struct Reducer::Impl {
   std::vector<std::unique_ptr<Work>> works;  // this step's queued all-reduces
   std::vector<Tensor> wire;  // per bucket: what goes on the wire (the slice, or its bf16 copy)
   Tensor accumulation;       // micro-batch gradient sums (allocated on first use)
-  Tensor compressed;         // bf16 copy of the flat gradients
+  Tensor compressed;         // bf16 copy of the flat gradients, on the gradients' device
 #if ENGINE_HAVE_CUDA
   std::optional<Stream> comm_stream;
   std::vector<Event> bucket_events;
@@ -75,6 +76,35 @@ void add_into(const Tensor& dst, const Tensor& src, [[maybe_unused]] void* strea
   }
 }
 
+// wire = bf16(grads), rounded to nearest even; on CUDA queued on `stream`.
+void compress(const Tensor& grads, const Tensor& wire, [[maybe_unused]] void* stream) {
+  const std::int64_t n = grads.numel();
+  if (grads.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    cuda::cast_f32_to_bf16(static_cast<cudaStream_t>(stream), grads.data<float>(), wire.data<bfloat16>(), n);
+    return;
+#endif
+  }
+  const float* g = grads.data<float>();
+  bfloat16* w = wire.data<bfloat16>();
+  for (std::int64_t i = 0; i < n; ++i) w[i] = to_bfloat16(g[i]);
+}
+
+// grads = float(wire) * scale; on CUDA queued on `stream`.
+void decompress(const Tensor& wire, const Tensor& grads, float scale, [[maybe_unused]] void* stream) {
+  const std::int64_t n = grads.numel();
+  if (grads.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+    cuda::cast_bf16_to_f32_scaled(static_cast<cudaStream_t>(stream), wire.data<bfloat16>(),
+                                  grads.data<float>(), n, scale);
+    return;
+#endif
+  }
+  float* g = grads.data<float>();
+  const bfloat16* w = wire.data<bfloat16>();
+  for (std::int64_t i = 0; i < n; ++i) g[i] = from_bfloat16(w[i]) * scale;
+}
+
 }  // namespace
 
 Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& options)
@@ -84,9 +114,6 @@ Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& o
                "Reducer: bucket sizes must be positive (first {} MB, others {} MB)", options.first_bucket_mb,
                options.bucket_mb);
   const Tensor& grads = model.flat_gradients();
-  const bool cuda = grads.is_cuda();
-  ENGINE_CHECK(!(cuda && options.compression == GradCompression::Bf16),
-               "Reducer: bf16 gradient compression is implemented for CPU tensors only");
   ENGINE_CHECK(options.compression == GradCompression::None || grads.dtype() == DType::F32,
                "Reducer: bf16 gradient compression needs float32 gradients, got {}", grads.str());
   auto mb = [](double m) { return static_cast<std::size_t>(m * 1024.0 * 1024.0); };
@@ -99,14 +126,14 @@ Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& o
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
 
   if (options.compression == GradCompression::Bf16) {
-    impl_->compressed = Tensor::empty(grads.shape(), DType::BF16);
+    impl_->compressed = Tensor::empty(grads.shape(), DType::BF16, grads.device(), model.context().stream);
   }
   for (const Bucket& bk : buckets_) {
     const Tensor& base = impl_->compressed.defined() ? impl_->compressed : grads;
     impl_->wire.push_back(base.flat_range(bk.offset, {bk.numel}));
   }
 #if ENGINE_HAVE_CUDA
-  if (cuda) {
+  if (grads.is_cuda()) {
     impl_->comm_stream.emplace(grads.device().index);
     impl_->bucket_events.resize(buckets_.size());
     impl_->done_event.emplace();
@@ -163,10 +190,8 @@ void Reducer::bucket_ready(std::size_t b) {
 
   const Tensor& wire = impl_->wire[b];
   ReduceOp op = ReduceOp::Avg;
-  if (impl_->compressed.defined()) {  // CPU only (checked at construction)
-    const float* g = slice.data<float>();
-    bfloat16* w = wire.data<bfloat16>();
-    for (std::int64_t i = 0; i < bk.numel; ++i) w[i] = to_bfloat16(g[i]);
+  if (impl_->compressed.defined()) {  // round to bf16 and sum; finish() widens and divides
+    compress(slice, wire, compute);
     op = ReduceOp::Sum;
   }
   void* comm = nullptr;
@@ -206,19 +231,17 @@ void Reducer::finish() {
     return;
   }
   accumulated_ = false;
-  if (impl_->compressed.defined()) {
-    const float inv = 1.0f / static_cast<float>(pg_.world_size());
-    float* g = model_.flat_gradients().data<float>();
-    const bfloat16* w = impl_->compressed.data<bfloat16>();
-    const std::int64_t n = model_.flat_gradients().numel();
-    for (std::int64_t i = 0; i < n; ++i) g[i] = from_bfloat16(w[i]) * inv;
-  }
 #if ENGINE_HAVE_CUDA
   if (impl_->comm_stream) {
     impl_->done_event->record(impl_->comm_stream->get());
     impl_->done_event->wait_on(static_cast<cudaStream_t>(model_.context().stream));
   }
 #endif
+  // After the wait: on CUDA the widening is queued on the compute stream behind the all-reduces.
+  if (impl_->compressed.defined()) {
+    decompress(impl_->compressed, model_.flat_gradients(), 1.0f / static_cast<float>(pg_.world_size()),
+               model_.context().stream);
+  }
 }
 
 }  // namespace engine::dist

@@ -27,9 +27,14 @@
 // all-reduce once, and the result is the rank-average of the SUM of the K micro-batch gradients, as
 // PyTorch's .grad accumulation (divide the loss, or the learning rate, by K for the mean).
 //
-// bf16 compression (`--grad-compression bf16`, CPU tensors): each bucket is rounded to bfloat16, all-reduced
-// as a sum (half the bytes on the wire), then widened back and divided by the world size. CPU tensors only:
-// the constructor refuses it for CUDA tensors, which need a cast kernel (an open item of the DDP issue).
+// bf16 compression (`--grad-compression bf16`, float32 gradients on the CPU or CUDA): each bucket is rounded
+// to bfloat16 (nearest even) into the Reducer's bf16 copy of the gradient buffer, all-reduced as a sum (half
+// the bytes on the wire), and finish() widens the whole copy back into the gradients times 1/world_size.
+//   CUDA: the rounding is a kernel on the compute stream, queued before the bucket's event, so the
+//         communication stream sees the rounded bucket; the widening is a kernel queued on the compute stream
+//         after it waits for the communication stream. Still no host synchronization (kernels/cuda/cast.h
+//         uses the host's rounding, so both devices send the same bits).
+//   CPU:  both are loops on the calling thread (the rounding in the grad-ready hook, during backward).
 
 #include <cstddef>
 #include <cstdint>

@@ -2,10 +2,15 @@
 // Skipped where no device is visible.
 
 #include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/device.h"
+#include "core/dtype.h"
+#include "core/philox.h"
 #include "core/stream.h"
 #include "dist/bootstrap.h"
 #include "dist/model_sync.h"
@@ -19,6 +24,21 @@
 namespace engine::dist {
 namespace {
 
+// cnn3 finalized on cuda:0 with its own stream and handles (members in construction order).
+struct CudaCnn3 {
+  Stream stream{0};
+  cuda::CudaHandles handles{0, stream.get()};
+  layers::Model model = layers::build_model("cnn3", 3, 10, 32, 32);
+
+  CudaCnn3() {
+    layers::ExecutionContext ctx;
+    ctx.device = Device::cuda(0);
+    ctx.stream = stream.get();
+    ctx.handles = &handles;
+    model.finalize(ctx, 1);
+  }
+};
+
 TEST(Nccl, WorldSizeOneEndToEnd) {
   SKIP_WITHOUT_GPU();
   DistEnv env;
@@ -31,14 +51,8 @@ TEST(Nccl, WorldSizeOneEndToEnd) {
   EXPECT_EQ(t.to(Device::cpu()).to_vector<float>(), (std::vector<float>{1.f, 2.f, 3.f}));
   pg->barrier();
 
-  Stream stream(0);
-  cuda::CudaHandles handles(0, stream.get());
-  layers::Model m = layers::build_model("cnn3", 3, 10, 32, 32);
-  layers::ExecutionContext ctx;
-  ctx.device = Device::cuda(0);
-  ctx.stream = stream.get();
-  ctx.handles = &handles;
-  m.finalize(ctx, 1);
+  CudaCnn3 net;
+  layers::Model& m = net.model;
   verify_same_model(*pg, m);
   broadcast_parameters(*pg, m);
   Reducer reducer(*pg, m);
@@ -50,6 +64,53 @@ TEST(Nccl, WorldSizeOneEndToEnd) {
   reducer.finish();
   pg->synchronize(m.context().stream);
   EXPECT_EQ(reducer.allreduce_count(), static_cast<std::int64_t>(reducer.buckets().size()));
+}
+
+// bf16 compression on CUDA: the cast kernels round each bucket on the compute stream, NCCL sums the bf16
+// wire, finish() widens it times 1/world_size. With one rank the sum is the rank's own bf16 gradient and the
+// scale is 1, so the gradients after finish() are exactly the bf16-rounded gradients of the backward.
+TEST(Nccl, WorldSizeOneBf16CompressionGivesTheRoundedGradients) {
+  SKIP_WITHOUT_GPU();
+  DistEnv env;
+  env.master_port = find_free_port();
+  auto pg = init_process_group(env, Backend::Nccl, std::chrono::milliseconds(60000), 0);
+  CudaCnn3 net;
+  layers::Model& m = net.model;
+  ReducerOptions options;
+  options.compression = GradCompression::Bf16;
+  options.first_bucket_mb = 0.25;  // several buckets, so the per-bucket casts must tile the buffer
+  options.bucket_mb = 1.0;
+  Reducer reducer(*pg, m, options);
+  ASSERT_GT(reducer.buckets().size(), 2u);
+
+  constexpr std::int64_t kBatch = 8;
+  std::vector<float> xs(kBatch * 3 * 32 * 32);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = philox_uniform(5, 0, i) - 0.5f;
+  std::vector<std::int32_t> ls(kBatch);
+  for (std::size_t i = 0; i < ls.size(); ++i) ls[i] = static_cast<std::int32_t>(i % 10);
+  const Tensor x = Tensor::from_vector(xs, {kBatch, 3, 32, 32}).to(Device::cuda(0), net.stream.get());
+  const Tensor labels = Tensor::from_vector(ls, {kBatch}).to(Device::cuda(0), net.stream.get());
+  layers::SoftmaxCrossEntropy loss;
+  loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
+  m.backward(loss.backward());
+  // The float32 gradients of this backward: the casts only read them, finish() overwrites them.
+  const std::vector<float> before = m.flat_gradients().to(Device::cpu(), net.stream.get()).to_vector<float>();
+  reducer.finish();
+  const std::vector<float> after = m.flat_gradients().to(Device::cpu(), net.stream.get()).to_vector<float>();
+  EXPECT_EQ(reducer.allreduce_count(), static_cast<std::int64_t>(reducer.buckets().size()));
+
+  ASSERT_EQ(after.size(), before.size());
+  std::size_t rounded = 0, bad = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const float want = from_bfloat16(to_bfloat16(before[i]));
+    if (want != before[i]) ++rounded;
+    if (std::memcmp(&want, &after[i], sizeof(float)) != 0 && ++bad <= 8) {
+      ADD_FAILURE() << "gradient " << i << ": got " << after[i] << ", want bf16(" << before[i]
+                    << ") = " << want;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << "of " << before.size();
+  EXPECT_GT(rounded, before.size() / 2) << "the gradients should mostly not be bf16 numbers already";
 }
 
 }  // namespace
