@@ -1,26 +1,46 @@
-// cnn_train: trains a model of the zoo on a dataset, on one GPU or on the CPU, with SGD and a learning-rate
+// cnn_train: trains a model of the zoo on a dataset, on GPUs or on the CPU, with SGD and a learning-rate
 // schedule; evaluates on the test set every epoch; writes safetensors checkpoints PyTorch can load.
 //
 //   cnn_train --dataset cifar10|mnist|fashion-mnist|folder:PATH [--model vgg6|cnn3|mnist_cnn|resnet18]
 //             [--epochs N] [--batch-size B] [--lr LR] [--schedule constant|step|cosine] ... (--help lists
 //             all)
+//   cnn_train --gpus 0,1 ...          distributed data parallel, one process per GPU (apps/ddp.h)
+//   cnn_train --cpu --nproc 2 ...     the same with CPU ranks through gloo
+//   torchrun --nproc_per_node=2 --no-python cnn_train ...   (or mpirun -np 2, or srun): each started
+//                                     process is one rank
 //
 // Exit codes: 0 done; 2 bad usage or bad input (the message names the flag or the file); 1 a failure while
-// running (a NaN/Inf loss names the epoch and step).
+// running (a NaN/Inf loss names the epoch and step; a failed rank is named). A launching process exits with
+// the failing rank's code.
 
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/ddp.h"
 #include "apps/train_config.h"
 #include "apps/trainer.h"
 #include "core/error.h"
 
+namespace {
+
+// Starts one rank per GPU (or --nproc ranks) running this program with the same arguments, and waits.
+int launch(int argc, char** argv, const engine::dist::LaunchOptions& options) {
+  const std::vector<std::string> args(argv, argv + argc);
+  const engine::dist::LaunchResult result = engine::dist::launch_workers(args, options);
+  if (result.exit_code != 0) fmt::print(stderr, "cnn_train: {}\n", result.message);
+  return result.exit_code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   engine::apps::TrainConfig config;
+  engine::apps::DdpConfig ddp;
   CLI::App app{"cnn_train: train a CNN of the model zoo (GPU when present, else CPU)"};
   engine::apps::add_train_flags(app, config);
+  engine::apps::add_ddp_flags(app, ddp);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,20 +48,31 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
+  // DdpRank holds the process group, which the Trainer's layers and reducer use: it is made first, and the
+  // Trainer is destroyed first.
+  std::unique_ptr<engine::apps::DdpRank> rank;
   std::unique_ptr<engine::apps::Trainer> trainer;
-  try {  // everything before the first step is checking input: flags, data files, checkpoints
+  try {  // everything before the first step is checking input: flags, environment, data files, checkpoints
     engine::apps::finish_train_config(app, config);
-    trainer = std::make_unique<engine::apps::Trainer>(config);
+    const engine::dist::DistEnv env = engine::dist::read_dist_env();
+    if (engine::apps::should_launch(ddp, env)) {
+      const engine::dist::LaunchOptions options = engine::apps::plan_launch(ddp, config);
+      return launch(argc, argv, options);
+    }
+    rank = std::make_unique<engine::apps::DdpRank>(ddp, config, env);
+    trainer = std::make_unique<engine::apps::Trainer>(config, rank->hooks());
   } catch (const std::exception& e) {
     fmt::print(stderr, "cnn_train: {}\n", e.what());
     return 2;
   }
   try {
     trainer->run();
+    rank->report(trainer->history());
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "cnn_train: {}\n", e.what());
     return 1;
   }
+  trainer.reset();
   return 0;
 }

@@ -85,6 +85,10 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
   app.add_option("--label-smoothing", c.label_smoothing, "label smoothing of the cross-entropy loss")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--accumulate", c.accumulate,
+                 "gradient accumulation: one optimizer step per K batches, on the mean of their gradients "
+                 "(an effective batch of K * --batch-size per process; with DDP, one all-reduce per step)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
   app.add_option("--augment", c.augment,
                  "training augmentation: none, or crop-flip (random crop with 4 pixels "
                  "of zero padding, horizontal flip)")

@@ -2,9 +2,8 @@
 // TrainConfig: everything cnn_train's command line says, in one plain struct, and the CLI11 flags that fill
 // it.
 //
-// The seam for distributed training: a launcher (dist/) adds its own flags (--gpus, --nproc, --backend,
-// --bucket-mb, --accumulate, --sync-bn) to the same CLI::App with its own add_*_flags function, and fills
-// `world_size`/`rank`/`device_index` before the Trainer is made; nothing here needs to change for that.
+// Distributed training adds its own flags (--gpus, --nproc, --backend, --bucket-mb, --sync-bn, ...:
+// apps/ddp.h) to the same CLI::App, and fills `world_size`/`rank`/`device_index` before the Trainer is made.
 
 #include <cstdint>
 #include <string>
@@ -31,6 +30,7 @@ struct TrainConfig {
   double gamma = 0.1;
   std::int64_t warmup_epochs = 0;
   double label_smoothing = 0.0;
+  std::int64_t accumulate = 1;   // micro-batches per optimizer step (their gradients averaged)
   std::string augment = "none";  // none | crop-flip
   std::uint64_t seed = 0;
   bool cpu = false;
@@ -47,8 +47,9 @@ struct TrainConfig {
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;
   int rank = 0;
-  int device_index = 0;      // the CUDA device of this process when it runs on a GPU
-  bool model_given = false;  // --model was on the command line
+  int device_index = 0;        // the CUDA device of this process when it runs on a GPU
+  bool model_given = false;    // --model was on the command line
+  bool log_all_ranks = false;  // every rank prints its epoch lines (rank 0 alone saves)
 
   bool is_main() const { return rank == 0; }
   optim::LrScheduleConfig schedule_config() const;

@@ -1,5 +1,6 @@
 #include "apps/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -31,6 +32,12 @@ data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, 
   return t;
 }
 
+// Each rank draws its own dropout masks, rank 0 those of a single process: one seed on every rank would
+// drop the same units for every rank's samples. Derived from the run's seed, so --resume restores them.
+std::uint64_t rank_dropout_seed(std::uint64_t seed, int rank) {
+  return rank == 0 ? seed : seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank));
+}
+
 void print_line(const std::string& line) {
   fmt::print("{}\n", line);
   std::fflush(stdout);
@@ -42,7 +49,8 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     : config_(std::move(config)), hooks_(std::move(hooks)), train_loss_(config_.label_smoothing) {
   const TrainConfig& c = config_;
   seed_ = c.seed;
-  device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.seed);
+  device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic,
+                                          rank_dropout_seed(c.seed, c.rank));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
   if (!c.plot.empty()) {
     ENGINE_CHECK(!find_gnuplot().empty(), "--plot {}: gnuplot is not installed (Debian package gnuplot-nox)",
@@ -59,7 +67,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   }
   model_ = std::make_unique<layers::Model>(layers::build_model(
       model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
-      static_cast<int>(shape_source.height), static_cast<int>(shape_source.width)));
+      static_cast<int>(shape_source.height), static_cast<int>(shape_source.width), hooks_.make_batchnorm));
   model_->finalize(device_->context(), c.seed);
   sgd_ = std::make_unique<optim::Sgd>(
       *model_,
@@ -73,7 +81,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     if (!eval_only && loaded.has_training_state) {
       start_epoch_ = loaded.state.epoch;
       seed_ = loaded.state.seed;
-      model_->context().dropout_seed = seed_;
+      model_->context().dropout_seed = rank_dropout_seed(seed_, c.rank);
       model_->context().dropout_offset = loaded.state.dropout_offset;
       if (seed_ != c.seed && c.is_main()) {
         print_line(fmt::format("cnn_train: continuing with the checkpoint's seed {} (not --seed {})", seed_,
@@ -81,6 +89,12 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
       }
     }
   }
+
+  if (hooks_.data_parallel) data_parallel_ = hooks_.data_parallel(*model_);
+  ENGINE_CHECK(
+      c.accumulate == 1 || data_parallel_ != nullptr,
+      "--accumulate {}: the Trainer needs a DataParallel to accumulate gradients (a bug in the caller)",
+      c.accumulate);
 
   const Device device = device_->context().device;
   void* stream = device_->context().stream;
@@ -144,9 +158,15 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
   const layers::LossAccumulators acc{reinterpret_cast<double*>(accumulators_.data<std::uint8_t>()),
                                      reinterpret_cast<std::int64_t*>(accumulators_.data<std::uint8_t>() + 8)};
   train_loader_->start_epoch(static_cast<std::uint64_t>(epoch));  // the sampler's and augmentation's epoch
-  ProgressBar bar(train_loader_->num_batches(), config_.is_main());
+  const std::int64_t batches = train_loader_->num_batches();
+  ProgressBar bar(batches, config_.is_main());
   std::int64_t steps = 0, samples = 0;
   for (data::Batch batch; train_loader_->next(batch);) {
+    // --accumulate K: batches [g, g + K) make one optimizer step (the epoch's last group may be shorter),
+    // each contributing 1/size of its loss gradient, so the step sees their mean.
+    const std::int64_t group_start = steps - steps % config_.accumulate;
+    const std::int64_t group_size = std::min(config_.accumulate, batches - group_start);
+    const bool ends_step = steps - group_start == group_size - 1;
     const Tensor logits = model_->forward(batch.images, layers::Mode::Train);
     const Tensor loss = train_loss_.forward(model_->context(), logits, batch.labels, acc);
     if (loss.device().is_cpu()) {
@@ -159,9 +179,10 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
     } else {
       step_losses_.flat_range(steps, {1}).copy_from(loss, stream);  // queued; checked once per epoch
     }
-    model_->backward(train_loss_.backward());
-    if (hooks_.after_backward) hooks_.after_backward(*model_);
-    sgd_->step(lr);
+    if (data_parallel_) data_parallel_->before_backward(ends_step);
+    model_->backward(train_loss_.backward(1.0 / static_cast<double>(group_size)));
+    if (data_parallel_) data_parallel_->after_backward();
+    if (ends_step) sgd_->step(lr);
     ++steps;
     samples += batch.size();
     bar.update(steps);
@@ -176,7 +197,8 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
   return read_totals(samples);
 }
 
-EpochTotals Trainer::evaluate() {
+EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
+  if (data_parallel_) data_parallel_->before_evaluate(epochs_done);
   void* stream = device_->context().stream;
   accumulators_.fill_bytes(0, stream);
   const layers::LossAccumulators acc{reinterpret_cast<double*>(accumulators_.data<std::uint8_t>()),
@@ -222,9 +244,9 @@ double Trainer::run() {
   const TrainConfig& c = config_;
   if (!c.eval_only.empty()) {
     const auto start = Clock::now();
-    EpochTotals test = evaluate();
+    EpochTotals test = evaluate(start_epoch_);
     EpochTotals none;
-    if (hooks_.reduce_totals) hooks_.reduce_totals(none, test);
+    if (data_parallel_) data_parallel_->reduce_totals(none, test);
     const double n = static_cast<double>(std::max<std::int64_t>(test.samples, 1));
     const double acc = 100.0 * static_cast<double>(test.correct) / n;
     if (c.is_main()) {
@@ -251,8 +273,8 @@ double Trainer::run() {
     EpochMetrics m;
     EpochTotals train = train_epoch(epoch, m);
     m.seconds = seconds_since(start);
-    EpochTotals test = evaluate();
-    if (hooks_.reduce_totals) hooks_.reduce_totals(train, test);
+    EpochTotals test = evaluate(epoch + 1);
+    if (data_parallel_) data_parallel_->reduce_totals(train, test);
     const double n = static_cast<double>(std::max<std::int64_t>(train.samples, 1));
     m.train_loss = train.loss_sum / n;
     m.train_acc = 100.0 * static_cast<double>(train.correct) / n;
@@ -263,8 +285,8 @@ double Trainer::run() {
     m.memory_mb = static_cast<double>(device_->peak_memory_bytes()) / (1024.0 * 1024.0);
     last_acc = m.test_acc;
     history_.push_back(m);
+    if (c.is_main() || c.log_all_ranks) print_line(format_epoch_line(device_->label(), m));
     if (!c.is_main()) continue;
-    print_line(format_epoch_line(device_->label(), m));
     if (metrics.is_open()) {
       metrics << format_metrics_json(m) << '\n';
       metrics.flush();
@@ -277,7 +299,9 @@ double Trainer::run() {
       write_training_plot(history_, c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
   }
   if (history_.empty()) {  // a resumed run that was already complete: report its accuracy
-    const EpochTotals test = evaluate();
+    EpochTotals test = evaluate(start_epoch_);
+    EpochTotals none;
+    if (data_parallel_) data_parallel_->reduce_totals(none, test);
     last_acc = 100.0 * static_cast<double>(test.correct) /
                static_cast<double>(std::max<std::int64_t>(test.samples, 1));
   }

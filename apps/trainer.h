@@ -3,17 +3,18 @@
 //
 //   setup (constructor)  device, data, model, optimizer, schedule, loaders; --resume/--eval-only checkpoint.
 //                        Every error here is bad input (cnn_train exits 2).
-//   run()                for each epoch: sampler/augmentation epoch set, forward, loss, backward,
-//                        [hooks.after_backward], SGD step; the loss sum and correct count accumulate where
-//                        the logits live and are read once per epoch; evaluation over every test sample
-//                        exactly once; [hooks.reduce_totals]; the log line, --metrics, checkpoints, --plot.
+//   run()                for each epoch: sampler/augmentation epoch set; per batch: forward, loss, backward,
+//                        and every --accumulate K batches an SGD step (each micro-batch's loss gradient
+//                        scaled by 1/K, so the step sees the mean); the loss sum and correct count
+//                        accumulate where the logits live and are read once per epoch; evaluation over every
+//                        test sample exactly once; the log line, --metrics, checkpoints, --plot.
 //                        Errors here are failures while running (exit 1); a NaN/Inf loss is NonFiniteLoss,
 //                        naming the epoch and the step.
 //
-// The seam for DistributedDataParallel (dist/): the launcher sets TrainConfig::world_size/rank/device_index
-// (the samplers shard by them, only rank 0 logs and saves), registers the Reducer on the model's grad-ready
-// hook (model()), waits for its all-reduces in hooks.after_backward, and sums the epoch totals across ranks
-// in hooks.reduce_totals. Nothing else in the loop knows about processes.
+// Data parallelism (apps/ddp.h, over dist/) enters through one interface, DataParallel, attached once the
+// model is built, finalized and loaded: it is told where each backward stands, averages the gradients,
+// makes the ranks agree before an evaluation, and sums the epoch totals. TrainConfig::world_size/rank shard
+// the samplers; rank 0 alone logs and saves. Nothing else in the loop knows about processes.
 
 #include <functional>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "apps/train_device.h"
 #include "data/loader.h"
 #include "layers/model.h"
+#include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "optim/checkpoint.h"
 #include "optim/lr_schedule.h"
@@ -47,9 +49,29 @@ class NonFiniteLoss : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What the Trainer asks of data parallelism. Every call is made on every rank at the same point of the loop.
+class DataParallel {
+ public:
+  virtual ~DataParallel() = default;
+  // Before each backward: whether it ends an optimizer step (false for the first K-1 micro-batches of
+  // --accumulate K, whose gradients stay local).
+  virtual void before_backward(bool ends_step) = 0;
+  // After each backward: the model's gradients are this step's averaged ones (when ends_step) for the work
+  // queued from now on.
+  virtual void after_backward() = 0;
+  // Before each evaluation (and checkpoint): every rank holds the same weights and buffers.
+  virtual void before_evaluate(std::int64_t epochs_done) = 0;
+  // Once per epoch (and per evaluation): the totals become sums over every rank. `train` is empty for an
+  // evaluation alone.
+  virtual void reduce_totals(EpochTotals& train, EpochTotals& test) = 0;
+};
+
 struct TrainerHooks {
-  std::function<void(layers::Model& model)> after_backward;                  // before every optimizer step
-  std::function<void(EpochTotals& train, EpochTotals& test)> reduce_totals;  // once per epoch
+  // Makes the model's batch norms (--sync-bn); empty: layers::BatchNorm2d.
+  layers::BatchNormFactory make_batchnorm;
+  // Attaches data parallelism to the finished model (the Trainer owns the result and destroys it before the
+  // model); empty: none. Needed for --accumulate > 1.
+  std::function<std::unique_ptr<DataParallel>(layers::Model& model)> data_parallel;
 };
 
 class Trainer {
@@ -69,8 +91,8 @@ class Trainer {
 
  private:
   EpochTotals train_epoch(std::int64_t epoch, EpochMetrics& metrics);  // fills epoch, lr, steps
-  EpochTotals evaluate();
-  EpochTotals read_totals(std::int64_t samples);  // one device-to-host read of the accumulators
+  EpochTotals evaluate(std::int64_t epochs_done);  // this rank's share (DataParallel sums them)
+  EpochTotals read_totals(std::int64_t samples);   // one device-to-host read of the accumulators
   void save(std::int64_t epochs_done);
   void check_losses(std::int64_t epoch, std::int64_t steps);  // CUDA: the epoch's per-step losses
 
@@ -79,6 +101,7 @@ class Trainer {
   std::unique_ptr<TrainDevice> device_;
   TrainData data_;
   std::unique_ptr<layers::Model> model_;
+  std::unique_ptr<DataParallel> data_parallel_;  // after model_: destroyed before it
   std::unique_ptr<optim::Sgd> sgd_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<data::Loader> train_loader_, test_loader_;

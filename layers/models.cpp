@@ -22,6 +22,11 @@ namespace engine::layers {
 
 namespace {
 
+// The model's batch norm of `num_features` channels: BatchNorm2d unless the caller gives another.
+std::unique_ptr<Layer> batchnorm(const BatchNormFactory& make, int num_features) {
+  return make ? make(num_features) : std::make_unique<BatchNorm2d>(num_features);
+}
+
 Conv2dOptions conv3x3(int in, int out, int stride = 1, bool bias = true) {
   return {
       .in_channels = in, .out_channels = out, .kernel_size = 3, .stride = stride, .padding = 1, .bias = bias};
@@ -45,13 +50,13 @@ std::unique_ptr<Sequential> vgg_classifier(int num_classes) {
 //   fc2           512*10 + 10                                                      =     5,130
 //   total                                                                            3,249,994
 // (without conv biases it would be 3,249,098).
-std::unique_ptr<Layer> vgg6(int in_channels, int num_classes) {
+std::unique_ptr<Layer> vgg6(int in_channels, int num_classes, const BatchNormFactory& bn) {
   auto features = std::make_unique<Sequential>();
   int in = in_channels;
   for (int width : {64, 128, 256}) {
     for (int i = 0; i < 2; ++i) {
       features->emplace<Conv2d>(conv3x3(in, width));
-      features->emplace<BatchNorm2d>(width);
+      features->add(batchnorm(bn, width));
       features->emplace<ReLU>();
       in = width;
     }
@@ -68,12 +73,12 @@ std::unique_ptr<Layer> vgg6(int in_channels, int num_classes) {
 //   conv  3*64*9+64 + 64*128*9+128 + 128*256*9+256 = 1,792 + 73,856 + 295,168 = 370,816
 //   BN    2 * (64 + 128 + 256)                                               =     896
 //   fc1 2,097,664, fc2 5,130                                        total      2,474,506
-std::unique_ptr<Layer> cnn3(int in_channels, int num_classes) {
+std::unique_ptr<Layer> cnn3(int in_channels, int num_classes, const BatchNormFactory& bn) {
   auto features = std::make_unique<Sequential>();
   int in = in_channels;
   for (int width : {64, 128, 256}) {
     features->emplace<Conv2d>(conv3x3(in, width));
-    features->emplace<BatchNorm2d>(width);
+    features->add(batchnorm(bn, width));
     features->emplace<ReLU>();
     features->emplace<MaxPool2d>(2);
     in = width;
@@ -87,7 +92,7 @@ std::unique_ptr<Layer> cnn3(int in_channels, int num_classes) {
 
 // PyTorch examples/mnist Net (1x28x28, 10 classes): conv1 320 + conv2 18,496 + fc1 1,179,776 + fc2 1,290 =
 // 1,199,882. Its forward ends in log_softmax; here the logits go to SoftmaxCrossEntropy, the same loss.
-std::unique_ptr<Layer> mnist_cnn(int in_channels, int num_classes) {
+std::unique_ptr<Layer> mnist_cnn(int in_channels, int num_classes, const BatchNormFactory& /*no BN*/) {
   auto root = std::make_unique<Sequential>();
   root->emplace_named<Conv2d>(
       "conv1", Conv2dOptions{.in_channels = in_channels, .out_channels = 32, .kernel_size = 3});
@@ -107,13 +112,13 @@ std::unique_ptr<Layer> mnist_cnn(int in_channels, int num_classes) {
 
 // kuangliu's BasicBlock: conv1 (3x3, stride), bn1, relu, conv2 (3x3), bn2, + shortcut, relu. Convs have no
 // bias (BatchNorm follows). The shortcut is a 1x1 conv (stride) + BN when the shape changes, else identity.
-std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride) {
+std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride, const BatchNormFactory& bn) {
   auto main = std::make_unique<Sequential>();
   main->emplace_named<Conv2d>("conv1", conv3x3(in_planes, planes, stride, /*bias=*/false));
-  main->emplace_named<BatchNorm2d>("bn1", planes);
+  main->add(batchnorm(bn, planes), "bn1");
   main->emplace_named<ReLU>("relu1");
   main->emplace_named<Conv2d>("conv2", conv3x3(planes, planes, 1, /*bias=*/false));
-  main->emplace_named<BatchNorm2d>("bn2", planes);
+  main->add(batchnorm(bn, planes), "bn2");
   std::unique_ptr<Sequential> shortcut;
   if (stride != 1 || in_planes != planes) {
     shortcut = std::make_unique<Sequential>();
@@ -123,16 +128,16 @@ std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride) {
                                             .stride = stride,
                                             .padding = 0,
                                             .bias = false});
-    shortcut->emplace<BatchNorm2d>(planes);
+    shortcut->add(batchnorm(bn, planes));
   }
   return std::make_unique<Residual>(std::move(main), std::move(shortcut));
 }
 
 // kuangliu/pytorch-cifar ResNet18 (BasicBlock, [2, 2, 2, 2]) on 3x32x32, 10 classes: 11,173,962 parameters.
-std::unique_ptr<Layer> resnet18(int in_channels, int num_classes) {
+std::unique_ptr<Layer> resnet18(int in_channels, int num_classes, const BatchNormFactory& bn) {
   auto root = std::make_unique<Sequential>();
   root->emplace_named<Conv2d>("conv1", conv3x3(in_channels, 64, 1, /*bias=*/false));
-  root->emplace_named<BatchNorm2d>("bn1", 64);
+  root->add(batchnorm(bn, 64), "bn1");
   root->emplace_named<ReLU>("relu");
   int in_planes = 64;
   const int planes[4] = {64, 128, 256, 512};
@@ -140,7 +145,7 @@ std::unique_ptr<Layer> resnet18(int in_channels, int num_classes) {
   for (int stage = 0; stage < 4; ++stage) {
     auto layer = std::make_unique<Sequential>();
     for (int block = 0; block < 2; ++block) {
-      layer->add(basic_block(in_planes, planes[stage], block == 0 ? strides[stage] : 1));
+      layer->add(basic_block(in_planes, planes[stage], block == 0 ? strides[stage] : 1, bn));
       in_planes = planes[stage];
     }
     root->add(std::move(layer), fmt::format("layer{}", stage + 1));
@@ -152,7 +157,7 @@ std::unique_ptr<Layer> resnet18(int in_channels, int num_classes) {
 
 struct ZooEntry {
   const char* name;
-  std::unique_ptr<Layer> (*build)(int in_channels, int num_classes);
+  std::unique_ptr<Layer> (*build)(int in_channels, int num_classes, const BatchNormFactory& bn);
 };
 
 constexpr ZooEntry kZoo[] = {
@@ -170,7 +175,8 @@ std::vector<std::string> model_names() {
   return names;
 }
 
-Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width) {
+Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width,
+                  const BatchNormFactory& make_batchnorm) {
   const ZooEntry* entry = nullptr;
   for (const ZooEntry& e : kZoo) {
     if (name == e.name) entry = &e;
@@ -180,7 +186,8 @@ Model build_model(std::string_view name, int in_channels, int num_classes, int h
   ENGINE_CHECK(in_channels > 0 && num_classes > 0 && height > 0 && width > 0,
                "{}: bad sizes: in_channels {}, num_classes {}, input {}x{}", name, in_channels, num_classes,
                height, width);
-  Model model(std::string(name), entry->build(in_channels, num_classes), {in_channels, height, width});
+  Model model(std::string(name), entry->build(in_channels, num_classes, make_batchnorm),
+              {in_channels, height, width});
   Shape out;
   try {
     out = model.output_shape({1, in_channels, height, width});

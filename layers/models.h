@@ -15,6 +15,8 @@
 // the parameter counts stay the architectures' own); any other size is an engine::Error naming the model and
 // the input. resnet18 ends in a global average pool and accepts any size.
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,12 +25,18 @@
 
 namespace engine::layers {
 
+// Makes the batch norm layer of `num_features` channels wherever a model has one; empty: BatchNorm2d. The
+// distributed trainer passes one that makes dist::SyncBatchNorm2d (--sync-bn): same parameters, buffers and
+// state-dict names, so checkpoints do not depend on it.
+using BatchNormFactory = std::function<std::unique_ptr<Layer>(int num_features)>;
+
 // The names build_model knows.
 std::vector<std::string> model_names();
 
 // A model for inputs [N, in_channels, height, width] with num_classes outputs; not finalized (call
 // Model::finalize with a context and a seed). Throws engine::Error for an unknown name (listing the known
 // ones) or an input size the model does not accept.
-Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width);
+Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width,
+                  const BatchNormFactory& make_batchnorm = {});
 
 }  // namespace engine::layers

@@ -1,0 +1,212 @@
+#include "apps/ddp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "dist/metrics.h"
+#include "dist/model_sync.h"
+#include "dist/reducer.h"
+#include "dist/single_process_group.h"
+#include "dist/sync_batchnorm_layer.h"
+
+namespace engine::apps {
+
+namespace {
+
+// The Trainer's DataParallel over a process group: DDP's constructor at attach time, then the Reducer.
+class DdpSync final : public DataParallel {
+ public:
+  DdpSync(dist::ProcessGroup& pg, layers::Model& model, const dist::ReducerOptions& options)
+      : pg_(pg), model_(model) {
+    dist::verify_same_model(pg, model);
+    dist::broadcast_parameters(pg, model);  // also after --resume: every rank read the same file
+    reducer_ = std::make_unique<dist::Reducer>(pg, model, options);
+  }
+
+  const dist::Reducer& reducer() const { return *reducer_; }
+
+  void before_backward(bool ends_step) override { reducer_->set_sync(ends_step); }
+  void after_backward() override { reducer_->finish(); }
+
+  void before_evaluate(std::int64_t epochs_done) override {
+    if (pg_.world_size() == 1) return;
+    dist::broadcast_buffers(pg_, model_);
+    dist::verify_replicas(pg_, model_, fmt::format("after {} epoch(s)", epochs_done));
+  }
+
+  void reduce_totals(EpochTotals& train, EpochTotals& test) override {
+    if (pg_.world_size() == 1) return;
+    const Device device = model_.context().device;
+    void* stream = model_.context().stream;
+    for (EpochTotals* t : {&train, &test}) {
+      const dist::EvalTotals sum =
+          dist::all_reduce_totals(pg_, {t->loss_sum, t->correct, t->samples}, device, stream);
+      *t = EpochTotals{sum.loss_sum, sum.correct, sum.count};
+    }
+  }
+
+ private:
+  dist::ProcessGroup& pg_;
+  layers::Model& model_;
+  std::unique_ptr<dist::Reducer> reducer_;
+};
+
+bool uses_gpus(const TrainConfig& config) { return !config.cpu && device_count() > 0; }
+
+}  // namespace
+
+void add_ddp_flags(CLI::App& app, DdpConfig& d) {
+  app.add_option(
+      "--gpus", d.gpus,
+      "distributed data parallel: one process (rank) per listed GPU id, e.g. 0,1 (a GPU may repeat "
+      "only with --backend gloo)");
+  app.add_option("--nproc", d.nproc,
+                 "distributed data parallel: start this many ranks on this machine (with --cpu: CPU ranks "
+                 "through gloo; else rank r on GPU r)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--backend", d.backend,
+                 "collectives: nccl (GPU ranks), gloo (CPU ranks, or GPU ranks through host copies), or auto")
+      ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
+  app.add_option("--bucket-mb", d.bucket_mb,
+                 "gradient bucket size in MB (the first bucket is 1 MB so communication starts early)")
+      ->check(CLI::Range(0.001, 1e6));
+  app.add_option("--grad-compression", d.grad_compression,
+                 "gradients on the wire: none (float32) or bf16 (half the bytes, summed in bf16 steps)")
+      ->check(CLI::IsMember({"none", "bf16"}));
+  app.add_flag("--sync-bn", d.sync_bn,
+               "SyncBatchNorm: batch statistics over the batches of every rank (the same as one process "
+               "with the concatenated batch)");
+  app.add_option("--timeout", d.timeout_seconds,
+                 "seconds a collective may wait for the other ranks before the run fails naming the rank")
+      ->check(CLI::Range(0.1, 1e7));
+  app.add_flag("--log-all-ranks", d.log_all_ranks, "every rank prints its epoch lines (tagged [rank N])");
+  app.add_option("--baseline-ips", d.baseline_ips,
+                 "the images/s of a one-GPU run: a distributed run then reports its speedup and scaling "
+                 "efficiency")
+      ->check(CLI::Range(0.0, 1e12));
+}
+
+bool should_launch(const DdpConfig& ddp, const dist::DistEnv& env) {
+  return !env.distributed() && (!ddp.gpus.empty() || ddp.nproc > 1);
+}
+
+dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config) {
+  ENGINE_CHECK(ddp.gpus.empty() || ddp.nproc == 1,
+               "--gpus and --nproc exclude each other (--gpus {} starts "
+               "one rank per listed GPU)",
+               ddp.gpus);
+  ENGINE_CHECK(ddp.gpus.empty() || !config.cpu,
+               "--gpus and --cpu exclude each other (CPU ranks: --cpu "
+               "--nproc N)");
+  ENGINE_CHECK(ddp.backend != "nccl" || (!config.cpu && device_count() > 0),
+               "--backend nccl needs GPU ranks, but {}; use --backend gloo",
+               config.cpu ? "--cpu is given" : "no GPU is visible");
+  dist::LaunchOptions options;
+  options.log_all_ranks = ddp.log_all_ranks;
+  if (!ddp.gpus.empty()) {
+    ENGINE_CHECK(device_count() > 0,
+                 "--gpus {}: no GPU is visible on this machine (CPU ranks: --cpu --nproc N)", ddp.gpus);
+    options.gpus = dist::parse_gpu_list(ddp.gpus, device_count(), ddp.backend == "gloo");
+    return options;
+  }
+  options.nproc = ddp.nproc;
+  if (uses_gpus(config)) {
+    ENGINE_CHECK(ddp.nproc <= device_count(),
+                 "--nproc {}: rank r runs on GPU r, but {} GPU(s) are visible (more ranks than GPUs: --gpus "
+                 "with repeated ids and --backend gloo, or --cpu for CPU ranks)",
+                 ddp.nproc, device_count());
+  }
+  return options;
+}
+
+DdpRank::DdpRank(const DdpConfig& ddp, TrainConfig& config, const dist::DistEnv& env) : ddp_(ddp) {
+  config.log_all_ranks = ddp.log_all_ranks;
+  if (!env.distributed()) {
+    if (config.accumulate > 1) pg_ = dist::make_single_process_group();
+    return;
+  }
+  ENGINE_CHECK(env.source == "launcher" || (ddp.gpus.empty() && ddp.nproc == 1),
+               "--gpus/--nproc: this process was started by {} (rank {} of {}), which already started one "
+               "process per rank; drop --gpus/--nproc",
+               env.source, env.rank, env.world_size);
+  world_size_ = env.world_size;
+  rank_ = env.rank;
+  config.world_size = env.world_size;
+  config.rank = env.rank;
+  const bool gpu = uses_gpus(config);
+  config.device_index = gpu ? dist::rank_cuda_device(env) : 0;
+  const std::string backend_flag = ddp.backend == "auto" ? (gpu ? "nccl" : "gloo") : ddp.backend;
+  const dist::Backend backend = dist::parse_backend(backend_flag);
+  ENGINE_CHECK(backend != dist::Backend::Nccl || gpu, "rank {}: --backend nccl needs a GPU, but {}", env.rank,
+               config.cpu ? "--cpu is given" : "no GPU is visible");
+  const auto timeout = std::chrono::milliseconds(std::llround(ddp.timeout_seconds * 1000.0));
+  pg_ = dist::init_process_group(env, backend, timeout, gpu ? config.device_index : -1);
+  if (rank_ == 0) {
+    fmt::print("cnn_train: {} rank(s) through {} (started by {}) | global batch {} ({} per rank{})\n",
+               world_size_, backend_flag, env.source, config.batch_size * config.accumulate * world_size_,
+               config.batch_size,
+               config.accumulate > 1 ? fmt::format(" x {} accumulated", config.accumulate) : "");
+    std::fflush(stdout);
+  }
+}
+
+DdpRank::~DdpRank() = default;
+
+TrainerHooks DdpRank::hooks() {
+  TrainerHooks hooks;
+  if (!pg_) return hooks;
+  if (ddp_.sync_bn && world_size_ > 1) {
+    dist::ProcessGroup* pg = pg_.get();
+    hooks.make_batchnorm = [pg](int c) { return std::make_unique<dist::SyncBatchNorm2d>(*pg, c); };
+  }
+  dist::ReducerOptions options;
+  options.bucket_mb = ddp_.bucket_mb;
+  options.first_bucket_mb = std::min(1.0, ddp_.bucket_mb);
+  options.compression =
+      ddp_.grad_compression == "bf16" ? dist::GradCompression::Bf16 : dist::GradCompression::None;
+  const bool announce = rank_ == 0 && world_size_ > 1;
+  hooks.data_parallel = [pg = pg_.get(), options, announce](layers::Model& model) {
+    auto sync = std::make_unique<DdpSync>(*pg, model, options);
+    if (announce) {
+      fmt::print("cnn_train: {} gradient buckets (first {} MB, then up to {} MB){}\n",
+                 sync->reducer().buckets().size(), options.first_bucket_mb, options.bucket_mb,
+                 options.compression == dist::GradCompression::Bf16 ? ", sent as bf16" : "");
+      std::fflush(stdout);
+    }
+    return sync;
+  };
+  return hooks;
+}
+
+double steady_images_per_second(const std::vector<EpochMetrics>& history) {
+  if (history.empty()) return 0.0;
+  if (history.size() == 1) return history[0].images_per_second;
+  std::vector<double> ips;
+  for (std::size_t i = 1; i < history.size(); ++i) ips.push_back(history[i].images_per_second);
+  std::sort(ips.begin(), ips.end());
+  const std::size_t n = ips.size();
+  return n % 2 == 1 ? ips[n / 2] : 0.5 * (ips[n / 2 - 1] + ips[n / 2]);
+}
+
+void DdpRank::report(const std::vector<EpochMetrics>& history) const {
+  if (rank_ != 0 || world_size_ == 1 || history.empty()) return;
+  const double ips = steady_images_per_second(history);
+  std::string line =
+      fmt::format("cnn_train: {} ranks: {} img/s in all", world_size_, with_thousands(std::llround(ips)));
+  if (ddp_.baseline_ips > 0.0) {
+    const double speedup = ips / ddp_.baseline_ips;
+    line += fmt::format(" | speedup {:.2f}x over --baseline-ips {} | scaling efficiency {:.1f}%", speedup,
+                        with_thousands(std::llround(ddp_.baseline_ips)), 100.0 * speedup / world_size_);
+  } else {
+    line += " (give --baseline-ips, one GPU's img/s, for the speedup)";
+  }
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+}  // namespace engine::apps
