@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "layers/batchnorm2d.h"
 #include "layers/models.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -108,6 +109,35 @@ TEST(ModelZoo, StateDictNamesMatchPyTorch) {
       EXPECT_EQ(n.find("pool"), std::string::npos) << n;
       EXPECT_EQ(n.find("main"), std::string::npos) << n;
     }
+  }
+}
+
+// The BatchNormFactory (--sync-bn passes one making dist::SyncBatchNorm2d) makes every batch norm of a model
+// and nothing else, with the channel counts of the architecture; the state dict keeps its names.
+TEST(ModelZoo, BatchNormFactoryMakesEveryBatchNorm) {
+  struct Expected {
+    const char* name;
+    int in_channels, size;
+    std::vector<int> channels;
+  };
+  const std::vector<int> resnet = {64,  64,  64,  64,  64,  128, 128, 128, 128, 128,
+                                   256, 256, 256, 256, 256, 512, 512, 512, 512, 512};
+  const Expected cases[] = {{"vgg6", 3, 32, {64, 64, 128, 128, 256, 256}},
+                            {"cnn3", 3, 32, {64, 128, 256}},
+                            {"mnist_cnn", 1, 28, {}},
+                            {"resnet18", 3, 32, resnet}};
+  for (const Expected& e : cases) {
+    std::vector<int> made;
+    const BatchNormFactory factory = [&made](int c) -> std::unique_ptr<Layer> {
+      made.push_back(c);
+      return std::make_unique<BatchNorm2d>(c);
+    };
+    Model with = build_model(e.name, e.in_channels, 10, e.size, e.size, factory);
+    with.finalize(testing::cpu_context(), 1);
+    std::vector<int> sorted = made;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, e.channels) << e.name;
+    EXPECT_EQ(names_of(with), names_of(finalized(e.name, e.in_channels, 10, e.size, e.size))) << e.name;
   }
 }
 
