@@ -209,30 +209,41 @@ TEST(CnnTrainDdp, AccumulateStepsOncePerKBatches) {
   }
 }
 
-// What torchrun does: start every rank itself with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
-TEST(CnnTrainDdp, TorchrunStyleVariablesMakeEachProcessOneRank) {
-  const std::string root = testing::tiny_folder_dataset("ddp_torchrun");
-  const std::string dir = testing::temp_dir("ddp_torchrun_out");
-  const int port = dist::find_free_port();
-  std::string script;
-  for (int rank = 0; rank < 2; ++rank) {
-    std::string command = testing::shell_quote(testing::program_path("cnn_train"));
-    for (const std::string& a : with(tiny_args(root, dir, "cnn3", 8, 1), {"--limit-train", "16"}))
-      command.append(1, ' ').append(testing::shell_quote(a));
-    script += fmt::format(
-        "RANK={0} LOCAL_RANK={0} WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={1} {2} > {3}/rank{0}.log "
-        "2>&1 "
-        "& p{0}=$!; ",
-        rank, port, command, dir);
-  }
-  script += "wait $p0; a=$?; wait $p1; b=$?; exit $((a | b))";
+// What torchrun, mpirun and srun do: start every rank themselves, each with its family's variables (the
+// test sets them as those launchers would; none of them is installed here).
+TEST(CnnTrainDdp, TorchrunMpirunAndSrunVariablesMakeEachProcessOneRank) {
+  const std::string root = testing::tiny_folder_dataset("ddp_env");
+  struct Family {
+    std::string source, variables;  // {0}: the rank
+  };
+  const Family families[] = {
+      {"torchrun", "RANK={0} LOCAL_RANK={0} WORLD_SIZE=2 MASTER_ADDR=127.0.0.1"},
+      {"openmpi",
+       "OMPI_COMM_WORLD_RANK={0} OMPI_COMM_WORLD_LOCAL_RANK={0} OMPI_COMM_WORLD_SIZE=2 "
+       "OMPI_COMM_WORLD_LOCAL_SIZE=2"},
+      {"slurm", "SLURM_PROCID={0} SLURM_LOCALID={0} SLURM_NTASKS=2 SLURM_NNODES=1"},
+  };
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  const int status = std::system(("bash -c " + testing::shell_quote(script)).c_str());
-  const std::string log0 = file_bytes(dir + "/rank0.log"), log1 = file_bytes(dir + "/rank1.log");
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log0 << log1;
-  EXPECT_NE(log0.find("2 rank(s) through gloo (started by torchrun)"), std::string::npos) << log0;
-  EXPECT_EQ(count_of(log0, "Epoch 1 |"), 1u) << log0;
-  EXPECT_EQ(log1.find("Epoch 1 |"), std::string::npos) << "rank 1 logs nothing by default:\n" << log1;
+  for (const Family& family : families) {
+    const std::string dir = testing::temp_dir("ddp_env_" + family.source);
+    const int port = dist::find_free_port();
+    std::string script;
+    for (int rank = 0; rank < 2; ++rank) {
+      std::string command = testing::shell_quote(testing::program_path("cnn_train"));
+      for (const std::string& a : with(tiny_args(root, dir, "cnn3", 8, 1), {"--limit-train", "16"}))
+        command.append(1, ' ').append(testing::shell_quote(a));
+      script += fmt::format("{0} MASTER_PORT={1} {2} > {3}/rank{4}.log 2>&1 & p{4}=$!; ",
+                            fmt::format(fmt::runtime(family.variables), rank), port, command, dir, rank);
+    }
+    script += "wait $p0; a=$?; wait $p1; b=$?; exit $((a | b))";
+    const int status = std::system(("bash -c " + testing::shell_quote(script)).c_str());
+    const std::string log0 = file_bytes(dir + "/rank0.log"), log1 = file_bytes(dir + "/rank1.log");
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << family.source << "\n" << log0 << log1;
+    EXPECT_NE(log0.find("2 rank(s) through gloo (started by " + family.source + ")"), std::string::npos)
+        << log0;
+    EXPECT_EQ(count_of(log0, "Epoch 1 |"), 1u) << log0;
+    EXPECT_EQ(log1.find("Epoch 1 |"), std::string::npos) << "rank 1 logs nothing by default:\n" << log1;
+  }
 }
 
 // A rank that fails ends the run: the launcher stops the others and exits non-zero naming the rank.
