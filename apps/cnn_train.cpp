@@ -25,12 +25,11 @@
 
 namespace {
 
-// Starts one rank per GPU (or --nproc ranks) running this program with the same arguments, and waits.
+// Starts one rank per GPU (or --nproc ranks) running this program with the same arguments, and waits. A
+// failure is reported by the launcher ("launcher: rank 1 (pid 4242) exited with status 1; ...").
 int launch(int argc, char** argv, const engine::dist::LaunchOptions& options) {
   const std::vector<std::string> args(argv, argv + argc);
-  const engine::dist::LaunchResult result = engine::dist::launch_workers(args, options);
-  if (result.exit_code != 0) fmt::print(stderr, "cnn_train: {}\n", result.message);
-  return result.exit_code;
+  return engine::dist::launch_workers(args, options).exit_code;
 }
 
 }  // namespace
