@@ -29,6 +29,7 @@ struct Completion {
   std::condition_variable cv;
   bool done = false;
   std::exception_ptr error;
+  Work::HostSpan span;  // set by the communication thread before `done`
 };
 
 class GlooWork final : public Work {
@@ -39,6 +40,7 @@ class GlooWork final : public Work {
     c_->cv.wait(lock, [&] { return c_->done; });
     if (c_->error) std::rethrow_exception(c_->error);
   }
+  std::optional<HostSpan> host_span() const override { return c_->span; }
 
  private:
   std::shared_ptr<Completion> c_;
@@ -234,6 +236,7 @@ class GlooProcessGroup final : public ProcessGroup {
         queue_.pop_front();
       }
       std::exception_ptr error;
+      task.completion->span.start = std::chrono::steady_clock::now();
       try {
         if (stop_) ENGINE_FAIL("{} not run: the process group is being destroyed", task.what);
         execute(task, tag++);
@@ -244,6 +247,7 @@ class GlooProcessGroup final : public ProcessGroup {
         if (failure_.empty()) failure_ = describe_failure(task.what, e.what());
         error = std::make_exception_ptr(engine::Error(failure_, __FILE__, __LINE__));
       }
+      task.completion->span.end = std::chrono::steady_clock::now();
       {
         std::lock_guard lock(task.completion->mutex);
         task.completion->done = true;

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,15 @@ class Work {
   // the stream it was queued on, and failures surface in ProcessGroup::synchronize. Throws engine::Error
   // when the operation failed.
   virtual void wait() = 0;
+
+  // When the operation ran, for a backend that runs it on a host thread (gloo: its communication thread,
+  // the host copies of CUDA tensors included), as steady_clock readings; read after wait() returned.
+  // nullopt where the work is ordered on a stream (NCCL: time it with events on that stream) or is no work
+  // at all (a world of one). The Reducer's timeline reads it (dist/reducer.h).
+  struct HostSpan {
+    std::chrono::steady_clock::time_point start, end;
+  };
+  virtual std::optional<HostSpan> host_span() const { return std::nullopt; }
 };
 
 class ProcessGroup {

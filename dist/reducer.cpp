@@ -1,6 +1,7 @@
 #include "dist/reducer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "core/error.h"
@@ -49,6 +50,146 @@ struct Reducer::Impl {
   std::optional<Stream> comm_stream;
   std::vector<Event> bucket_events;
   std::optional<Event> done_event;
+#endif
+};
+
+// The timeline's records (ReducerOptions::record_timeline): host clock readings, or CUDA timing events read
+// once the step is done.
+struct Reducer::Timeline {
+  using Clock = std::chrono::steady_clock;
+
+  Timeline(std::vector<std::size_t> bucket_bytes, [[maybe_unused]] bool cuda)
+      : bytes(std::move(bucket_bytes)) {
+    const std::size_t n = bytes.size();
+    ready.resize(n);
+    queued.resize(n);
+#if ENGINE_HAVE_CUDA
+    if (cuda) {
+      events.emplace();
+      for (auto* v : {&events->ready, &events->queued, &events->start, &events->end}) {
+        v->reserve(n);
+        for (std::size_t b = 0; b < n; ++b) v->emplace_back(/*enable_timing=*/true);
+      }
+    }
+#endif
+  }
+
+  void mark([[maybe_unused]] void* compute) {
+#if ENGINE_HAVE_CUDA
+    if (events) {
+      if (pending) read();  // the previous step's events are about to be recorded again
+      events->step_start.record(static_cast<cudaStream_t>(compute));
+      marked = true;
+      return;
+    }
+#endif
+    step_start = Clock::now();
+    marked = true;
+  }
+
+  void on_ready(std::size_t b, [[maybe_unused]] void* compute) {
+#if ENGINE_HAVE_CUDA
+    if (events) {
+      events->ready[b].record(static_cast<cudaStream_t>(compute));
+      return;
+    }
+#endif
+    ready[b] = Clock::now();
+  }
+
+  void on_queued(std::size_t b, [[maybe_unused]] void* compute) {
+#if ENGINE_HAVE_CUDA
+    if (events) {
+      events->queued[b].record(static_cast<cudaStream_t>(compute));
+      return;
+    }
+#endif
+    queued[b] = Clock::now();
+  }
+
+  // CUDA: around the all-reduce on the communication stream (the host-side times come from the Work).
+  void on_comm_start([[maybe_unused]] std::size_t b, [[maybe_unused]] void* comm) {
+#if ENGINE_HAVE_CUDA
+    if (events) events->start[b].record(static_cast<cudaStream_t>(comm));
+#endif
+  }
+  void on_comm_end([[maybe_unused]] std::size_t b, [[maybe_unused]] void* comm) {
+#if ENGINE_HAVE_CUDA
+    if (events) events->end[b].record(static_cast<cudaStream_t>(comm));
+#endif
+  }
+
+  void on_backward_end([[maybe_unused]] void* compute) {
+#if ENGINE_HAVE_CUDA
+    if (events) {
+      events->backward_end.record(static_cast<cudaStream_t>(compute));
+      return;
+    }
+#endif
+    backward_end = Clock::now();
+  }
+
+  // After the step's works were waited on: the host records become `last`; CUDA events are read later.
+  void end_step(const std::vector<std::unique_ptr<Work>>& works) {
+    marked = false;
+#if ENGINE_HAVE_CUDA
+    if (events) {
+      pending = true;
+      return;
+    }
+#endif
+    auto ms = [this](Clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(t - step_start).count();
+    };
+    last.buckets.clear();
+    for (std::size_t b = 0; b < bytes.size(); ++b) {
+      const std::optional<Work::HostSpan> span = works[b]->host_span();
+      last.buckets.push_back(BucketTiming{.bucket = b,
+                                          .bytes = bytes[b],
+                                          .ready_ms = ms(ready[b]),
+                                          .queued_ms = ms(queued[b]),
+                                          .start_ms = ms(span ? span->start : queued[b]),
+                                          .end_ms = ms(span ? span->end : queued[b])});
+    }
+    last.backward_end_ms = ms(backward_end);
+  }
+
+  const StepTimeline& read() {
+#if ENGINE_HAVE_CUDA
+    if (events && pending) {
+      const Event& t0 = events->step_start;
+      auto ms = [&t0](const Event& e) {
+        e.synchronize();
+        return static_cast<double>(e.elapsed_ms_since(t0));
+      };
+      last.buckets.clear();
+      for (std::size_t b = 0; b < bytes.size(); ++b) {
+        last.buckets.push_back(BucketTiming{.bucket = b,
+                                            .bytes = bytes[b],
+                                            .ready_ms = ms(events->ready[b]),
+                                            .queued_ms = ms(events->queued[b]),
+                                            .start_ms = ms(events->start[b]),
+                                            .end_ms = ms(events->end[b])});
+      }
+      last.backward_end_ms = ms(events->backward_end);
+      pending = false;
+    }
+#endif
+    return last;
+  }
+
+  std::vector<std::size_t> bytes;  // per bucket, on the wire
+  bool marked = false;             // the coming synced backward has its step start
+  Clock::time_point step_start, backward_end;
+  std::vector<Clock::time_point> ready, queued;
+  StepTimeline last;
+#if ENGINE_HAVE_CUDA
+  struct Events {
+    Event step_start{true}, backward_end{true};
+    std::vector<Event> ready, queued, start, end;  // per bucket
+  };
+  std::optional<Events> events;  // CUDA gradients
+  bool pending = false;          // `events` hold a finished step not yet read into `last`
 #endif
 };
 
@@ -139,6 +280,14 @@ Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& o
     impl_->done_event.emplace();
   }
 #endif
+  if (options.record_timeline) {
+    ENGINE_CHECK(!grads.is_cuda() || pg.backend() != "gloo",
+                 "Reducer: the timeline of CUDA gradients needs a stream-ordered backend (nccl); gloo copies "
+                 "them on its own thread, which stream events cannot time");
+    std::vector<std::size_t> bytes;
+    for (const Tensor& w : impl_->wire) bytes.push_back(w.nbytes());
+    timeline_ = std::make_unique<Timeline>(std::move(bytes), grads.is_cuda());
+  }
   model.set_grad_ready_hook([this](std::size_t i) { on_grad_ready(i); });
 }
 
@@ -158,13 +307,27 @@ void Reducer::set_sync(bool sync) {
   sync_ = sync;
 }
 
+void Reducer::mark_step_start() {
+  ENGINE_CHECK(timeline_, "Reducer::mark_step_start needs ReducerOptions::record_timeline");
+  ENGINE_CHECK(next_to_launch_ == 0 && impl_->works.empty(),
+               "Reducer::mark_step_start in the middle of a backward");
+  timeline_->mark(model_.context().stream);
+}
+
+const StepTimeline& Reducer::timeline() {
+  ENGINE_CHECK(timeline_, "Reducer::timeline needs ReducerOptions::record_timeline");
+  return timeline_->read();
+}
+
 void Reducer::on_grad_ready(std::size_t param_index) {
   ENGINE_CHECK(param_index < bucket_of_param_.size(), "Reducer: unknown parameter index {}", param_index);
   const std::size_t b = bucket_of_param_[param_index];
   ENGINE_CHECK(pending_[b] > 0, "Reducer: parameter '{}' reported its gradient twice in one backward",
                model_.parameters()[param_index].name);
+  if (timeline_ && sync_ && !timeline_->marked) timeline_->mark(model_.context().stream);  // unmarked step
   if (--pending_[b] > 0) return;
   ready_[b] = true;
+  if (timeline_ && sync_) timeline_->on_ready(b, model_.context().stream);
   // Launch in bucket order, whatever order the buckets complete in: every rank queues the same sequence.
   while (next_to_launch_ < buckets_.size() && ready_[next_to_launch_]) bucket_ready(next_to_launch_++);
 }
@@ -194,6 +357,7 @@ void Reducer::bucket_ready(std::size_t b) {
     compress(slice, wire, compute);
     op = ReduceOp::Sum;
   }
+  if (timeline_) timeline_->on_queued(b, compute);
   void* comm = nullptr;
 #if ENGINE_HAVE_CUDA
   if (impl_->comm_stream) {
@@ -203,12 +367,15 @@ void Reducer::bucket_ready(std::size_t b) {
     comm = impl_->comm_stream->get();
   }
 #endif
+  if (timeline_) timeline_->on_comm_start(b, comm);
   impl_->works.push_back(pg_.all_reduce_async(wire, op, comm));
+  if (timeline_) timeline_->on_comm_end(b, comm);
   ++allreduce_count_;
 }
 
 void Reducer::finish() {
   const bool complete = next_to_launch_ == buckets_.size();
+  if (timeline_ && sync_ && complete) timeline_->on_backward_end(model_.context().stream);
   std::string missing;
   if (!complete) {
     for (std::size_t b = next_to_launch_; b < buckets_.size() && missing.empty(); ++b)
@@ -219,6 +386,7 @@ void Reducer::finish() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
   std::fill(ready_.begin(), ready_.end(), false);
   next_to_launch_ = 0;
+  if (timeline_ && sync_ && !complete) timeline_->marked = false;
   std::vector<std::unique_ptr<Work>> works = std::move(impl_->works);
   impl_->works.clear();
   for (auto& w : works) w->wait();  // gloo: the host waits; NCCL: returns at once
@@ -226,6 +394,7 @@ void Reducer::finish() {
                "Reducer::finish: parameter '{}' (at least) got no gradient in this backward; every parameter "
                "of the model must take part in every step (or finish() was called before backward)",
                missing);
+  if (timeline_ && sync_) timeline_->end_step(works);
   if (!sync_) {
     accumulated_ = true;
     return;

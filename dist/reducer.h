@@ -35,6 +35,20 @@
 //         after it waits for the communication stream. Still no host synchronization (kernels/cuda/cast.h
 //         uses the host's rounding, so both devices send the same bits).
 //   CPU:  both are loops on the calling thread (the rounding in the grad-ready hook, during backward).
+//
+// Timeline (ReducerOptions::record_timeline, off by default; off, nothing is recorded and nothing changes):
+// for each synced backward it records, per bucket, when its last gradient arrived (ready), when its
+// all-reduce was queued, when the all-reduce started and ended on the communication side, and when finish()
+// was called (the end of backward), in milliseconds from the step start the caller marks with
+// mark_step_start() (before forward; unmarked, the backward's first gradient is the start). It shows whether
+// the all-reduces overlap backward (benchmarks/ddp/ddp_overlap.cpp).
+//   CPU:  steady_clock readings on the calling thread; start and end are the gloo communication thread's
+//         (Work::host_span). make_single_process_group's no-op work has no span: start = end = queued.
+//   CUDA: timing events: the step start, ready, queued and the backward end on the compute stream, start and
+//         end on the communication stream around the all-reduce; timeline() reads them once the step's work
+//         is done (it waits for them, as does the next mark_step_start() for the previous step's). Needs a
+//         stream-ordered backend (NCCL; a world of one): gloo's host copies of CUDA tensors run on its own
+//         thread, which stream events cannot time, so that combination is refused.
 
 #include <cstddef>
 #include <cstdint>
@@ -62,6 +76,22 @@ struct ReducerOptions {
   double first_bucket_mb = 1.0;
   double bucket_mb = 25.0;
   GradCompression compression = GradCompression::None;
+  bool record_timeline = false;  // Reducer::timeline(); costs a few clock readings (CUDA: events) per bucket
+};
+
+// One bucket of a step's timeline; times in ms from the step start (Reducer::mark_step_start).
+struct BucketTiming {
+  std::size_t bucket = 0;  // index in Reducer::buckets(): bucket 0 launches first
+  std::size_t bytes = 0;   // bytes all-reduced (the bf16 copy's under compression)
+  double ready_ms = 0;     // the bucket's last gradient was written (grad-ready hook; CUDA: compute stream)
+  double queued_ms = 0;    // its all-reduce was queued (buckets queue in order, so possibly after ready)
+  double start_ms = 0;     // the all-reduce started (gloo: on the communication thread; CUDA: comm stream)
+  double end_ms = 0;       // the all-reduce ended
+};
+
+struct StepTimeline {
+  std::vector<BucketTiming> buckets;  // in launch order; empty before the first synced step
+  double backward_end_ms = 0;         // finish() was called (CUDA: the compute stream reached that point)
 };
 
 class Reducer {
@@ -81,12 +111,20 @@ class Reducer {
   // compute stream from now on (CPU: on return).
   void finish();
 
+  // With record_timeline: the step start the next synced backward's timeline is measured from (call it
+  // before forward). CUDA: an event on the compute stream; waits for the previous step's timeline events.
+  void mark_step_start();
+  // With record_timeline: the timeline of the last synced backward (empty before one). CUDA: waits until its
+  // events are done (the caller normally synchronized the step already).
+  const StepTimeline& timeline();
+
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // Bucket all-reduces queued since construction (the accumulation test counts them).
   std::int64_t allreduce_count() const { return allreduce_count_; }
 
  private:
   struct Impl;
+  struct Timeline;
   void on_grad_ready(std::size_t param_index);
   void bucket_ready(std::size_t b);
 
@@ -102,6 +140,7 @@ class Reducer {
   bool accumulated_ = false;  // the accumulation buffer holds micro-batch gradients
   std::int64_t allreduce_count_ = 0;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Timeline> timeline_;  // only with record_timeline
 };
 
 }  // namespace engine::dist

@@ -3,7 +3,10 @@
 # same command run
 #   1. kernel_bench          every kernel family, validated against the CPU, against measured ceilings
 #   2. train_bench           vgg6 and resnet18 at batch 128 and 512, fp32 (the default) and with TF32 allowed
-#   3. train_peer.py         the same models in PyTorch: the tutorial pipeline, and PyTorch at its best
+#   3. ddp_overlap           the Reducer's timeline of one resnet18 DDP step through NCCL (world size 1: the
+#                            bucket all-reduces still run on the communication stream): do they start before
+#                            backward ends? (its table is in $logs/ddp_overlap.log, for benchmarks/RESULTS.md)
+#   4. train_peer.py         the same models in PyTorch: the tutorial pipeline, and PyTorch at its best
 # and print ONE table last: our images/s beside PyTorch's, and the ratios (benchmarks/pytorch/report.py).
 # Logs and JSON go to $OUT when set (the device tool brings $OUT back), else to <build>/bench-logs; the
 # Markdown entry for benchmarks/RESULTS.md is written there as results_entry.md. Sized for one 10-minute call
@@ -45,6 +48,14 @@ if ! cmake --build "$build" -j "$(nproc)" --target kernel_bench train_bench >"$l
   echo "bench: build FAILED (log: $logs/build.log)"
   exit 1
 fi
+# ddp_overlap is built on its own: if it fails to build, the other benchmarks still run.
+overlap_built=1
+if ! cmake --build "$build" -j "$(nproc)" --target ddp_overlap >"$logs/build_ddp_overlap.log" 2>&1; then
+  grep -E "error|FAILED" "$logs/build_ddp_overlap.log" | head -10
+  echo "bench: ddp_overlap build FAILED (log: $logs/build_ddp_overlap.log); its stage is skipped"
+  overlap_built=0
+  status=1
+fi
 echo "   built in $(( $(date +%s) - start )) s"
 
 # stage NAME LIMIT COMMAND...: runs with a time limit (cut to what is left of the budget, keeping 15 s for the
@@ -83,6 +94,11 @@ cp "$logs/train.jsonl" "$logs/train_fp32.jsonl" 2>/dev/null
 stage train_bench_tf32 70 "$bin/train_bench" --tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
 cat "$logs/train_tf32.jsonl" >>"$logs/train.jsonl" 2>/dev/null
 grep -hE "images/s" "$logs/train_bench_fp32.log" "$logs/train_bench_tf32.log"
+
+if [ "$overlap_built" = 1 ]; then
+  stage ddp_overlap 60 "$bin/ddp_overlap" --nproc 1 --model resnet18 --batch-size 128 --steps 6
+  grep -E "^ +[0-9]|^bucket|^backward|^all-reduce" "$logs/ddp_overlap.log" | head -12
+fi
 
 if [ "${SKIP_PYTORCH:-0}" != 1 ]; then
   peer=benchmarks/pytorch/train_peer.py

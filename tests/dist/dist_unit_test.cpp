@@ -1,5 +1,6 @@
 // The parts of dist/ that need no second process (label cpu): bucket assignment on the zoo models, the
-// environment bootstrap, --gpus parsing, and the start-up failures (unreachable MASTER_ADDR, port in use).
+// environment bootstrap, --gpus parsing, the start-up failures (unreachable MASTER_ADDR, port in use), and
+// the Reducer's timeline over a gloo group of one.
 
 #include <chrono>
 #include <map>
@@ -12,6 +13,8 @@
 #include "dist/reducer.h"
 #include "dist/tcp_store.h"
 #include "layers/models.h"
+#include "layers/softmax_cross_entropy.h"
+#include "tests/dist/dist_test_models.h"
 
 namespace engine::dist {
 namespace {
@@ -220,6 +223,64 @@ TEST(DistProcessGroup, WorldSizeOneCollectivesAreIdentities) {
   pg->all_gather(t, out);
   pg->barrier();
   EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{1.f, 2.f}));
+}
+
+TEST(DistReducer, TimelineOrdersEveryBucketsEventsAndKeepsTheLastSyncedStep) {
+  DistEnv e;
+  e.master_port = find_free_port();
+  auto pg = init_process_group(e, Backend::Gloo, std::chrono::milliseconds(5000));
+  layers::Model model = testing::build_test_model("plain", pg.get());
+  {
+    Reducer off(*pg, model);  // the timeline is opt-in
+    EXPECT_NE(error_of([&] { off.mark_step_start(); }).find("record_timeline"), std::string::npos);
+  }
+  ReducerOptions ro;  // float64 "plain" in several buckets, the linear bias alone in the first
+  ro.first_bucket_mb = 0.1 / 1024.0;
+  ro.bucket_mb = 1.0 / 1024.0;
+  ro.record_timeline = true;
+  Reducer reducer(*pg, model, ro);
+  const std::size_t n = reducer.buckets().size();
+  ASSERT_GE(n, 3u);
+  EXPECT_TRUE(reducer.timeline().buckets.empty());
+  layers::SoftmaxCrossEntropy loss;
+  auto backward = [&](std::uint64_t seed) {
+    loss.forward(model.context(), model.forward(testing::make_inputs(0, 4, seed), layers::Mode::Train),
+                 testing::make_labels(0, 4, seed));
+    model.backward(loss.backward());
+    reducer.finish();
+  };
+
+  reducer.mark_step_start();
+  backward(1);
+  const StepTimeline first = reducer.timeline();
+  ASSERT_EQ(first.buckets.size(), n);
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < first.buckets.size(); ++i) {
+    const BucketTiming& b = first.buckets[i];
+    EXPECT_EQ(b.bucket, i);
+    bytes += b.bytes;
+    // Each bucket: its last gradient, then its queueing, then the communication thread's run of it.
+    EXPECT_GE(b.ready_ms, 0.0) << i;
+    EXPECT_LE(b.ready_ms, b.queued_ms) << i;
+    EXPECT_LE(b.queued_ms, b.start_ms) << i;
+    EXPECT_LE(b.start_ms, b.end_ms) << i;
+    EXPECT_LE(b.ready_ms, first.backward_end_ms) << i;
+    if (i > 0) {  // launched in order, run one after the other (FIFO)
+      EXPECT_LE(first.buckets[i - 1].queued_ms, b.queued_ms) << i;
+      EXPECT_LE(first.buckets[i - 1].end_ms, b.start_ms) << i;
+    }
+  }
+  EXPECT_EQ(bytes, model.flat_gradients().nbytes());
+
+  reducer.set_sync(false);  // a micro-batch communicates nothing and keeps the last synced timeline
+  backward(2);
+  EXPECT_EQ(reducer.timeline().backward_end_ms, first.backward_end_ms);
+  reducer.set_sync(true);  // unmarked: measured from the backward's first gradient
+  backward(3);
+  const StepTimeline& unmarked = reducer.timeline();
+  ASSERT_EQ(unmarked.buckets.size(), n);
+  EXPECT_GE(unmarked.buckets.front().ready_ms, 0.0);
+  EXPECT_LE(unmarked.buckets.back().ready_ms, unmarked.backward_end_ms);
 }
 
 }  // namespace

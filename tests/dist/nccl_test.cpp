@@ -1,5 +1,5 @@
-// NCCL with world size 1 (label gpu): the process group, model agreement and the Reducer on a CUDA model.
-// Skipped where no device is visible.
+// NCCL with world size 1 (label gpu): the process group, model agreement and the Reducer on a CUDA model
+// (its timeline too). Skipped where no device is visible.
 
 #include <chrono>
 #include <cstdint>
@@ -111,6 +111,52 @@ TEST(Nccl, WorldSizeOneBf16CompressionGivesTheRoundedGradients) {
   }
   EXPECT_EQ(bad, 0u) << "of " << before.size();
   EXPECT_GT(rounded, before.size() / 2) << "the gradients should mostly not be bf16 numbers already";
+}
+
+// The timeline's events on CUDA: every bucket's ready <= queued (compute stream) <= start <= end (the
+// communication stream, after waiting for the compute stream), buckets one after another on that stream.
+TEST(Nccl, WorldSizeOneTimelineOrdersEveryBucketsEvents) {
+  SKIP_WITHOUT_GPU();
+  DistEnv env;
+  env.master_port = find_free_port();
+  auto pg = init_process_group(env, Backend::Nccl, std::chrono::milliseconds(60000), 0);
+  CudaCnn3 net;
+  layers::Model& m = net.model;
+  ReducerOptions options;
+  options.first_bucket_mb = 0.25;
+  options.bucket_mb = 1.0;
+  options.record_timeline = true;
+  Reducer reducer(*pg, m, options);
+  const std::size_t n = reducer.buckets().size();
+  ASSERT_GT(n, 2u);
+  const Tensor x = Tensor::zeros({8, 3, 32, 32}, DType::F32, Device::cuda(0));
+  const Tensor labels = Tensor::zeros({8}, DType::I32).to(Device::cuda(0));
+  layers::SoftmaxCrossEntropy loss;
+  for (int step = 0; step < 2; ++step) {  // the second mark reads the first step's events first
+    reducer.mark_step_start();
+    loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
+    m.backward(loss.backward());
+    reducer.finish();
+  }
+  net.stream.synchronize();
+  const StepTimeline& t = reducer.timeline();
+  ASSERT_EQ(t.buckets.size(), n);
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const BucketTiming& b = t.buckets[i];
+    EXPECT_EQ(b.bucket, i);
+    bytes += b.bytes;
+    EXPECT_GE(b.ready_ms, 0.0) << i;
+    EXPECT_LE(b.ready_ms, b.queued_ms) << i;
+    EXPECT_LE(b.queued_ms, b.start_ms) << i;
+    EXPECT_LE(b.start_ms, b.end_ms) << i;
+    EXPECT_LE(b.ready_ms, t.backward_end_ms) << i;
+    if (i > 0) {
+      EXPECT_LE(t.buckets[i - 1].end_ms, b.start_ms) << i;
+    }
+  }
+  EXPECT_EQ(bytes, m.flat_gradients().nbytes());
+  EXPECT_LT(t.buckets.front().start_ms, t.backward_end_ms) << "the first bucket overlaps backward";
 }
 
 }  // namespace
