@@ -2,6 +2,9 @@
 
 #include "dist/sync_batchnorm.h"
 #include "kernels/cpu/batchnorm2d.h"
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/batchnorm2d.h"
+#endif
 
 namespace engine::dist {
 
@@ -33,11 +36,17 @@ Tensor SyncBatchNorm2d::forward_impl(const Tensor& x, layers::Mode mode) {
     sync_batchnorm_forward_training(pg_, x, gamma, beta, y, save_mean_, save_invstd_, rmean, rvar, momentum_,
                                     eps_, context().stream);
     ++counter(num_batches_tracked_).value;
-  } else {
-    LAYER_CHECK(x.device().is_cpu(), "eval mode runs on the CPU only (use BatchNorm2d for CUDA evaluation)");
+  } else {  // eval: plain batch norm with the running statistics, the kernels BatchNorm2d uses
     const cpu::BatchNorm2dShape s{static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)),
                                   static_cast<int>(x.dim(2)), static_cast<int>(x.dim(3))};
-    if (x.dtype() == DType::F64) {
+    if (x.is_cuda()) {
+#if ENGINE_HAVE_CUDA
+      LAYER_CHECK(x.dtype() == DType::F32, "CUDA runs float32, not {}", dtype_name(x.dtype()));
+      cuda::batchnorm2d_forward_eval(static_cast<cudaStream_t>(context().stream), s, x.data<float>(),
+                                     gamma.data<float>(), beta.data<float>(), rmean.data<float>(),
+                                     rvar.data<float>(), y.data<float>(), eps_);
+#endif
+    } else if (x.dtype() == DType::F64) {
       cpu::batchnorm2d_forward_eval<double>(s, x.data<double>(), gamma.data<double>(), beta.data<double>(),
                                             rmean.data<double>(), rvar.data<double>(), y.data<double>(),
                                             eps_);

@@ -7,23 +7,18 @@
 #include <cmath>
 
 #include "kernels/cuda/batchnorm2d.h"
-#include "kernels/cuda/channel_reduce.cuh"
+#include "kernels/cuda/batchnorm_parts.cuh"
 
 namespace engine::cuda {
 namespace {
 
-// ---- forward ----
+using detail::backward_stats_kernel;
+using detail::grad_input_kernel;
+using detail::GradSums;
+using detail::normalize_kernel;
+using detail::ShiftedSums;
 
-struct ShiftedSums {
-  const float* x;
-  int hw;
-  __device__ void operator()(std::int64_t offset, int c, double* acc) const {
-    const double shift = static_cast<double>(x[static_cast<std::int64_t>(c) * hw]);  // x[0, c, 0, 0]
-    const double d = static_cast<double>(x[offset]) - shift;
-    acc[0] += d;
-    acc[1] += d * d;
-  }
-};
+// ---- forward ----
 
 struct StatsArgs {
   const double* partial;
@@ -77,45 +72,7 @@ __global__ void eval_coefficients_kernel(const float* gamma, const float* runnin
   k[2] = static_cast<float>(g / sqrt(static_cast<double>(running_var[c]) + eps));
 }
 
-// y = ((x - shift) - (mean - shift)) * scale + beta, with coef = [shift, mean - shift, scale] per channel.
-// Subtracting the mean in two steps keeps float accuracy when |mean| >> std: x - shift is exact there
-// (Sterbenz: both are data values of the same size), and mean - shift is small, so rounding it to float
-// costs nothing next to the data's spread. (x - mean_as_float would lose up to half an ulp of the mean.)
-__global__ void normalize_kernel(const float* x, const float* coef, const float* beta, float* y, int c_count,
-                                 int hw, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>((i / hw) % c_count);
-    const float* k = coef + static_cast<std::int64_t>(c) * 3;
-    const float b = beta != nullptr ? beta[c] : 0.0f;
-    y[i] = fmaf((x[i] - k[0]) - k[1], k[2], b);
-  }
-}
-
 // ---- backward ----
-
-// mean and invstd per channel in double: from the saved batch statistics (training) or the running ones.
-__global__ void backward_stats_kernel(const float* mean_in, const float* invstd_in, const float* running_var,
-                                      double eps, int c_count, double* mean, double* invstd) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= c_count) return;
-  mean[c] = static_cast<double>(mean_in[c]);
-  invstd[c] = invstd_in != nullptr ? static_cast<double>(invstd_in[c])
-                                   : 1.0 / sqrt(static_cast<double>(running_var[c]) + eps);
-}
-
-struct GradSums {
-  const float* x;
-  const float* dy;
-  const double* mean;
-  const double* invstd;
-  __device__ void operator()(std::int64_t offset, int c, double* acc) const {
-    const double d = static_cast<double>(dy[offset]);
-    const double xhat = (static_cast<double>(x[offset]) - mean[c]) * invstd[c];
-    acc[0] += d;
-    acc[1] += d * xhat;
-  }
-};
 
 // Per channel: the coefficients of dx = scale * (dy - mean_dy - xhat * mean_dy_xhat), xhat = (x - mean) *
 // invstd, as 5 floats [mean, invstd, scale, mean_dy, mean_dy_xhat]; and dgamma, dbeta.
@@ -148,16 +105,6 @@ __global__ void finish_grad_kernel(GradArgs a) {
   k[2] = static_cast<float>((a.gamma != nullptr ? static_cast<double>(a.gamma[c]) : 1.0) * a.invstd[c]);
   k[3] = a.batch_terms ? static_cast<float>(sum_dy / a.m) : 0.0f;
   k[4] = a.batch_terms ? static_cast<float>(sum_dy_xhat / a.m) : 0.0f;
-}
-
-__global__ void grad_input_kernel(const float* x, const float* dy, const float* coef, float* dx, int c_count,
-                                  int hw, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float* k = coef + ((i / hw) % c_count) * 5;
-    const float xhat = (x[i] - k[0]) * k[1];
-    dx[i] = k[2] * (dy[i] - k[3] - xhat * k[4]);
-  }
 }
 
 void check_shape(const char* op, const cpu::BatchNorm2dShape& s, double eps) {
