@@ -27,11 +27,17 @@ std::string format_epoch_line(const std::string& device_label, const EpochMetric
 }
 
 std::string format_metrics_json(const EpochMetrics& m) {
-  const nlohmann::ordered_json j = {{"epoch", m.epoch},           {"batch_size", m.batch_size},
-                                    {"steps", m.steps},           {"lr", m.lr},
-                                    {"train_loss", m.train_loss}, {"train_acc", m.train_acc},
-                                    {"test_loss", m.test_loss},   {"test_acc", m.test_acc},
-                                    {"seconds", m.seconds},       {"images_per_second", m.images_per_second},
+  const nlohmann::ordered_json j = {{"epoch", m.epoch},
+                                    {"batch_size", m.batch_size},
+                                    {"world_size", m.world_size},
+                                    {"steps", m.steps},
+                                    {"lr", m.lr},
+                                    {"train_loss", m.train_loss},
+                                    {"train_acc", m.train_acc},
+                                    {"test_loss", m.test_loss},
+                                    {"test_acc", m.test_acc},
+                                    {"seconds", m.seconds},
+                                    {"images_per_second", m.images_per_second},
                                     {"memory_mb", m.memory_mb}};
   return j.dump();
 }

@@ -10,16 +10,17 @@
 namespace engine::apps {
 
 struct EpochMetrics {
-  std::int64_t epoch = 0;  // 1-based, as printed
-  std::int64_t batch_size = 0;
+  std::int64_t epoch = 0;       // 1-based, as printed
+  std::int64_t batch_size = 0;  // per process
+  std::int64_t world_size = 1;  // processes (ranks) training together: a step sees world_size * batch_size
   std::int64_t steps = 0;
   double lr = 0.0;
   double train_loss = 0.0;  // mean over the epoch's training samples
   double train_acc = 0.0;   // percent
   double test_loss = 0.0;
-  double test_acc = 0.0;  // percent
-  double seconds = 0.0;   // the epoch's training time
-  double images_per_second = 0.0;
+  double test_acc = 0.0;           // percent
+  double seconds = 0.0;            // the epoch's training time
+  double images_per_second = 0.0;  // over all ranks
   double memory_mb = 0.0;
 };
 

@@ -194,6 +194,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
   m.lr = lr;
   m.steps = steps;
   m.batch_size = config_.batch_size;
+  m.world_size = config_.world_size;
   return read_totals(samples);
 }
 

@@ -143,7 +143,9 @@ TEST(CnnTrainDdp, ThreeRanksLogOnceAndEvaluateExactlyAsOneProcess) {
   EXPECT_EQ(count_of(r.output, "Epoch 1 |"), 1u) << r.output;
   EXPECT_EQ(count_of(r.output, "Epoch 2 |"), 1u) << r.output;
   EXPECT_EQ(count_of(r.output, "cnn_train: saved "), 1u) << r.output;
-  EXPECT_EQ(count_of(file_bytes(dir + "/m.jsonl"), "\n"), 2u) << "rank 0 alone writes --metrics";
+  const std::string metrics = file_bytes(dir + "/m.jsonl");
+  EXPECT_EQ(count_of(metrics, "\n"), 2u) << "rank 0 alone writes --metrics";
+  EXPECT_EQ(count_of(metrics, "\"world_size\":3"), 2u) << metrics;
   EXPECT_NE(r.output.find("Steps: 4 |"), std::string::npos) << "48 samples / 3 ranks / batch 4:\n"
                                                             << r.output;
   EXPECT_NE(r.output.find("cnn_train: 3 ranks: "), std::string::npos) << r.output;
