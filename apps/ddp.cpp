@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -58,6 +60,13 @@ class DdpSync final : public DataParallel {
 
 bool uses_gpus(const TrainConfig& config) { return !config.cpu && device_count() > 0; }
 
+// NCCL 2.30 and newer can put several ranks on one GPU when NCCL_MULTI_RANK_GPU_ENABLE=1; older versions
+// refuse at communicator creation, which then fails naming the rank.
+bool nccl_multi_rank_gpu() {
+  const char* v = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 }  // namespace
 
 void add_ddp_flags(CLI::App& app, DdpConfig& d) {
@@ -111,7 +120,8 @@ dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config)
   if (!ddp.gpus.empty()) {
     ENGINE_CHECK(device_count() > 0,
                  "--gpus {}: no GPU is visible on this machine (CPU ranks: --cpu --nproc N)", ddp.gpus);
-    options.gpus = dist::parse_gpu_list(ddp.gpus, device_count(), ddp.backend == "gloo");
+    options.gpus =
+        dist::parse_gpu_list(ddp.gpus, device_count(), ddp.backend == "gloo" || nccl_multi_rank_gpu());
     return options;
   }
   options.nproc = ddp.nproc;

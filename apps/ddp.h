@@ -52,7 +52,8 @@ bool should_launch(const DdpConfig& ddp, const dist::DistEnv& env);
 
 // What to launch, checked against this machine. Throws engine::Error naming the flag (exit 2): --gpus with
 // --cpu or --nproc, an unknown, empty or repeated GPU id (repeats need --backend gloo), --backend nccl for
-// CPU ranks, more --nproc GPU ranks than GPUs.
+// CPU ranks, more --nproc GPU ranks than GPUs. A repeated id is also let through to NCCL when
+// NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL >= 2.30 can share a GPU between ranks).
 dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config);
 
 // One rank's side of the run (or a single process's).
