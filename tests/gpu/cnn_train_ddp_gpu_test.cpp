@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nccl.h>
 
+#include "core/cuda_check.h"
 #include "optim/safetensors.h"
 #include "tests/common/gpu.h"
 #include "tests/cpu/cnn_train_test_util.h"
@@ -94,6 +98,32 @@ TEST(CnnTrainDdpGpu, TwoRanksOnOneGpuThroughGlooFollowTheSingleProcessRun) {
     }
     EXPECT_LE(worst, 1e-4 * scale) << name << ": largest difference " << worst << " of values up to "
                                    << scale;
+  }
+}
+
+// The DDP issue asks to try two NCCL ranks on one GPU: NCCL 2.30 and newer allow it with
+// NCCL_MULTI_RANK_GPU_ENABLE=1 (and cnn_train then lets a repeated --gpus id through); older versions refuse
+// at communicator creation, which must end the run with a message, not a hang. The test checks whichever
+// applies to the NCCL it runs with, and prints which it was.
+TEST(CnnTrainDdpGpu, TwoNcclRanksOnOneGpuWorkFromNccl230OrFailClearly) {
+  SKIP_WITHOUT_GPU();
+  int version = 0;
+  NCCL_CHECK(ncclGetVersion(&version));  // X*10000 + Y*100 + Z since NCCL 2.9
+  const bool allowed = version >= 23000;
+  const std::string root = testing::tiny_folder_dataset("gpu_nccl_shared");
+  ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
+  const testing::RunResult r =
+      run_train(with(tiny_args(root, testing::temp_dir("gpu_nccl_shared_out"), "cnn3", 8),
+                     {"--gpus", "0,0", "--timeout", "60"}));
+  ::unsetenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  std::printf("NCCL %d: two NCCL ranks on one GPU %s (exit %d)\n", version,
+              r.exit_code == 0 ? "work" : "refused", r.exit_code);
+  if (allowed) {
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("2 rank(s) through nccl"), std::string::npos) << r.output;
+  } else {
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("[rank "), std::string::npos) << "the failing rank is named:\n" << r.output;
   }
 }
 
