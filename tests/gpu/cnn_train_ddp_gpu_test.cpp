@@ -1,7 +1,6 @@
 // cnn_train's distributed data parallel on a GPU (label gpu; skipped where no device is visible), on the tiny
-// image-folder dataset the tests write: NCCL with world size 1 end to end, and two ranks sharing GPU 0
-// through gloo (NCCL refuses two ranks on one GPU) following the single-process run of the concatenated
-// batch.
+// image-folder dataset the tests write: NCCL with world size 1 end to end; two ranks sharing GPU 0 through
+// gloo following the single-process run of the concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
 
 #include <algorithm>
 #include <cmath>
