@@ -1,7 +1,14 @@
 #include "dist/nccl_process_group.h"
 
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -59,9 +66,18 @@ class NcclProcessGroup final : public ProcessGroup {
     NCCL_CHECK(ncclCommInitRankConfig(&comm_, world_size, id, rank, &config));
     wait_for_comm("ncclCommInitRankConfig");
     CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+    watchdog_ = std::thread([this] { watch(); });
   }
 
   ~NcclProcessGroup() override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    watchdog_.join();
+    for (const Pending& p : pending_) cudaEventDestroy(p.event);
+    for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
     if (done_ != nullptr) cudaEventDestroy(done_);
     if (comm_ != nullptr) {
       if (aborted_) return;
@@ -82,6 +98,7 @@ class NcclProcessGroup final : public ProcessGroup {
                                nccl_type(dt), op == ReduceOp::Avg ? ncclAvg : ncclSum, comm_,
                                static_cast<cudaStream_t>(stream)));
     });
+    watch_until_done(stream);
     return std::make_unique<NcclWork>();
   }
 
@@ -94,6 +111,7 @@ class NcclProcessGroup final : public ProcessGroup {
       NCCL_CHECK(ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root, comm_,
                                static_cast<cudaStream_t>(stream)));
     });
+    watch_until_done(stream);
     return std::make_unique<NcclWork>();
   }
 
@@ -107,6 +125,7 @@ class NcclProcessGroup final : public ProcessGroup {
       NCCL_CHECK(ncclAllGather(input.raw_data(), output.raw_data(), input.nbytes(), ncclUint8, comm_,
                                static_cast<cudaStream_t>(stream)));
     });
+    watch_until_done(stream);
     return std::make_unique<NcclWork>();
   }
 
@@ -192,6 +211,74 @@ class NcclProcessGroup final : public ProcessGroup {
     }
   }
 
+  // The watchdog. Collectives run on streams, so a dead or stalled peer leaves an NCCL kernel spinning, and
+  // this process blocks in a later launch or synchronization where nothing polls. An event recorded after
+  // each collective is watched by a thread: when one is not done within the timeout, or
+  // ncclCommGetAsyncError reports an error, the thread aborts the communicator (which ends the NCCL kernels),
+  // prints the rank, the collective and the cause, and ends the process with status 1, as PyTorch's NCCL
+  // watchdog does. A launcher then stops the other ranks.
+  struct Pending {
+    cudaEvent_t event;
+    Clock::time_point deadline;
+    std::string what;
+  };
+
+  void watch_until_done(void* stream) {
+    cudaEvent_t event = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!spare_events_.empty()) {
+        event = spare_events_.back();
+        spare_events_.pop_back();
+      }
+    }
+    if (event == nullptr) CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(event, static_cast<cudaStream_t>(stream)));
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      pending_.push_back({event, Clock::now() + timeout(), last_});
+    }
+    wake_.notify_one();
+  }
+
+  void watch() {
+    if (cudaSetDevice(device_) != cudaSuccess)
+      return;  // the main thread's calls report the device's problems
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(100));
+      while (!pending_.empty()) {
+        const cudaError_t q = cudaEventQuery(pending_.front().event);
+        if (q == cudaErrorNotReady) break;
+        if (q != cudaSuccess) {
+          watchdog_fail(pending_.front().what,
+                        fmt::format("CUDA error {} ({})", cudaGetErrorName(q), cudaGetErrorString(q)));
+        }
+        spare_events_.push_back(pending_.front().event);
+        pending_.pop_front();
+      }
+      if (pending_.empty() || aborted_) continue;
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
+          async != ncclInProgress) {
+        watchdog_fail(pending_.front().what, fmt::format("NCCL async error: {} ({})",
+                                                         ncclGetErrorString(async), ncclGetLastError(comm_)));
+      }
+      if (Clock::now() >= pending_.front().deadline) {
+        watchdog_fail(pending_.front().what,
+                      fmt::format("not finished after {} ms (a peer died or stalled?)", timeout().count()));
+      }
+    }
+  }
+
+  [[noreturn]] void watchdog_fail(const std::string& what, const std::string& why) {
+    const std::string message = describe_failure(what, why + "; the watchdog aborted the communicator");
+    std::fprintf(stderr, "%s\n", message.c_str());
+    std::fflush(stderr);
+    ncclCommAbort(comm_);
+    std::_Exit(1);
+  }
+
   [[noreturn]] void abort_and_fail(const std::string& why) {
     if (!aborted_) {
       aborted_ = true;
@@ -204,8 +291,15 @@ class NcclProcessGroup final : public ProcessGroup {
   int device_;
   ncclComm_t comm_ = nullptr;
   cudaEvent_t done_ = nullptr;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};  // read by the watchdog thread
   std::string last_ = "initialization";
+  // The watchdog's state, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Pending> pending_;
+  std::vector<cudaEvent_t> spare_events_;
+  bool stop_ = false;
+  std::thread watchdog_;  // last: started when everything above exists
 };
 
 }  // namespace

@@ -9,6 +9,10 @@
 //   - synchronize(stream) polls the stream's completion and ncclCommGetAsyncError; an async error or the
 //     timeout aborts the communicator (ncclCommAbort) and throws engine::Error naming the rank and the last
 //     collective queued.
+//   - A watchdog thread watches every queued collective (an event recorded after it): one not done within
+//     the timeout, or an async error, makes it abort the communicator, print the rank, the collective and
+//     the cause, and end the process (status 1), so a dead or stalled peer never leaves this rank blocked in
+//     a kernel launch or a synchronization that nothing polls.
 // Only float32, float64 and bfloat16 reduce; broadcast and all-gather move bytes of any dtype.
 
 #include <chrono>
