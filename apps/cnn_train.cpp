@@ -8,6 +8,8 @@
 //   cnn_train --cpu --nproc 2 ...     the same with CPU ranks through gloo
 //   torchrun --nproc_per_node=2 --no-python cnn_train ...   (or mpirun -np 2, or srun): each started
 //                                     process is one rank
+//   cnn_train --download ...          fetches cifar10/mnist first when missing (apps/data_download.h;
+//                                     ENGINE_DATA_MIRROR=URL-prefix fetches from a mirror)
 //
 // Exit codes: 0 done; 2 bad usage or bad input (the message names the flag or the file); 1 a failure while
 // running (a NaN/Inf loss names the epoch and step; a failed rank is named). A launching process exits with
@@ -18,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/data_download.h"
 #include "apps/ddp.h"
 #include "apps/train_config.h"
 #include "apps/trainer.h"
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
       return launch(argc, argv, options);
     }
     rank = std::make_unique<engine::apps::DdpRank>(ddp, config, env);
+    engine::apps::download_train_data(config, env, rank->process_group());  // --download
     trainer = std::make_unique<engine::apps::Trainer>(config, rank->hooks());
   } catch (const std::exception& e) {
     fmt::print(stderr, "cnn_train: {}\n", e.what());

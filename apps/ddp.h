@@ -68,6 +68,9 @@ class DdpRank {
   // The Trainer's hooks. The Trainer must be destroyed before this object (it holds the process group).
   TrainerHooks hooks();
 
+  // The group (null for a single process that needs none), for the barrier after --download.
+  dist::ProcessGroup* process_group() const { return pg_.get(); }
+
   // Rank 0, after a distributed run: the global throughput, and speedup and scaling efficiency against
   // --baseline-ips.
   void report(const std::vector<EpochMetrics>& history) const;

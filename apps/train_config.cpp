@@ -57,6 +57,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--data-dir", c.data_dir,
                  "dataset folder (default: $CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; "
                  "/usr/share/datasets/fashion-mnist)");
+  app.add_flag("--download", c.download,
+               "download cifar10/mnist into --data-dir (or the default folder) when missing; distributed: "
+               "local rank 0 of each node downloads while the others wait");
   app.add_option("--model", c.model,
                  "vgg6, cnn3, mnist_cnn or resnet18 (default: mnist_cnn for mnist and "
                  "fashion-mnist, vgg6 otherwise; on --resume/--eval-only: the checkpoint's)")
@@ -117,6 +120,11 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   if (c.batch_size == 0) c.batch_size = is_small_grayscale(c.dataset) ? 16 : 128;
   if (app.count("--lr") == 0) c.lr = is_small_grayscale(c.dataset) ? 0.015 : 0.1;
   ENGINE_CHECK(std::isfinite(c.lr), "--lr {}: must be finite", c.lr);
+  ENGINE_CHECK(!c.download || c.dataset == "cifar10" || c.dataset == "mnist",
+               "--download: only cifar10 and mnist can be downloaded; {}",
+               c.dataset == "fashion-mnist"
+                   ? "Fashion-MNIST comes from Debian (apt-get install dataset-fashion-mnist)"
+                   : "a folder:PATH dataset is yours to provide");
   ENGINE_CHECK(c.resume.empty() || c.eval_only.empty(), "--resume and --eval-only exclude each other");
   ENGINE_CHECK(c.schedule == "step" || c.step_epochs.empty(), "--step-epochs needs --schedule step");
   ENGINE_CHECK(!c.nesterov || (c.momentum > 0.0), "--nesterov needs --momentum > 0");

@@ -16,9 +16,10 @@
 namespace engine::apps {
 
 struct TrainConfig {
-  std::string dataset;   // cifar10 | mnist | fashion-mnist | folder:PATH
-  std::string data_dir;  // empty: the reader's default for the dataset
-  std::string model;     // empty: by dataset (mnist, fashion-mnist -> mnist_cnn; others -> vgg6)
+  std::string dataset;    // cifar10 | mnist | fashion-mnist | folder:PATH
+  std::string data_dir;   // empty: the reader's default for the dataset
+  bool download = false;  // fetch cifar10/mnist into the data folder when missing (apps/data_download.h)
+  std::string model;      // empty: by dataset (mnist, fashion-mnist -> mnist_cnn; others -> vgg6)
   std::int64_t epochs = 10;
   std::int64_t batch_size = 0;  // per process; 0: by dataset (16 for the 28x28 sets, 128 otherwise)
   double lr = -1.0;             // < 0: by dataset (0.015 for the 28x28 sets, 0.1 otherwise)

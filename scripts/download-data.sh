@@ -6,6 +6,9 @@
 # Fashion-MNIST comes from Debian instead: apt-get install dataset-fashion-mnist.
 #
 #   scripts/download-data.sh [cifar10|mnist|all] [DEST]
+#
+# cnn_train --download fetches the same files from its own table (data/download.cpp): the URLs, file names and
+# md5s here and there must agree (tests/cpu/cnn_train_download_test.cpp parses this script and compares).
 set -euo pipefail
 
 what=${1:-all}

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build git pkg-config
+  build-essential cmake ninja-build git pkg-config curl
   libgtest-dev libgmock-dev libbenchmark-dev
   libstb-dev libgloo-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
@@ -15,6 +15,7 @@ packages=(
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
+# curl: scripts/download-data.sh and cnn_train --download.
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

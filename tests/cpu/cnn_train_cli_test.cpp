@@ -26,6 +26,7 @@ TEST(CnnTrainCli, HelpListsEveryFlag) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--dataset",
                            "--data-dir",
+                           "--download",
                            "--model",
                            "--epochs",
                            "--batch-size",
