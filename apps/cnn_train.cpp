@@ -12,8 +12,9 @@
 //                                     ENGINE_DATA_MIRROR=URL-prefix fetches from a mirror)
 //
 // Exit codes: 0 done; 2 bad usage or bad input (the message names the flag or the file); 1 a failure while
-// running (a NaN/Inf loss names the epoch and step; a failed rank is named). A launching process exits with
-// the failing rank's code.
+// running (a NaN/Inf loss names the epoch and step); 3 a collective failed: another rank failed or stalled
+// (or the network did). A launching process exits with the code of the rank where the failure began, and
+// names it.
 
 #include <cstdio>
 
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
     trainer = std::make_unique<engine::apps::Trainer>(config, rank->hooks());
   } catch (const std::exception& e) {
     fmt::print(stderr, "cnn_train: {}\n", e.what());
-    return 2;
+    return rank && rank->group_failed() ? engine::dist::kPeerFailureExitStatus : 2;
   }
   try {
     trainer->run();
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "cnn_train: {}\n", e.what());
-    return 1;
+    return rank->group_failed() ? engine::dist::kPeerFailureExitStatus : 1;
   }
   trainer.reset();
   return 0;

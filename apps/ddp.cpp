@@ -106,12 +106,9 @@ bool should_launch(const DdpConfig& ddp, const dist::DistEnv& env) {
 
 dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config) {
   ENGINE_CHECK(ddp.gpus.empty() || ddp.nproc == 1,
-               "--gpus and --nproc exclude each other (--gpus {} starts "
-               "one rank per listed GPU)",
-               ddp.gpus);
+               "--gpus and --nproc exclude each other (--gpus {} starts one rank per listed GPU)", ddp.gpus);
   ENGINE_CHECK(ddp.gpus.empty() || !config.cpu,
-               "--gpus and --cpu exclude each other (CPU ranks: --cpu "
-               "--nproc N)");
+               "--gpus and --cpu exclude each other (CPU ranks: --cpu --nproc N)");
   ENGINE_CHECK(ddp.backend != "nccl" || (!config.cpu && device_count() > 0),
                "--backend nccl needs GPU ranks, but {}; use --backend gloo",
                config.cpu ? "--cpu is given" : "no GPU is visible");

@@ -71,6 +71,10 @@ class DdpRank {
   // The group (null for a single process that needs none), for the barrier after --download.
   dist::ProcessGroup* process_group() const { return pg_.get(); }
 
+  // True when this rank's process group failed: the error it is failing with began on another rank (or in
+  // the network), so cnn_train exits with dist::kPeerFailureExitStatus and the launcher names the other.
+  bool group_failed() const { return pg_ && pg_->failed(); }
+
   // Rank 0, after a distributed run: the global throughput, and speedup and scaling efficiency against
   // --baseline-ips.
   void report(const std::vector<EpochMetrics>& history) const;

@@ -98,6 +98,7 @@ class GlooProcessGroup final : public ProcessGroup {
   }
 
   std::string_view backend() const override { return "gloo"; }
+  bool failed() const override { return failed_; }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op, void* stream) override {
     const DType dt = tensor.dtype();
@@ -241,9 +242,11 @@ class GlooProcessGroup final : public ProcessGroup {
         if (stop_) ENGINE_FAIL("{} not run: the process group is being destroyed", task.what);
         execute(task, tag++);
       } catch (const gloo::Exception& e) {
+        failed_ = true;
         failure_ = describe_failure(task.what, e.what());
         error = std::make_exception_ptr(engine::Error(failure_, __FILE__, __LINE__));
       } catch (const std::exception& e) {
+        failed_ = true;
         if (failure_.empty()) failure_ = describe_failure(task.what, e.what());
         error = std::make_exception_ptr(engine::Error(failure_, __FILE__, __LINE__));
       }
@@ -257,6 +260,7 @@ class GlooProcessGroup final : public ProcessGroup {
     }
   }
 
+  std::atomic<bool> failed_{false};  // set by the communication thread
   std::shared_ptr<TcpStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::mutex mutex_;

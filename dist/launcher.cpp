@@ -1,5 +1,6 @@
 #include "dist/launcher.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -225,31 +226,49 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   std::thread reader(pump_output, std::move(streams), options.log_all_ranks);
 
   LaunchResult result;
-  Clock::time_point kill_deadline{};
+  // Failures before the launcher stops anyone are the workers' own; the likelier cause among them is named
+  // first: a signal (a killed rank makes its peers fail a moment later), then any status but the
+  // peer-failure status (a worker's way to say its process group failed because of another rank), then that.
+  // While every failure so far is a peer failure, the launcher waits up to `settle` for the rank that caused
+  // it, which may still be on its way out.
+  auto cause_rank = [&](const Worker& w) {
+    if (WIFSIGNALED(w.status)) return 0;
+    return WEXITSTATUS(w.status) == options.peer_failure_status ? 2 : 1;
+  };
+  std::vector<const Worker*> failures;  // in the order they were reaped
+  Clock::time_point first_failure{}, kill_deadline{};
   bool terminating = false;
   for (;;) {
     reap(false);
     bool any_running = false;
-    // The first failure wins; among failures reaped in the same pass a signal wins over an exit status
-    // (a killed rank makes its peers fail a moment later: the killed one is the cause).
-    const Worker* failed = nullptr;
     for (const Worker& w : workers) {
       any_running = any_running || w.running;
-      if (w.running || (WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0)) continue;
-      if (failed == nullptr || (WIFSIGNALED(w.status) && !WIFSIGNALED(failed->status))) failed = &w;
+      const bool failed = !w.running && !(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
+      if (failed && !terminating && std::find(failures.begin(), failures.end(), &w) == failures.end()) {
+        if (failures.empty()) first_failure = Clock::now();
+        failures.push_back(&w);
+      }
     }
-    if (failed != nullptr && result.failed_rank < 0) {
-      result.failed_rank = failed->rank;
-      result.exit_code = exit_code_of(failed->status);
-      result.message =
-          fmt::format("rank {} (pid {}) {}", failed->rank, failed->pid, describe_status(failed->status));
+    if (!failures.empty() && !terminating) {
+      const auto best =
+          std::min_element(failures.begin(), failures.end(),
+                           [&](const Worker* a, const Worker* b) { return cause_rank(*a) < cause_rank(*b); });
+      if (cause_rank(**best) < 2 || !any_running || Clock::now() - first_failure >= options.settle) {
+        const Worker& cause = **best;
+        result.failed_rank = cause.rank;
+        result.exit_code = exit_code_of(cause.status);
+        result.message =
+            fmt::format("rank {} (pid {}) {}", cause.rank, cause.pid, describe_status(cause.status));
+        for (const Worker* w : failures) {
+          if (w != &cause)
+            result.message += fmt::format("; then rank {} {}", w->rank, describe_status(w->status));
+        }
+        terminating = true;
+        kill_all(SIGTERM);
+        kill_deadline = Clock::now() + options.grace;
+      }
     }
     if (!any_running) break;
-    if (result.failed_rank >= 0 && !terminating) {
-      terminating = true;
-      kill_all(SIGTERM);
-      kill_deadline = Clock::now() + options.grace;
-    }
     if (terminating && Clock::now() >= kill_deadline) kill_all(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

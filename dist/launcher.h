@@ -15,7 +15,9 @@
 //   stdout of rank 0, untagged (the epoch lines read as a single-process run's), and stdout of the other
 //   ranks dropped; with log_all_ranks every rank's stdout is shown, tagged.
 // Failure: when a worker exits non-zero or is killed by a signal, the others get SIGTERM, then SIGKILL after
-// `grace`; the result is non-zero and its message names the first failing rank and its status or signal.
+// `grace`; the result is non-zero and its message names the first failing rank and its status or signal
+// (ranks failing at the same moment are all named, the likelier cause first: a signal, then any status but
+// `peer_failure_status`, a worker's way to say its process group failed because of another rank).
 // Workers also get SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG), so none is orphaned.
 
 #include <chrono>
@@ -23,6 +25,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "dist/process_group.h"
 
 namespace engine::dist {
 
@@ -34,7 +38,9 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free port (dist::find_free_port)
   std::chrono::milliseconds grace{5000};
+  std::chrono::milliseconds settle{2000};  // how long a peer failure waits for the rank that caused it
   std::vector<std::pair<std::string, std::string>> extra_env;  // more variables for every worker
+  int peer_failure_status = kPeerFailureExitStatus;            // dist/process_group.h
 };
 
 struct LaunchResult {

@@ -86,6 +86,7 @@ class NcclProcessGroup final : public ProcessGroup {
   }
 
   std::string_view backend() const override { return "nccl"; }
+  bool failed() const override { return aborted_; }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op, void* stream) override {
     check_tensor(tensor, "all_reduce");

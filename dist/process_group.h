@@ -28,6 +28,9 @@ namespace engine::dist {
 
 enum class ReduceOp { Sum, Avg };
 
+// The exit status of a process that fails because its process group failed (ProcessGroup::failed()).
+inline constexpr int kPeerFailureExitStatus = 3;
+
 std::string_view reduce_op_name(ReduceOp op);
 
 // The handle of an async operation.
@@ -74,6 +77,11 @@ class ProcessGroup {
   void all_gather(const Tensor& input, const Tensor& output, void* stream = nullptr);
   // Returns when every rank has reached the barrier (or throws after the timeout).
   virtual void barrier() = 0;
+
+  // True once an operation of this group failed (a peer died or stalled, a connection broke): the group is
+  // unusable, and the error this process is failing with most likely began on another rank. cnn_train then
+  // exits with kPeerFailureExitStatus so that a launcher names the rank where it began.
+  virtual bool failed() const { return false; }
 
   // Blocks the host until all the work this group queued (on `stream`, for NCCL) is done, or throws after
   // the timeout. The NCCL backend polls ncclCommGetAsyncError meanwhile and aborts the communicator on an

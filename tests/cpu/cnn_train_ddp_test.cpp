@@ -137,8 +137,8 @@ TEST(CnnTrainDdp, ThreeRanksLogOnceAndEvaluateExactlyAsOneProcess) {
   const std::string root = testing::tiny_folder_dataset("ddp_three");
   const std::string dir = testing::temp_dir("ddp_three_out");
   const testing::RunResult r =
-      run_train(with(tiny_args(root, dir, "cnn3", 4, 2),
-                     {"--nproc", "3", "--limit-test", "11", "--metrics", dir + "/m.jsonl"}));
+      run_train(with(tiny_args(root, dir, "cnn3", 4, 2), {"--nproc", "3", "--limit-test", "11", "--metrics",
+                                                          dir + "/m.jsonl", "--baseline-ips", "200"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count_of(r.output, "Epoch 1 |"), 1u) << r.output;
   EXPECT_EQ(count_of(r.output, "Epoch 2 |"), 1u) << r.output;
@@ -148,7 +148,29 @@ TEST(CnnTrainDdp, ThreeRanksLogOnceAndEvaluateExactlyAsOneProcess) {
   EXPECT_EQ(count_of(metrics, "\"world_size\":3"), 2u) << metrics;
   EXPECT_NE(r.output.find("Steps: 4 |"), std::string::npos) << "48 samples / 3 ranks / batch 4:\n"
                                                             << r.output;
-  EXPECT_NE(r.output.find("cnn_train: 3 ranks: "), std::string::npos) << r.output;
+  // The last line: global img/s (the median of the epochs after the first; here epoch 2's), speedup over
+  // --baseline-ips and scaling efficiency = speedup / ranks.
+  const std::size_t at = r.output.find("cnn_train: 3 ranks: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  std::string ips_text(32, '\0');
+  double speedup = 0, efficiency = 0;
+  ASSERT_EQ(
+      std::sscanf(r.output.c_str() + at,
+                  "cnn_train: 3 ranks: %31s img/s in all | speedup %lfx over --baseline-ips 200 | scaling "
+                  "efficiency %lf%%",
+                  ips_text.data(), &speedup, &efficiency),
+      3)
+      << r.output.substr(at);
+  ips_text.resize(std::strlen(ips_text.c_str()));
+  std::string digits = ips_text;
+  digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+  // Printed figures are rounded: img/s to 1 (0.5/200 of speedup), speedup to 0.01, efficiency to 0.1.
+  const double ips = std::stod(digits);
+  EXPECT_NEAR(speedup, ips / 200.0, 0.005 + 0.5 / 200.0) << r.output.substr(at);
+  EXPECT_NEAR(efficiency, 100.0 * ips / 200.0 / 3.0, 0.05 + 100.0 * 0.5 / 200.0 / 3.0) << r.output.substr(at);
+  EXPECT_NE(r.output.find("| " + ips_text + " img/s |"), std::string::npos)
+      << "the last line's figure is the epoch line's (epoch 2, the only one after the first):\n"
+      << r.output;
 
   const testing::RunResult eval = run_train({"--cpu", "--dataset", "folder:" + root, "--limit-test", "11",
                                              "--eval-only", dir + "/last.safetensors"});

@@ -142,6 +142,22 @@ TEST(CnnTrainDownload, UnreachableSourceFailsFastNamingUrlAndFile) {
   fs::remove_all(dir);
 }
 
+// Two ranks, rank 0's download fails: rank 1, waiting at the barrier, loses its peer and exits with the
+// peer-failure status 3; the launcher names rank 0 as the cause (status 2, bad input) and rank 1 after it,
+// and exits with rank 0's status, although rank 1 may well be reaped first.
+TEST(CnnTrainDownload, AFailedDownloadOnTwoRanksNamesTheDownloadingRank) {
+  const std::string dir = testing::temp_dir("download_two_fail");
+  const ScopedEnv env("ENGINE_DATA_MIRROR", "http://127.0.0.1:1/");
+  const testing::RunResult r =
+      run_train({"--cpu", "--nproc", "2", "--dataset", "mnist", "--data-dir", dir + "/mnist", "--download",
+                 "--epochs", "1", "--checkpoint-dir", ""});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("launcher: rank 0 (pid "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exited with status 2; then rank 1 exited with status 3"), std::string::npos)
+      << r.output;
+  fs::remove_all(dir);
+}
+
 TEST(CnnTrainDownload, RefusedForDatasetsWithoutDownload) {
   for (const char* dataset : {"fashion-mnist", "folder:/nonexistent"}) {
     const testing::RunResult r = run_train({"--cpu", "--dataset", dataset, "--download", "--epochs", "1"});
