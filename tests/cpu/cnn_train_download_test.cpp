@@ -4,12 +4,13 @@
 // and train on it (skipped where the MNIST files are not on this machine); the datasets that cannot be
 // downloaded are refused naming the flag.
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -62,31 +63,53 @@ using Entry = std::tuple<std::string, std::string, std::string>;
 
 // The files scripts/download-data.sh fetches: `fetch URL DEST/.../FILE MD5` calls with literal URLs, and the
 // MNIST loop's `name:md5` pairs put into its URL templates ("http://.../$name.gz").
+bool is_md5(const std::string& s) {
+  return s.size() == 32 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(c) && !std::isupper(c); });
+}
+
+// The script's words (split at blanks and ';'), with continued lines joined and quotes dropped (no
+// std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized in the sanitizer build).
+std::vector<std::string> script_words(const std::string& script) {
+  std::ifstream in(script);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::vector<std::string> words;
+  std::string word;
+  const std::string text = buffer.str();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;  // a continued line
+    } else if (std::isspace(static_cast<unsigned char>(c)) || c == ';') {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+    } else if (c != '"') {
+      word.push_back(c);
+    }
+  }
+  if (!word.empty()) words.push_back(word);
+  return words;
+}
+
 std::set<Entry> script_entries(const std::string& script) {
-  std::string text;
-  {
-    std::ifstream in(script);
-    std::stringstream s;
-    s << in.rdbuf();
-    text = std::regex_replace(s.str(), std::regex("\\\\\n"), " ");  // join continued lines
-  }
-  const std::regex literal_fetch(R"re(fetch\s+"?(https?://[^\s"$]+)"?\s+\S+\s+([0-9a-f]{32}))re");
-  const std::regex pair(R"re(([A-Za-z0-9-]+):([0-9a-f]{32}))re");
-  const std::regex template_url(R"re((https?://[^\s"]*)\$name\.gz)re");
+  const std::vector<std::string> words = script_words(script);
   std::set<Entry> out;
-  std::vector<std::pair<std::string, std::string>> pairs;
-  std::vector<std::string> templates;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), literal_fetch); it != std::sregex_iterator();
-       ++it) {
-    const std::string url = (*it)[1];
-    out.insert({url, url.substr(url.rfind('/') + 1), (*it)[2]});
-  }
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), pair); it != std::sregex_iterator(); ++it) {
-    pairs.emplace_back((*it)[1], (*it)[2]);
-  }
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), template_url); it != std::sregex_iterator();
-       ++it) {
-    templates.push_back((*it)[1]);
+  std::vector<std::pair<std::string, std::string>> pairs;  // the MNIST loop's name:md5 words
+  std::vector<std::string> templates;                      // URL prefixes of "http.../$name.gz"
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const std::size_t colon = w.find(':');
+    if (colon != std::string::npos && is_md5(w.substr(colon + 1)) && w.find('/') == std::string::npos) {
+      pairs.emplace_back(w.substr(0, colon), w.substr(colon + 1));
+    }
+    if (w != "fetch" || i + 1 >= words.size() || words[i + 1].rfind("http", 0) != 0) continue;
+    const std::string& url = words[i + 1];
+    if (const std::size_t at = url.find("$name.gz"); at != std::string::npos) {
+      templates.push_back(url.substr(0, at));
+    } else if (i + 3 < words.size() && is_md5(words[i + 3])) {
+      out.insert({url, url.substr(url.rfind('/') + 1), words[i + 3]});
+    }
   }
   for (const auto& [name, md5] : pairs) {
     for (const std::string& prefix : templates) out.insert({prefix + name + ".gz", name + ".gz", md5});
