@@ -20,7 +20,10 @@
 namespace engine::apps {
 namespace {
 
+using testing::count_of;
+using testing::file_bytes;
 using testing::run_train;
+using testing::with_args;
 
 std::vector<std::string> tiny_args(const std::string& root, const std::string& ckpt_dir,
                                    const std::string& model, int batch, int epochs) {
@@ -42,47 +45,11 @@ std::vector<std::string> tiny_args(const std::string& root, const std::string& c
           ckpt_dir};
 }
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
-  return n;
-}
-
 // The value after the last "Test Acc: " of an output ("63.05%").
 std::string final_accuracy(const std::string& output) {
   const std::size_t at = output.rfind("Test Acc: ");
   if (at == std::string::npos) return "";
   return output.substr(at + 10, output.find('%', at) - at - 10);
-}
-
-std::string file_bytes(const std::string& path) {
-  std::string out;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buffer[65536];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) out.append(buffer, n);
-    std::fclose(f);
-  }
-  return out;
-}
-
-std::vector<double> entry_values(const optim::SafetensorsFile& file, const optim::SafetensorsFile::Entry& e) {
-  const std::span<const std::uint8_t> bytes = file.bytes(e);
-  std::vector<double> out;
-  if (e.dtype == "F32") {
-    std::vector<float> f(bytes.size() / sizeof(float));
-    std::memcpy(f.data(), bytes.data(), bytes.size());
-    out.assign(f.begin(), f.end());
-  } else if (e.dtype == "I64") {
-    std::vector<std::int64_t> v(bytes.size() / sizeof(std::int64_t));
-    std::memcpy(v.data(), bytes.data(), bytes.size());
-    for (const std::int64_t x : v) out.push_back(static_cast<double>(x));
-  }
-  return out;
 }
 
 // N ranks of batch B with SyncBatchNorm take the same step as one process with batch N*B: rank r's batch s is
@@ -99,34 +66,23 @@ TEST(CnnTrainDdp, TwoRanksWithSyncBnFollowTheSingleProcessRunOfTheConcatenatedBa
   const std::string root = testing::tiny_folder_dataset("ddp_follow");
   const std::string one = testing::temp_dir("ddp_follow_one"), two = testing::temp_dir("ddp_follow_two");
   const auto limits = std::vector<std::string>{"--limit-train", "16", "--limit-test", "6"};
-  const testing::RunResult single = run_train(with(tiny_args(root, one, "resnet18", 16, 1), limits));
+  const testing::RunResult single = run_train(with_args(tiny_args(root, one, "resnet18", 16, 1), limits));
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const testing::RunResult ddp =
-      run_train(with(tiny_args(root, two, "resnet18", 8, 1), with(limits, {"--nproc", "2", "--sync-bn"})));
+  const testing::RunResult ddp = run_train(
+      with_args(tiny_args(root, two, "resnet18", 8, 1), with_args(limits, {"--nproc", "2", "--sync-bn"})));
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 rank(s) through gloo"), std::string::npos) << ddp.output;
   EXPECT_NE(ddp.output.find("global batch 16 (8 per rank)"), std::string::npos) << ddp.output;
 
-  const optim::SafetensorsFile a = optim::SafetensorsFile::read(one + "/epoch1.safetensors");
-  const optim::SafetensorsFile b = optim::SafetensorsFile::read(two + "/epoch1.safetensors");
-  ASSERT_EQ(a.metadata().at("step"), "1");
-  ASSERT_EQ(b.metadata().at("step"), "1");
-  ASSERT_EQ(a.entries().size(), b.entries().size());
-  std::size_t compared = 0;
-  for (const auto& [name, ea] : a.entries()) {
-    const optim::SafetensorsFile::Entry* eb = b.find(name);
-    ASSERT_NE(eb, nullptr) << name;
-    const std::vector<double> x = entry_values(a, ea), y = entry_values(b, *eb);
-    ASSERT_EQ(x.size(), y.size()) << name;
-    double scale = 0.0, worst = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      scale = std::max(scale, std::abs(x[i]));
-      worst = std::max(worst, std::abs(x[i] - y[i]));
-    }
-    EXPECT_LE(worst, 1e-5 * scale) << name << ": largest difference " << worst << " of values up to "
-                                   << scale;
-    ++compared;
+  EXPECT_EQ(optim::SafetensorsFile::read(one + "/epoch1.safetensors").metadata().at("step"), "1");
+  EXPECT_EQ(optim::SafetensorsFile::read(two + "/epoch1.safetensors").metadata().at("step"), "1");
+  const std::vector<testing::TensorDifference> diffs =
+      testing::checkpoint_differences(one + "/epoch1.safetensors", two + "/epoch1.safetensors");
+  for (const testing::TensorDifference& d : diffs) {
+    EXPECT_LE(d.worst, 1e-5 * d.scale)
+        << d.name << ": largest difference " << d.worst << " of values up to " << d.scale;
   }
+  const std::size_t compared = diffs.size();
   EXPECT_GT(compared, 180u) << "resnet18's weights, BatchNorm buffers and momentum buffers";
 }
 
@@ -136,9 +92,9 @@ TEST(CnnTrainDdp, TwoRanksWithSyncBnFollowTheSingleProcessRunOfTheConcatenatedBa
 TEST(CnnTrainDdp, ThreeRanksLogOnceAndEvaluateExactlyAsOneProcess) {
   const std::string root = testing::tiny_folder_dataset("ddp_three");
   const std::string dir = testing::temp_dir("ddp_three_out");
-  const testing::RunResult r =
-      run_train(with(tiny_args(root, dir, "cnn3", 4, 2), {"--nproc", "3", "--limit-test", "11", "--metrics",
-                                                          dir + "/m.jsonl", "--baseline-ips", "200"}));
+  const testing::RunResult r = run_train(with_args(
+      tiny_args(root, dir, "cnn3", 4, 2),
+      {"--nproc", "3", "--limit-test", "11", "--metrics", dir + "/m.jsonl", "--baseline-ips", "200"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count_of(r.output, "Epoch 1 |"), 1u) << r.output;
   EXPECT_EQ(count_of(r.output, "Epoch 2 |"), 1u) << r.output;
@@ -191,8 +147,8 @@ TEST(CnnTrainDdp, ThreeRanksLogOnceAndEvaluateExactlyAsOneProcess) {
 TEST(CnnTrainDdp, LogAllRanksShowsEveryRanksLinesTagged) {
   const std::string root = testing::tiny_folder_dataset("ddp_log_all");
   const testing::RunResult r =
-      run_train(with(tiny_args(root, testing::temp_dir("ddp_log_all_out"), "cnn3", 8, 1),
-                     {"--nproc", "2", "--log-all-ranks", "--limit-train", "16"}));
+      run_train(with_args(tiny_args(root, testing::temp_dir("ddp_log_all_out"), "cnn3", 8, 1),
+                          {"--nproc", "2", "--log-all-ranks", "--limit-train", "16"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[rank 0] [CPU] Epoch 1 |"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[rank 1] [CPU] Epoch 1 |"), std::string::npos) << r.output;
@@ -206,10 +162,10 @@ TEST(CnnTrainDdp, ResumeOnTwoRanksContinuesBitForBit) {
                     first = testing::temp_dir("ddp_resume_first"),
                     second = testing::temp_dir("ddp_resume_second");
   const std::vector<std::string> two = {"--nproc", "2", "--augment", "crop-flip"};
-  ASSERT_EQ(run_train(with(tiny_args(root, straight, "cnn3", 8, 2), two)).exit_code, 0);
-  ASSERT_EQ(run_train(with(tiny_args(root, first, "cnn3", 8, 1), two)).exit_code, 0);
-  const testing::RunResult r = run_train(
-      with(tiny_args(root, second, "cnn3", 8, 2), with(two, {"--resume", first + "/last.safetensors"})));
+  ASSERT_EQ(run_train(with_args(tiny_args(root, straight, "cnn3", 8, 2), two)).exit_code, 0);
+  ASSERT_EQ(run_train(with_args(tiny_args(root, first, "cnn3", 8, 1), two)).exit_code, 0);
+  const testing::RunResult r = run_train(with_args(
+      tiny_args(root, second, "cnn3", 8, 2), with_args(two, {"--resume", first + "/last.safetensors"})));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string a = file_bytes(straight + "/epoch2.safetensors"),
                     b = file_bytes(second + "/epoch2.safetensors");
@@ -225,8 +181,8 @@ TEST(CnnTrainDdp, AccumulateStepsOncePerKBatches) {
     const std::string dir = testing::temp_dir("ddp_accumulate_" + nproc);
     const int batch = nproc == "1" ? 8 : 4;  // 40 samples: 5 batches per rank either way
     const testing::RunResult r =
-        run_train(with(tiny_args(root, dir, "cnn3", batch, 1),
-                       {"--nproc", nproc, "--accumulate", "2", "--limit-train", "40"}));
+        run_train(with_args(tiny_args(root, dir, "cnn3", batch, 1),
+                            {"--nproc", nproc, "--accumulate", "2", "--limit-train", "40"}));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("Steps: 5 |"), std::string::npos) << r.output;
     EXPECT_EQ(optim::SafetensorsFile::read(dir + "/last.safetensors").metadata().at("step"), "3") << nproc;
@@ -254,7 +210,7 @@ TEST(CnnTrainDdp, TorchrunMpirunAndSrunVariablesMakeEachProcessOneRank) {
     std::string script;
     for (int rank = 0; rank < 2; ++rank) {
       std::string command = testing::shell_quote(testing::program_path("cnn_train"));
-      for (const std::string& a : with(tiny_args(root, dir, "cnn3", 8, 1), {"--limit-train", "16"}))
+      for (const std::string& a : with_args(tiny_args(root, dir, "cnn3", 8, 1), {"--limit-train", "16"}))
         command.append(1, ' ').append(testing::shell_quote(a));
       script += fmt::format("{0} MASTER_PORT={1} {2} > {3}/rank{4}.log 2>&1 & p{4}=$!; ",
                             fmt::format(fmt::runtime(family.variables), rank), port, command, dir, rank);
@@ -273,7 +229,7 @@ TEST(CnnTrainDdp, TorchrunMpirunAndSrunVariablesMakeEachProcessOneRank) {
 // A rank that fails ends the run: the launcher stops the others and exits non-zero naming the rank.
 TEST(CnnTrainDdp, AFailingRankEndsEveryRankAndIsNamed) {
   const std::string root = testing::tiny_folder_dataset("ddp_fail");
-  auto args = with(tiny_args(root, testing::temp_dir("ddp_fail_out"), "cnn3", 8, 2), {"--nproc", "2"});
+  auto args = with_args(tiny_args(root, testing::temp_dir("ddp_fail_out"), "cnn3", 8, 2), {"--nproc", "2"});
   *(std::find(args.begin(), args.end(), "--lr") + 1) = "1e30";  // the loss becomes NaN/Inf at step 2
   const testing::RunResult r = run_train(args);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -310,7 +266,7 @@ TEST(CnnTrainDdp, BadLaunchesAreRefusedBeforeAnythingStarts) {
     cases.push_back({{"--gpus", std::to_string(device_count())}, "does not exist"});
   }
   for (const Case& c : cases) {
-    const testing::RunResult r = run_train(with(base, c.args));
+    const testing::RunResult r = run_train(with_args(base, c.args));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in:\n"
                                                             << r.output;
@@ -319,7 +275,7 @@ TEST(CnnTrainDdp, BadLaunchesAreRefusedBeforeAnythingStarts) {
   // Under torchrun, --nproc would start ranks of ranks.
   ::setenv("RANK", "0", 1);
   ::setenv("WORLD_SIZE", "1", 1);
-  const testing::RunResult r = run_train(with(base, {"--cpu", "--nproc", "2"}));
+  const testing::RunResult r = run_train(with_args(base, {"--cpu", "--nproc", "2"}));
   ::unsetenv("RANK");
   ::unsetenv("WORLD_SIZE");
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -14,6 +14,7 @@
 namespace engine::apps {
 namespace {
 
+using testing::file_bytes;
 using testing::run_train;
 
 std::vector<std::string> tiny_run(const std::string& root, const std::string& ckpt_dir, int epochs) {
@@ -35,16 +36,6 @@ std::vector<std::string> tiny_run(const std::string& root, const std::string& ck
           "5",
           "--checkpoint-dir",
           ckpt_dir};
-}
-
-std::string file_bytes(const std::string& path) {
-  std::string out;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buffer[65536];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) out.append(buffer, n);
-    std::fclose(f);
-  }
-  return out;
 }
 
 // A line that starts with `prefix` and then reads, field by field, as the epoch log line:

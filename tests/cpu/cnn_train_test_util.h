@@ -1,17 +1,25 @@
 #pragma once
 // Helpers for the tests that run the programs (cnn_train, cnn_predict) as a user would: the binary's path
 // (beside this test binary's folder: <build>/apps/), a command runner that captures stdout+stderr and the
-// exit code, and a tiny image-folder dataset written by the test so no downloaded data is needed.
+// exit code, a tiny image-folder dataset written by the test so no downloaded data is needed, and the small
+// helpers the program tests share (argument lists, counting in output, reading files, comparing checkpoints).
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <limits>
+#include <span>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
 #include "data/image_codec.h"
+#include "optim/safetensors.h"
 
 namespace engine::apps::testing {
 
@@ -86,6 +94,78 @@ inline std::string tiny_folder_dataset(const std::string& name, int per_class = 
     }
   }
   return root.string();
+}
+
+// `args` followed by `more`.
+inline std::vector<std::string> with_args(std::vector<std::string> args,
+                                          const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// How many times `what` occurs in `text` (not overlapping).
+inline std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+// The whole file, or "" when it cannot be read.
+inline std::string file_bytes(const std::string& path) {
+  std::string out;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buffer[65536];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) out.append(buffer, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+// One tensor of two checkpoints compared: the largest |a - b| and the largest |a| (F32 and I64 entries).
+struct TensorDifference {
+  std::string name;
+  double worst = 0.0, scale = 0.0;
+};
+
+inline std::vector<double> entry_values(const optim::SafetensorsFile& file,
+                                        const optim::SafetensorsFile::Entry& e) {
+  const std::span<const std::uint8_t> bytes = file.bytes(e);
+  std::vector<double> out;
+  if (e.dtype == "F32") {
+    std::vector<float> f(bytes.size() / sizeof(float));
+    std::memcpy(f.data(), bytes.data(), f.size() * sizeof(float));
+    out.assign(f.begin(), f.end());
+  } else if (e.dtype == "I64") {
+    std::vector<std::int64_t> v(bytes.size() / sizeof(std::int64_t));
+    std::memcpy(v.data(), bytes.data(), v.size() * sizeof(std::int64_t));
+    for (const std::int64_t x : v) out.push_back(static_cast<double>(x));
+  }
+  return out;
+}
+
+// Every tensor of checkpoint `a` against the same-named one of `b`; a tensor missing from `b` or of another
+// size is reported with worst = infinity.
+inline std::vector<TensorDifference> checkpoint_differences(const std::string& a_path,
+                                                            const std::string& b_path) {
+  const optim::SafetensorsFile a = optim::SafetensorsFile::read(a_path);
+  const optim::SafetensorsFile b = optim::SafetensorsFile::read(b_path);
+  std::vector<TensorDifference> out;
+  for (const auto& [name, ea] : a.entries()) {
+    TensorDifference d{name};
+    const optim::SafetensorsFile::Entry* eb = b.find(name);
+    const std::vector<double> x = entry_values(a, ea);
+    const std::vector<double> y = eb != nullptr ? entry_values(b, *eb) : std::vector<double>{};
+    if (x.size() != y.size()) {
+      d.worst = std::numeric_limits<double>::infinity();
+    } else {
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        d.scale = std::max(d.scale, std::abs(x[i]));
+        d.worst = std::max(d.worst, std::abs(x[i] - y[i]));
+      }
+    }
+    out.push_back(d);
+  }
+  return out;
 }
 
 inline std::string temp_dir(const std::string& name) {

@@ -22,6 +22,7 @@ namespace engine::apps {
 namespace {
 
 using testing::run_train;
+using testing::with_args;
 
 std::vector<std::string> tiny_args(const std::string& root, const std::string& dir, const std::string& model,
                                    int batch) {
@@ -42,23 +43,11 @@ std::vector<std::string> tiny_args(const std::string& root, const std::string& d
           dir};
 }
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-std::vector<double> f32_values(const optim::SafetensorsFile& file, const optim::SafetensorsFile::Entry& e) {
-  const std::span<const std::uint8_t> bytes = file.bytes(e);
-  std::vector<float> f(bytes.size() / sizeof(float));
-  std::memcpy(f.data(), bytes.data(), f.size() * sizeof(float));
-  return {f.begin(), f.end()};
-}
-
 TEST(CnnTrainDdpGpu, NcclWorldSizeOneTrainsEndToEnd) {
   SKIP_WITHOUT_GPU();
   const std::string root = testing::tiny_folder_dataset("gpu_nccl1");
   const std::string dir = testing::temp_dir("gpu_nccl1_out");
-  const testing::RunResult r = run_train(with(tiny_args(root, dir, "cnn3", 8), {"--gpus", "0"}));
+  const testing::RunResult r = run_train(with_args(tiny_args(root, dir, "cnn3", 8), {"--gpus", "0"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 rank(s) through nccl"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[GPU0] Epoch 1 |"), std::string::npos) << r.output;
@@ -74,29 +63,18 @@ TEST(CnnTrainDdpGpu, TwoRanksOnOneGpuThroughGlooFollowTheSingleProcessRun) {
   const std::string root = testing::tiny_folder_dataset("gpu_gloo2");
   const std::string one = testing::temp_dir("gpu_gloo2_one"), two = testing::temp_dir("gpu_gloo2_two");
   const std::vector<std::string> limits = {"--limit-train", "16", "--limit-test", "6"};
-  const testing::RunResult single = run_train(with(tiny_args(root, one, "resnet18", 16), limits));
+  const testing::RunResult single = run_train(with_args(tiny_args(root, one, "resnet18", 16), limits));
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const testing::RunResult ddp =
-      run_train(with(tiny_args(root, two, "resnet18", 8),
-                     with(limits, {"--gpus", "0,0", "--backend", "gloo", "--sync-bn"})));
+      run_train(with_args(tiny_args(root, two, "resnet18", 8),
+                          with_args(limits, {"--gpus", "0,0", "--backend", "gloo", "--sync-bn"})));
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 rank(s) through gloo"), std::string::npos) << ddp.output;
 
-  const optim::SafetensorsFile a = optim::SafetensorsFile::read(one + "/epoch1.safetensors");
-  const optim::SafetensorsFile b = optim::SafetensorsFile::read(two + "/epoch1.safetensors");
-  for (const auto& [name, ea] : a.entries()) {
-    if (ea.dtype != "F32") continue;
-    const optim::SafetensorsFile::Entry* eb = b.find(name);
-    ASSERT_NE(eb, nullptr) << name;
-    const std::vector<double> x = f32_values(a, ea), y = f32_values(b, *eb);
-    ASSERT_EQ(x.size(), y.size()) << name;
-    double scale = 0.0, worst = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      scale = std::max(scale, std::abs(x[i]));
-      worst = std::max(worst, std::abs(x[i] - y[i]));
-    }
-    EXPECT_LE(worst, 1e-4 * scale) << name << ": largest difference " << worst << " of values up to "
-                                   << scale;
+  for (const testing::TensorDifference& d :
+       testing::checkpoint_differences(one + "/epoch1.safetensors", two + "/epoch1.safetensors")) {
+    EXPECT_LE(d.worst, 1e-4 * d.scale)
+        << d.name << ": largest difference " << d.worst << " of values up to " << d.scale;
   }
 }
 
@@ -112,8 +90,8 @@ TEST(CnnTrainDdpGpu, TwoNcclRanksOnOneGpuWorkFromNccl230OrFailClearly) {
   const std::string root = testing::tiny_folder_dataset("gpu_nccl_shared");
   ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
   const testing::RunResult r =
-      run_train(with(tiny_args(root, testing::temp_dir("gpu_nccl_shared_out"), "cnn3", 8),
-                     {"--gpus", "0,0", "--timeout", "60"}));
+      run_train(with_args(tiny_args(root, testing::temp_dir("gpu_nccl_shared_out"), "cnn3", 8),
+                          {"--gpus", "0,0", "--timeout", "60"}));
   ::unsetenv("NCCL_MULTI_RANK_GPU_ENABLE");
   std::printf("NCCL %d: two NCCL ranks on one GPU %s (exit %d)\n", version,
               r.exit_code == 0 ? "work" : "refused", r.exit_code);
