@@ -15,6 +15,7 @@
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/dist/dist_test_models.h"
+#include "tests/dist/timeline_checks.h"
 
 namespace engine::dist {
 namespace {
@@ -253,24 +254,7 @@ TEST(DistReducer, TimelineOrdersEveryBucketsEventsAndKeepsTheLastSyncedStep) {
   reducer.mark_step_start();
   backward(1);
   const StepTimeline first = reducer.timeline();
-  ASSERT_EQ(first.buckets.size(), n);
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < first.buckets.size(); ++i) {
-    const BucketTiming& b = first.buckets[i];
-    EXPECT_EQ(b.bucket, i);
-    bytes += b.bytes;
-    // Each bucket: its last gradient, then its queueing, then the communication thread's run of it.
-    EXPECT_GE(b.ready_ms, 0.0) << i;
-    EXPECT_LE(b.ready_ms, b.queued_ms) << i;
-    EXPECT_LE(b.queued_ms, b.start_ms) << i;
-    EXPECT_LE(b.start_ms, b.end_ms) << i;
-    EXPECT_LE(b.ready_ms, first.backward_end_ms) << i;
-    if (i > 0) {  // launched in order, run one after the other (FIFO)
-      EXPECT_LE(first.buckets[i - 1].queued_ms, b.queued_ms) << i;
-      EXPECT_LE(first.buckets[i - 1].end_ms, b.start_ms) << i;
-    }
-  }
-  EXPECT_EQ(bytes, model.flat_gradients().nbytes());
+  testing::expect_ordered_timeline(first, n, model.flat_gradients().nbytes());
 
   reducer.set_sync(false);  // a micro-batch communicates nothing and keeps the last synced timeline
   backward(2);

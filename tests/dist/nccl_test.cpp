@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/common/gpu.h"
+#include "tests/dist/timeline_checks.h"
 
 namespace engine::dist {
 namespace {
@@ -39,11 +41,16 @@ struct CudaCnn3 {
   }
 };
 
-TEST(Nccl, WorldSizeOneEndToEnd) {
-  SKIP_WITHOUT_GPU();
+// An NCCL group of one rank on cuda:0, its store on a free local port.
+std::unique_ptr<ProcessGroup> nccl_world_of_one() {
   DistEnv env;
   env.master_port = find_free_port();
-  auto pg = init_process_group(env, Backend::Nccl, std::chrono::milliseconds(60000), 0);
+  return init_process_group(env, Backend::Nccl, std::chrono::milliseconds(60000), 0);
+}
+
+TEST(Nccl, WorldSizeOneEndToEnd) {
+  SKIP_WITHOUT_GPU();
+  const std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
   ASSERT_EQ(pg->backend(), "nccl");
 
   Tensor t = Tensor::from_vector(std::vector<float>{1.f, 2.f, 3.f}, {3}).to(Device::cuda(0));
@@ -71,9 +78,7 @@ TEST(Nccl, WorldSizeOneEndToEnd) {
 // scale is 1, so the gradients after finish() are exactly the bf16-rounded gradients of the backward.
 TEST(Nccl, WorldSizeOneBf16CompressionGivesTheRoundedGradients) {
   SKIP_WITHOUT_GPU();
-  DistEnv env;
-  env.master_port = find_free_port();
-  auto pg = init_process_group(env, Backend::Nccl, std::chrono::milliseconds(60000), 0);
+  const std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
   CudaCnn3 net;
   layers::Model& m = net.model;
   ReducerOptions options;
@@ -117,9 +122,7 @@ TEST(Nccl, WorldSizeOneBf16CompressionGivesTheRoundedGradients) {
 // communication stream, after waiting for the compute stream), buckets one after another on that stream.
 TEST(Nccl, WorldSizeOneTimelineOrdersEveryBucketsEvents) {
   SKIP_WITHOUT_GPU();
-  DistEnv env;
-  env.master_port = find_free_port();
-  auto pg = init_process_group(env, Backend::Nccl, std::chrono::milliseconds(60000), 0);
+  const std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
   CudaCnn3 net;
   layers::Model& m = net.model;
   ReducerOptions options;
@@ -140,22 +143,7 @@ TEST(Nccl, WorldSizeOneTimelineOrdersEveryBucketsEvents) {
   }
   net.stream.synchronize();
   const StepTimeline& t = reducer.timeline();
-  ASSERT_EQ(t.buckets.size(), n);
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const BucketTiming& b = t.buckets[i];
-    EXPECT_EQ(b.bucket, i);
-    bytes += b.bytes;
-    EXPECT_GE(b.ready_ms, 0.0) << i;
-    EXPECT_LE(b.ready_ms, b.queued_ms) << i;
-    EXPECT_LE(b.queued_ms, b.start_ms) << i;
-    EXPECT_LE(b.start_ms, b.end_ms) << i;
-    EXPECT_LE(b.ready_ms, t.backward_end_ms) << i;
-    if (i > 0) {
-      EXPECT_LE(t.buckets[i - 1].end_ms, b.start_ms) << i;
-    }
-  }
-  EXPECT_EQ(bytes, m.flat_gradients().nbytes());
+  testing::expect_ordered_timeline(t, n, m.flat_gradients().nbytes());
   EXPECT_LT(t.buckets.front().start_ms, t.backward_end_ms) << "the first bucket overlaps backward";
 }
 
