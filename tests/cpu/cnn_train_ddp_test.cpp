@@ -25,24 +25,10 @@ using testing::file_bytes;
 using testing::run_train;
 using testing::with_args;
 
+// The shared tiny run, on the CPU.
 std::vector<std::string> tiny_args(const std::string& root, const std::string& ckpt_dir,
                                    const std::string& model, int batch, int epochs) {
-  return {"--cpu",
-          "--dataset",
-          "folder:" + root,
-          "--model",
-          model,
-          "--batch-size",
-          std::to_string(batch),
-          "--epochs",
-          std::to_string(epochs),
-          "--lr",
-          "0.05",
-          "--deterministic",
-          "--seed",
-          "3",
-          "--checkpoint-dir",
-          ckpt_dir};
+  return testing::with_args({"--cpu"}, testing::tiny_folder_args(root, ckpt_dir, model, batch, epochs));
 }
 
 // The value after the last "Test Acc: " of an output ("63.05%").

@@ -103,6 +103,15 @@ inline std::vector<std::string> with_args(std::vector<std::string> args,
   return args;
 }
 
+// A short deterministic run of `model` on tiny_folder_dataset(root): lr 0.05, seed 3, checkpoints in
+// `ckpt_dir`; the device is the caller's to add (--cpu, --gpus ...).
+inline std::vector<std::string> tiny_folder_args(const std::string& root, const std::string& ckpt_dir,
+                                                 const std::string& model, int batch, int epochs) {
+  return {"--dataset", "folder:" + root,       "--model", model,  "--batch-size",    std::to_string(batch),
+          "--epochs",  std::to_string(epochs), "--lr",    "0.05", "--deterministic", "--seed",
+          "3",         "--checkpoint-dir",     ckpt_dir};
+}
+
 // How many times `what` occurs in `text` (not overlapping).
 inline std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t n = 0;

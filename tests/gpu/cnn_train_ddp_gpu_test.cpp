@@ -24,30 +24,12 @@ namespace {
 using testing::run_train;
 using testing::with_args;
 
-std::vector<std::string> tiny_args(const std::string& root, const std::string& dir, const std::string& model,
-                                   int batch) {
-  return {"--dataset",
-          "folder:" + root,
-          "--model",
-          model,
-          "--batch-size",
-          std::to_string(batch),
-          "--epochs",
-          "1",
-          "--lr",
-          "0.05",
-          "--deterministic",
-          "--seed",
-          "3",
-          "--checkpoint-dir",
-          dir};
-}
-
 TEST(CnnTrainDdpGpu, NcclWorldSizeOneTrainsEndToEnd) {
   SKIP_WITHOUT_GPU();
   const std::string root = testing::tiny_folder_dataset("gpu_nccl1");
   const std::string dir = testing::temp_dir("gpu_nccl1_out");
-  const testing::RunResult r = run_train(with_args(tiny_args(root, dir, "cnn3", 8), {"--gpus", "0"}));
+  const testing::RunResult r =
+      run_train(with_args(testing::tiny_folder_args(root, dir, "cnn3", 8, 1), {"--gpus", "0"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 rank(s) through nccl"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[GPU0] Epoch 1 |"), std::string::npos) << r.output;
@@ -63,10 +45,11 @@ TEST(CnnTrainDdpGpu, TwoRanksOnOneGpuThroughGlooFollowTheSingleProcessRun) {
   const std::string root = testing::tiny_folder_dataset("gpu_gloo2");
   const std::string one = testing::temp_dir("gpu_gloo2_one"), two = testing::temp_dir("gpu_gloo2_two");
   const std::vector<std::string> limits = {"--limit-train", "16", "--limit-test", "6"};
-  const testing::RunResult single = run_train(with_args(tiny_args(root, one, "resnet18", 16), limits));
+  const testing::RunResult single =
+      run_train(with_args(testing::tiny_folder_args(root, one, "resnet18", 16, 1), limits));
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const testing::RunResult ddp =
-      run_train(with_args(tiny_args(root, two, "resnet18", 8),
+      run_train(with_args(testing::tiny_folder_args(root, two, "resnet18", 8, 1),
                           with_args(limits, {"--gpus", "0,0", "--backend", "gloo", "--sync-bn"})));
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 rank(s) through gloo"), std::string::npos) << ddp.output;
@@ -89,9 +72,9 @@ TEST(CnnTrainDdpGpu, TwoNcclRanksOnOneGpuWorkFromNccl230OrFailClearly) {
   const bool allowed = version >= 23000;
   const std::string root = testing::tiny_folder_dataset("gpu_nccl_shared");
   ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
-  const testing::RunResult r =
-      run_train(with_args(tiny_args(root, testing::temp_dir("gpu_nccl_shared_out"), "cnn3", 8),
-                          {"--gpus", "0,0", "--timeout", "60"}));
+  const testing::RunResult r = run_train(
+      with_args(testing::tiny_folder_args(root, testing::temp_dir("gpu_nccl_shared_out"), "cnn3", 8, 1),
+                {"--gpus", "0,0", "--timeout", "60"}));
   ::unsetenv("NCCL_MULTI_RANK_GPU_ENABLE");
   std::printf("NCCL %d: two NCCL ranks on one GPU %s (exit %d)\n", version,
               r.exit_code == 0 ? "work" : "refused", r.exit_code);
