@@ -118,7 +118,7 @@ void CommSupervisor::collective(std::string what, void* stream, const std::funct
     const std::lock_guard<std::mutex> lock(watch_mutex_);
     pending_.push_back({std::move(marker), Clock::now() + options_.timeout, std::move(what)});
   }
-  wake_.notify_one();
+  // No wake-up: deadlines are far, and the watchdog's next look (watch_interval) is soon enough.
 }
 
 void CommSupervisor::synchronize(void* stream) {
