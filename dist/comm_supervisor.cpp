@@ -14,21 +14,6 @@ namespace engine::dist {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// Takes the lock within `wait` by polling try_lock (a std::timed_mutex would do, but GCC 12's thread
-// sanitizer does not see its pthread_mutex_clocklock, and reports every access under it as a race).
-bool lock_within(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds wait) {
-  const auto end = Clock::now() + wait;
-  while (!lock.try_lock()) {
-    if (Clock::now() >= end) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return true;
-}
-
-}  // namespace
-
 // The main thread's blocking call, watched by the watchdog until this object goes out of scope.
 class CommSupervisor::HostCall {
  public:
@@ -47,6 +32,26 @@ class CommSupervisor::HostCall {
  private:
   CommSupervisor& s_;
 };
+
+// The watchdog takes the mutex within `wait` by polling try_lock (a std::timed_mutex would do, but GCC 12's
+// thread sanitizer does not see its pthread_mutex_clocklock); meanwhile the main thread stands back
+// (main_lock), so that a main thread queueing collectives back to back cannot starve it.
+bool CommSupervisor::watchdog_lock(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds wait) {
+  watchdog_waiting_.store(true);
+  const auto end = Clock::now() + wait;
+  bool locked = lock.try_lock();
+  while (!locked && Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    locked = lock.try_lock();
+  }
+  watchdog_waiting_.store(false);
+  return locked;
+}
+
+std::unique_lock<std::mutex> CommSupervisor::main_lock() {
+  while (watchdog_waiting_.load()) std::this_thread::yield();
+  return std::unique_lock<std::mutex>(comm_mutex_);
+}
 
 CommSupervisor::CommSupervisor(CommSupervisorOptions options) : options_(std::move(options)) {
   ENGINE_CHECK(options_.timeout.count() > 0, "communicator: the timeout must be positive, got {} ms",
@@ -91,7 +96,7 @@ void CommSupervisor::collective(std::string what, void* stream, const std::funct
   CommStatus status;
   {
     const HostCall call(*this, what);  // a launch blocks while a stalled collective fills the stream's queue
-    const std::lock_guard<std::mutex> lock(comm_mutex_);
+    const std::unique_lock<std::mutex> lock = main_lock();
     if (comm_ == nullptr) {
       status = CommStatus::failed("the communicator is gone");
     } else {
@@ -179,7 +184,7 @@ bool CommSupervisor::abort_once() {
 }
 
 CommStatus CommSupervisor::locked_async_status() {
-  const std::lock_guard<std::mutex> lock(comm_mutex_);
+  const std::unique_lock<std::mutex> lock = main_lock();
   if (comm_ == nullptr) return CommStatus::failed("the communicator is gone (aborted)");
   return comm_->async_status();
 }
@@ -256,7 +261,7 @@ void CommSupervisor::watch() {
     if (poll_async) {
       // Never wait long for the mutex: the main thread may be blocked in a launch while holding it.
       std::unique_lock<std::mutex> comm_lock(comm_mutex_, std::defer_lock);
-      if (lock_within(comm_lock, options_.watch_interval) && comm_ != nullptr && !failed_.load()) {
+      if (watchdog_lock(comm_lock, options_.watch_interval) && comm_ != nullptr && !failed_.load()) {
         const CommStatus async = comm_->async_status();
         if (async.state == CommStatus::State::Failed) {
           what = oldest;
@@ -281,7 +286,7 @@ void CommSupervisor::watchdog_fail(const std::string& what, const std::string& w
   watchdog_failing_.store(true);
   std::unique_lock<std::mutex> comm_lock(comm_mutex_, std::defer_lock);
   std::string outcome;
-  if (!lock_within(comm_lock, options_.abort_grace)) {
+  if (!watchdog_lock(comm_lock, options_.abort_grace)) {
     failed_.store(true);
     outcome = "the main thread holds the communicator: not aborted";
   } else if (failed_.exchange(true) || comm_ == nullptr) {

@@ -124,6 +124,8 @@ class CommSupervisor {
   void settle(CommStatus status, std::string_view what, std::chrono::steady_clock::time_point deadline);
   [[noreturn]] void fail(std::string_view what, const std::string& why);
   bool abort_once();  // comm_mutex_ held; true when this call aborted
+  bool watchdog_lock(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds wait);
+  std::unique_lock<std::mutex> main_lock();
   CommStatus locked_async_status();
   bool queued_work_done();
   void watch();
@@ -132,6 +134,7 @@ class CommSupervisor {
   CommSupervisorOptions options_;
   std::atomic<bool> failed_{false};
   std::atomic<bool> watchdog_failing_{false};  // the watchdog wants the mutex to abort: no new calls
+  std::atomic<bool> watchdog_waiting_{false};  // the watchdog is trying to take comm_mutex_
   std::string last_ = "initialization";        // the main thread's last collective, for messages
 
   std::mutex comm_mutex_;  // every call into comm_, and its reset
