@@ -207,8 +207,9 @@ EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
   test_loader_->start_epoch(0);
   std::int64_t samples = 0;
   for (data::Batch batch; test_loader_->next(batch);) {
-    const Tensor logits = model_->forward(batch.images, layers::Mode::Eval);
-    test_loss_.forward(model_->context(), logits, batch.labels, acc);
+    // Inference: no layer keeps its input for a backward, and the loss computes no gradient.
+    const Tensor logits = model_->forward(batch.images, layers::Mode::Inference);
+    test_loss_.evaluate(model_->context(), logits, batch.labels, acc);
     samples += batch.size();
   }
   device_->synchronize();

@@ -69,8 +69,9 @@ class CudaHandles {
   bool allow_tf32() const { return options_.allow_tf32; }
   const CudaHandlesOptions& options() const { return options_; }
 
-  // Points both handles at `stream` (cudnnSetStream / cublasSetStream) when they are elsewhere, and checks
-  // that the calling thread's current device is this handle's device. Returns *this.
+  // Points both handles at `stream` (cudnnSetStream / cublasSetStream) when they are elsewhere, and then
+  // checks that the calling thread's current device is this handle's device (a call on the bound stream
+  // costs one comparison). Returns *this.
   CudaHandles& bind(cudaStream_t stream);
 
   cudnnHandle_t cudnn() const { return cudnn_; }
