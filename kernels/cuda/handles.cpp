@@ -31,6 +31,14 @@ int current_device() {
   return device;
 }
 
+CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32) {
+  CudaHandlesOptions o;
+  o.allow_tf32 = allow_tf32;
+  o.conv_search = deterministic ? ConvAlgoSearch::kHeuristic : ConvAlgoSearch::kBenchmark;
+  o.deterministic = deterministic;
+  return o;
+}
+
 CudaHandles::CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptions& options)
     : device_(device),
       stream_(stream),
