@@ -102,7 +102,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_options.batch_size = c.batch_size;
   test_options.drop_last = false;
   test_options.device = device;
-  test_options.gpu_resident = device.is_cuda();
+  test_options.gpu_resident = device.is_cuda() && c.gpu_resident_data;
   test_options.stream = stream;
   test_options.transform = data::TransformConfig::eval(data_.mean, data_.std);
   test_loader_ = std::make_unique<data::Loader>(

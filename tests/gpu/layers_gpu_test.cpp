@@ -145,12 +145,17 @@ StepResult run_step(Model& model, const Tensor& x_host, const Tensor& labels_hos
   }
   r.params_after = host_values(p.to(Device::cpu(), ctx.stream));
   r.eval_logits = host_values(model.forward(x, Mode::Eval).to(Device::cpu(), ctx.stream));
+  // Inference (evaluation's mode: nothing kept for backward, the max-pool argmax is scratch) runs the same
+  // kernels on the same data: the same bits.
+  EXPECT_EQ(host_values(model.forward(x, Mode::Inference).to(Device::cpu(), ctx.stream)), r.eval_logits)
+      << model.name() << " on " << device.str() << ": Inference differs from Eval";
   return r;
 }
 
 struct GpuSetup {
+  explicit GpuSetup(const cuda::CudaHandlesOptions& options = {}) : handles(0, stream.get(), options) {}
   Stream stream{0};
-  cuda::CudaHandles handles{0, stream.get()};
+  cuda::CudaHandles handles;
 
   ExecutionContext context(ConvAlgorithm conv) {
     ExecutionContext c;
@@ -171,9 +176,13 @@ StepResult gpu_step(GpuSetup& gpu, const ZooCase& z, ConvAlgorithm conv, const T
   return run_step(m, x, labels);
 }
 
-void compare_with_cpu(const ZooCase& z, ConvAlgorithm conv) {
+// `options`: the handles' algorithm policy. The default (heuristic, deterministic) must repeat bit for bit;
+// cnn_train's default (benchmark search over every algorithm, training_handles_options(false)) may pick
+// algorithms that are not deterministic, so there only the comparison with the CPU applies, at the same
+// tolerances: every cuDNN algorithm accumulates in fp32 with the error bound above (Winograd/FFT included).
+void compare_with_cpu(const ZooCase& z, ConvAlgorithm conv, const cuda::CudaHandlesOptions& options = {}) {
   set_device(0);
-  GpuSetup gpu;
+  GpuSetup gpu(options);
   const Tensor x = testing::random_tensor({z.batch, z.c, z.h, z.w}, DType::F32, 501);
   const Tensor labels = testing::random_labels(z.batch, 10, 502);
 
@@ -210,6 +219,7 @@ void compare_with_cpu(const ZooCase& z, ConvAlgorithm conv) {
   }
   EXPECT_LE(relative_l2(g.eval_logits, c.eval_logits), kGradientTolerance) << what << ": eval-mode logits";
 
+  if (!options.deterministic) return;
   // Determinism: a second GPU run from scratch gives the same bits.
   const StepResult again = gpu_step(gpu, z, conv, x, labels);
   EXPECT_EQ(again.logits, g.logits) << what;
@@ -236,6 +246,15 @@ TEST(LayersGpu, MnistCnnMatchesTheCpu) {
 TEST(LayersGpu, Resnet18MatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   compare_with_cpu(kCases[3], ConvAlgorithm::Cudnn);
+}
+
+// cuDNN's benchmark mode (cudnnFind on the real buffers, any algorithm), what cnn_train runs by default.
+TEST(LayersGpu, BenchmarkSearchMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const cuda::CudaHandlesOptions benchmark = cuda::training_handles_options(/*deterministic=*/false);
+  ASSERT_EQ(benchmark.conv_search, cuda::ConvAlgoSearch::kBenchmark);
+  compare_with_cpu(kCases[3], ConvAlgorithm::Cudnn, benchmark);  // resnet18: 1x1 and 3x3, strides 1 and 2
+  compare_with_cpu(kCases[0], ConvAlgorithm::Cudnn, benchmark);  // vgg6
 }
 
 TEST(LayersGpu, HandWrittenConvolutionMatchesTheCpu) {
