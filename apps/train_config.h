@@ -52,6 +52,10 @@ struct TrainConfig {
   bool model_given = false;    // --model was on the command line
   bool log_all_ranks = false;  // every rank prints its epoch lines (rank 0 alone saves)
 
+  // CUDA: the uint8 dataset lives on the GPU; false: the staged loader (pinned host buffers and a copy
+  // stream, data/loader.h). Not a flag: tests run the Trainer with either.
+  bool gpu_resident_data = true;
+
   bool is_main() const { return rank == 0; }
   optim::LrScheduleConfig schedule_config() const;
 };

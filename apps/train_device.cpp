@@ -17,12 +17,7 @@ struct TrainDevice::Cuda {
   Stream stream;
   cuda::CudaHandles handles;
   Cuda(int device, bool deterministic)
-      : stream(device),
-        handles(device, stream.get(),
-                cuda::CudaHandlesOptions{.allow_tf32 = false,
-                                         .conv_search = deterministic ? cuda::ConvAlgoSearch::kHeuristic
-                                                                      : cuda::ConvAlgoSearch::kBenchmark,
-                                         .deterministic = deterministic}) {}
+      : stream(device), handles(device, stream.get(), cuda::training_handles_options(deterministic)) {}
 };
 #else
 struct TrainDevice::Cuda {};

@@ -102,7 +102,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_options.batch_size = c.batch_size;
   test_options.drop_last = false;
   test_options.device = device;
-  test_options.gpu_resident = device.is_cuda();
+  test_options.gpu_resident = device.is_cuda() && c.gpu_resident_data;
   test_options.stream = stream;
   test_options.transform = data::TransformConfig::eval(data_.mean, data_.std);
   test_loader_ = std::make_unique<data::Loader>(
@@ -207,8 +207,9 @@ EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
   test_loader_->start_epoch(0);
   std::int64_t samples = 0;
   for (data::Batch batch; test_loader_->next(batch);) {
-    const Tensor logits = model_->forward(batch.images, layers::Mode::Eval);
-    test_loss_.forward(model_->context(), logits, batch.labels, acc);
+    // Inference: no layer keeps its input for a backward, and the loss computes no gradient.
+    const Tensor logits = model_->forward(batch.images, layers::Mode::Inference);
+    test_loss_.evaluate(model_->context(), logits, batch.labels, acc);
     samples += batch.size();
   }
   device_->synchronize();

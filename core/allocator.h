@@ -12,6 +12,8 @@
 // Stream rule (as PyTorch's): a device block is tagged with the stream it was allocated on and reused
 // only for requests on that stream, so work queued on the stream orders the old use before the new one.
 // A block used on another stream must be kept alive by its owner until that stream is done with it.
+// Stream handles can be reused after cudaStreamDestroy: engine::Stream retires its handle here first
+// (retire_stream), so a new stream with the same handle value starts with an empty cache.
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +38,10 @@ class Allocator {
   virtual void reset_peak() = 0;
   // Returns every cached block to the driver (cudaFree); blocks in use are untouched.
   virtual void release_cached() = 0;
+  // `stream` is about to be destroyed, and a new stream may get the same handle value while the old one's
+  // queued work still uses blocks cached for it: those blocks are never handed out again on that handle
+  // (core/caching_allocator.h). A no-op where blocks are not tagged with streams.
+  virtual void retire_stream(void* /*stream*/) {}
 };
 
 Allocator& cpu_allocator();

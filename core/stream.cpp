@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/allocator.h"
 #include "core/cuda_check.h"
 
 namespace engine {
@@ -14,17 +15,30 @@ Stream::Stream(int device, int priority) : device_(device) {
   CUDA_CHECK(cudaSetDevice(previous));
 }
 
-Stream::~Stream() {
-  // Destructors must not throw; a failure here means the context is already gone.
-  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+namespace {
+
+// Before the handle goes back to the driver, which may give its value to the next stream created while this
+// stream's queued work still runs: the device allocator stops handing this stream's blocks out on it.
+void destroy_stream(cudaStream_t stream, int device) noexcept {
+  if (stream == nullptr) return;
+  try {
+    device_allocator(device).retire_stream(stream);
+  } catch (...) {
+    // Destructors must not throw; the allocator's retire takes a lock and throws nothing in practice.
+  }
+  (void)cudaStreamDestroy(stream);  // a failure here means the context is already gone
 }
+
+}  // namespace
+
+Stream::~Stream() { destroy_stream(stream_, device_); }
 
 Stream::Stream(Stream&& other) noexcept
     : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_) {}
 
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    destroy_stream(stream_, device_);
     stream_ = std::exchange(other.stream_, nullptr);
     device_ = other.device_;
   }

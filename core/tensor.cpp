@@ -35,11 +35,11 @@ void check_shape(const Shape& shape) {
 }  // namespace
 
 Storage::Storage(std::size_t bytes, Device device, bool pinned, void* stream)
-    : bytes_(bytes), device_(device), pinned_(pinned) {
-  data_ = allocator_for(device, pinned).allocate(bytes, stream);
+    : allocator_(&allocator_for(device, pinned)), bytes_(bytes), device_(device), pinned_(pinned) {
+  data_ = allocator_->allocate(bytes, stream);
 }
 
-Storage::~Storage() { allocator_for(device_, pinned_).deallocate(data_); }
+Storage::~Storage() { allocator_->deallocate(data_); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, void* stream) {
   check_shape(shape);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -39,6 +40,7 @@ class Storage {
   bool pinned() const { return pinned_; }
 
  private:
+  Allocator* allocator_;  // looked up once: the free needs no device query
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_;

@@ -37,6 +37,7 @@ Tensor SyncBatchNorm2d::forward_impl(const Tensor& x, layers::Mode mode) {
                                     eps_, context().stream);
     ++counter(num_batches_tracked_).value;
   } else {  // eval: plain batch norm with the running statistics, the kernels BatchNorm2d uses
+    save_mean_ = save_invstd_ = Tensor();  // a training forward's, which no backward will use now
     const cpu::BatchNorm2dShape s{static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)),
                                   static_cast<int>(x.dim(2)), static_cast<int>(x.dim(3))};
     if (x.is_cuda()) {
@@ -55,7 +56,7 @@ Tensor SyncBatchNorm2d::forward_impl(const Tensor& x, layers::Mode mode) {
                                            rmean.data<float>(), rvar.data<float>(), y.data<float>(), eps_);
     }
   }
-  x_ = x;
+  x_ = layers::keeps_for_backward(mode) ? x : Tensor();  // Inference keeps nothing
   return y;
 }
 

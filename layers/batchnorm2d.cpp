@@ -86,7 +86,7 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x, Mode mode) {
     });
   }
   if (mode == Mode::Train) ++counter(num_batches_tracked_).value;
-  x_ = x;
+  x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
 

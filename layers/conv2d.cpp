@@ -53,7 +53,7 @@ Shape Conv2d::output_shape_impl(const Shape& in) const {
   return {in[0], options_.out_channels, s.p(), s.q()};
 }
 
-Tensor Conv2d::forward_impl(const Tensor& x, Mode) {
+Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
   const cpu::Conv2dShape s = geometry(options_, x.shape());
   Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
   const Tensor& w = param(weight_).value;
@@ -81,7 +81,7 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode) {
       }
     });
   }
-  x_ = x;
+  x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
 

@@ -14,7 +14,7 @@ Dropout::Dropout(double p) : p_(static_cast<float>(p)) {
 }
 
 Tensor Dropout::forward_impl(const Tensor& x, Mode mode) {
-  if (mode == Mode::Eval) return x;
+  if (mode != Mode::Train) return x;
   ExecutionContext& ctx = context();
   seed_ = ctx.dropout_seed;
   offset_ = ctx.dropout_offset++;
@@ -36,7 +36,7 @@ Tensor Dropout::forward_impl(const Tensor& x, Mode mode) {
 
 Tensor Dropout::backward_impl(const Tensor& dy, Mode mode) {
   if (!needs_input_grad()) return Tensor();
-  if (mode == Mode::Eval) return dy;
+  if (mode != Mode::Train) return dy;
   Tensor dx = new_tensor(dy.shape());
   if (dy.is_cuda()) {
 #if ENGINE_HAVE_CUDA

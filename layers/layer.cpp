@@ -87,6 +87,8 @@ Tensor Layer::forward(const Tensor& x, Mode mode) {
 
 Tensor Layer::backward(const Tensor& dy) {
   LAYER_CHECK(has_forward_, "backward before any forward");
+  LAYER_CHECK(keeps_for_backward(last_mode_),
+              "backward after an inference forward, which keeps nothing for it");
   check_input(dy, "output gradient");
   LAYER_CHECK(dy.shape() == output_shape_, "output gradient {} does not match the last output {}", dy.str(),
               shape_str(output_shape_));

@@ -3,7 +3,8 @@
 // devices and dtypes, then call a small virtual forward_impl/backward_impl.
 //
 //   y  = layer.forward(x, mode)   keeps what backward needs (the input, a max-pool argmax, a dropout offset,
-//                                 BatchNorm's saved mean and invstd) and remembers the mode
+//                                 BatchNorm's saved mean and invstd; nothing in Mode::Inference) and
+//                                 remembers the mode
 //   dx = layer.backward(dy)       OVERWRITES the layer's parameter gradients (there is no accumulation across
 //                                 backward calls), fires the grad-ready hook for each of them, and returns
 //                                 dL/dx, or an undefined Tensor when needs_input_grad() is false (the model's
@@ -33,7 +34,15 @@
 
 namespace engine::layers {
 
-enum class Mode { Train, Eval };
+enum class Mode {
+  Train,
+  Eval,       // running statistics, no dropout; keeps what backward needs (backward in eval mode is allowed)
+  Inference,  // Eval's arithmetic, but nothing is kept for backward (and what an earlier forward kept is
+              // released): evaluation and prediction. Backward after it is an error.
+};
+
+// Whether a forward in `mode` keeps what backward needs (the input, an argmax, BatchNorm's saved stats).
+constexpr bool keeps_for_backward(Mode mode) { return mode != Mode::Inference; }
 
 // Called with a parameter's index in Model::parameters() as soon as its gradient is final: during the model's
 // backward, right after the layer that owns it. The DDP Reducer listens here to start bucket all-reduces

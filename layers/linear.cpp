@@ -26,7 +26,7 @@ Shape Linear::output_shape_impl(const Shape& in) const {
   return {in[0], out_};
 }
 
-Tensor Linear::forward_impl(const Tensor& x, Mode) {
+Tensor Linear::forward_impl(const Tensor& x, Mode mode) {
   const cpu::LinearShape s{.n = detail::to_int(x.dim(0)), .in_features = in_, .out_features = out_};
   Tensor y = new_tensor({x.dim(0), out_});
   const Tensor& w = param(weight_).value;
@@ -49,7 +49,7 @@ Tensor Linear::forward_impl(const Tensor& x, Mode) {
       }
     });
   }
-  x_ = x;
+  x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
 

@@ -42,21 +42,23 @@ Shape MaxPool2d::output_shape_impl(const Shape& in) const {
   return {in[0], in[1], s.p(), s.q()};
 }
 
-Tensor MaxPool2d::forward_impl(const Tensor& x, Mode) {
+Tensor MaxPool2d::forward_impl(const Tensor& x, Mode mode) {
   const cpu::Pool2dShape s = geometry(x.shape(), kernel_, stride_, padding_);
   const Shape out = {s.n, s.c, s.p(), s.q()};
   Tensor y = new_tensor(out);
-  argmax_ = new_tensor(out, DType::I32);
+  // Inference: the argmax is scratch, dropped on return (its cached block is reused by the next batch).
+  Tensor argmax = new_tensor(out, DType::I32);
+  argmax_ = keeps_for_backward(mode) ? argmax : Tensor();
   if (x.is_cuda()) {
 #if ENGINE_HAVE_CUDA
     cuda::maxpool2d_forward(detail::cuda_stream(context()), s, x.data<float>(), y.data<float>(),
-                            argmax_.data<std::int32_t>());
+                            argmax.data<std::int32_t>());
 #else
     detail::fail_without_cuda(*this);
 #endif
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
-      cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax_.data<std::int32_t>());
+      cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax.data<std::int32_t>());
     });
   }
   return y;

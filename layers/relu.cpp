@@ -9,7 +9,7 @@
 
 namespace engine::layers {
 
-Tensor ReLU::forward_impl(const Tensor& x, Mode) {
+Tensor ReLU::forward_impl(const Tensor& x, Mode mode) {
   Tensor y = new_tensor(x.shape());
   if (x.is_cuda()) {
 #if ENGINE_HAVE_CUDA
@@ -21,7 +21,7 @@ Tensor ReLU::forward_impl(const Tensor& x, Mode) {
     detail::with_cpu_scalar(*this, x.dtype(),
                             [&]<typename T>() { cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel()); });
   }
-  x_ = x;
+  x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
 

@@ -35,6 +35,23 @@ SoftmaxCrossEntropy::SoftmaxCrossEntropy(double label_smoothing) : label_smoothi
 
 Tensor SoftmaxCrossEntropy::forward(const ExecutionContext& context, const Tensor& logits,
                                     const Tensor& labels, const LossAccumulators& accumulators) {
+  Tensor loss = run(context, logits, labels, accumulators, /*with_gradient=*/true);
+  context_ = context;
+  logits_ = logits;
+  labels_ = labels;
+  return loss;
+}
+
+Tensor SoftmaxCrossEntropy::evaluate(const ExecutionContext& context, const Tensor& logits,
+                                     const Tensor& labels, const LossAccumulators& accumulators) {
+  Tensor loss = run(context, logits, labels, accumulators, /*with_gradient=*/false);
+  context_.reset();
+  logits_ = labels_ = Tensor();
+  return loss;
+}
+
+Tensor SoftmaxCrossEntropy::run(const ExecutionContext& context, const Tensor& logits, const Tensor& labels,
+                                const LossAccumulators& accumulators, bool with_gradient) {
   ENGINE_CHECK(logits.defined() && logits.ndim() == 2 && logits.dim(0) > 0 && logits.dim(1) > 0,
                "{}: expects logits [N, K], got {}", kWho, logits.str());
   ENGINE_CHECK(labels.defined() && labels.ndim() == 1 && labels.dim(0) == logits.dim(0) &&
@@ -51,11 +68,14 @@ Tensor SoftmaxCrossEntropy::forward(const ExecutionContext& context, const Tenso
 #if ENGINE_HAVE_CUDA
     ENGINE_CHECK(logits.dtype() == DType::F32, "{}: the CUDA device runs float32, not {}", kWho,
                  dtype_name(logits.dtype()));
-    // One fused pass gives the loss, the metrics and the gradient (for dloss = 1), kept for backward.
-    dlogits_ = Tensor::empty(logits.shape(), logits.dtype(), context.device, context.stream);
+    // One fused pass gives the loss, the metrics and, for training, the gradient (for dloss = 1), kept for
+    // backward.
+    if (with_gradient)
+      dlogits_ = Tensor::empty(logits.shape(), logits.dtype(), context.device, context.stream);
     cuda::softmax_cross_entropy(static_cast<cudaStream_t>(context.stream), logits.data<float>(),
                                 labels.data<std::int32_t>(), n, k, label_smoothing_, loss.data<float>(),
-                                dlogits_.data<float>(), accumulators.loss_sum, accumulators.correct, 1.0);
+                                with_gradient ? dlogits_.data<float>() : nullptr, accumulators.loss_sum,
+                                accumulators.correct, 1.0);
 #else
     ENGINE_FAIL("{}: a CUDA tensor, but this build has no CUDA device", kWho);
 #endif
@@ -70,14 +90,12 @@ Tensor SoftmaxCrossEntropy::forward(const ExecutionContext& context, const Tenso
       }
     });
   }
-  context_ = context;
-  logits_ = logits;
-  labels_ = labels;
   return loss;
 }
 
 Tensor SoftmaxCrossEntropy::backward(double dloss) {
-  ENGINE_CHECK(context_.has_value() && logits_.defined(), "{}: backward before forward", kWho);
+  ENGINE_CHECK(context_.has_value() && logits_.defined(),
+               "{}: backward needs a forward first (evaluate keeps nothing)", kWho);
   const ExecutionContext& context = *context_;
   const int n = static_cast<int>(logits_.dim(0)), k = static_cast<int>(logits_.dim(1));
   if (dlogits_.defined() && dloss == 1.0) return dlogits_;

@@ -35,12 +35,19 @@ class SoftmaxCrossEntropy {
 
   Tensor forward(const ExecutionContext& context, const Tensor& logits, const Tensor& labels,
                  const LossAccumulators& accumulators = {});
+  // Evaluation: the loss and the metrics only. No gradient is computed or allocated and nothing is kept, so
+  // a backward after it is an error.
+  Tensor evaluate(const ExecutionContext& context, const Tensor& logits, const Tensor& labels,
+                  const LossAccumulators& accumulators = {});
   // The gradient of the last forward's loss times `dloss` (1 for training; the gradient checker passes its
   // probe). Needs a forward first.
   Tensor backward(double dloss = 1.0);
 
  private:
   double label_smoothing_;
+  Tensor run(const ExecutionContext& context, const Tensor& logits, const Tensor& labels,
+             const LossAccumulators& accumulators, bool with_gradient);
+
   std::optional<ExecutionContext> context_;  // a copy of the last forward's (device, stream, handles)
   Tensor logits_, labels_;
   Tensor dlogits_;  // CUDA: the fused kernel's gradient for dloss = 1, made by forward

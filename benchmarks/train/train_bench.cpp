@@ -65,7 +65,7 @@ struct Config {
   bool epoch = false;
   bool tf32 = false;
   bool direct_conv = false;
-  bool conv_benchmark = false;
+  bool deterministic = false;
   std::string json_path;
   bool smoke = false;
 };
@@ -111,23 +111,24 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
   nlohmann::json phases;
   for (std::size_t p = 0; p < bench::kPhases; ++p)
     phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
-  return {
-      {"impl", "engine"},
-      {"setting", std::string(c.tf32 ? "tf32" : "fp32") + (c.direct_conv ? " hand-written conv" : " cudnn")},
-      {"model", r.model},
-      {"batch", r.batch},
-      {"device", device},
-      {"data", data},
-      {"steps", r.steps},
-      {"images_per_s", r.images_per_s},
-      {"epoch_s", r.epoch_s},
-      {"epoch_measured", r.epoch_measured},
-      {"step_ms", r.step_ms},
-      {"peak_mem_bytes", r.peak_bytes},
-      {"breakdown_ms", phases},
-      {"allreduce_note", "one process: no all-reduce"},
-      {"model_tflop_s", r.model_tflop_s},
-      {"final_loss", r.final_loss}};
+  const std::string conv =
+      c.direct_conv ? " hand-written conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
+  return {{"impl", "engine"},
+          {"setting", std::string(c.tf32 ? "tf32" : "fp32") + conv},
+          {"model", r.model},
+          {"batch", r.batch},
+          {"device", device},
+          {"data", data},
+          {"steps", r.steps},
+          {"images_per_s", r.images_per_s},
+          {"epoch_s", r.epoch_s},
+          {"epoch_measured", r.epoch_measured},
+          {"step_ms", r.step_ms},
+          {"peak_mem_bytes", r.peak_bytes},
+          {"breakdown_ms", phases},
+          {"allreduce_note", "one process: no all-reduce"},
+          {"model_tflop_s", r.model_tflop_s},
+          {"final_loss", r.final_loss}};
 }
 
 // One model at one batch on `device`. `stream` and `handles` are CUDA's (nullptr on the CPU).
@@ -247,8 +248,10 @@ int main(int argc, char** argv) {
   app.add_flag("--epoch", c.epoch, "time one whole epoch instead of --steps");
   app.add_flag("--tf32", c.tf32, "allow TF32 tensor cores in cuDNN/cuBLAS (default: fp32 FMA)");
   app.add_flag("--direct-conv", c.direct_conv, "the hand-written convolution instead of cuDNN");
-  app.add_flag("--conv-benchmark", c.conv_benchmark,
-               "choose cuDNN algorithms by timing them (cudnn.benchmark)");
+  app.add_flag(
+      "--deterministic", c.deterministic,
+      "cnn_train --deterministic's cuDNN algorithms (heuristic, deterministic) instead of its default, "
+      "the benchmark search (cudnnFind)");
   app.add_option("--json", c.json_path, "also write one JSON object per case to this file (JSON lines)");
   app.add_flag("--costs", costs, "print the per-layer FLOPs and bytes of every zoo model and exit");
   app.add_option("--costs-batch", costs_batch, "the batch --costs counts at (bytes depend on it)")
@@ -295,16 +298,13 @@ int main(int argc, char** argv) {
     std::printf("train_bench on %s: data %s (%lld images), %s, %s conv%s; %d warm-up steps, then %s\n",
                 device.c_str(), source.c_str(), static_cast<long long>(d.size()),
                 c.tf32 ? "TF32 allowed" : "fp32", c.direct_conv ? "hand-written" : "cuDNN",
-                c.conv_benchmark ? " (benchmark search)" : "", c.warmup,
+                c.deterministic ? " (deterministic, heuristic)" : " (benchmark search)", c.warmup,
                 c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
     for (const std::string& m : c.models) {
       for (std::int64_t b : c.batches) {
         Stream stream(0);
-        cuda::CudaHandlesOptions ho;
-        ho.allow_tf32 = c.tf32;
-        ho.conv_search =
-            c.conv_benchmark ? cuda::ConvAlgoSearch::kBenchmark : cuda::ConvAlgoSearch::kHeuristic;
-        cuda::CudaHandles handles(0, stream.get(), ho);
+        // cnn_train's selection policy (kernels/cuda/handles.h), so the bench times what the program runs.
+        cuda::CudaHandles handles(0, stream.get(), cuda::training_handles_options(c.deterministic, c.tf32));
         device_allocator(0).reset_peak();
         const Result r = run_case(c, m, b, d, Device::cuda(0), stream.get(), &handles);
         print_result(r, c);

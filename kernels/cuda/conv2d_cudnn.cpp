@@ -113,7 +113,7 @@ void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, co
                                                          plan.conv.get(), plan.y.get(),
                                                          static_cast<cudnnConvolutionFwdAlgo_t>(a), out);
         });
-    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), stream);
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), h.device(), stream);
     CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h.cudnn(), plan.x.get(), x, plan.w.get(), w,
                                                        plan.conv.get(), plan.y.get(), y, count, &returned,
                                                        perfs.data(), ws.raw_data(), bytes));
@@ -145,7 +145,7 @@ void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& pl
               h.cudnn(), plan.w.get(), plan.y.get(), plan.conv.get(), plan.x.get(),
               static_cast<cudnnConvolutionBwdDataAlgo_t>(a), out);
         });
-    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), stream);
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), h.device(), stream);
     CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h.cudnn(), plan.w.get(), w, plan.y.get(), dy,
                                                             plan.conv.get(), plan.x.get(), dx, count,
                                                             &returned, perfs.data(), ws.raw_data(), bytes));
@@ -177,7 +177,7 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
               h.cudnn(), plan.x.get(), plan.y.get(), plan.conv.get(), plan.w.get(),
               static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), out);
         });
-    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), stream);
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(bytes), h.device(), stream);
     CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h.cudnn(), plan.x.get(), x, plan.y.get(), dy,
                                                               plan.conv.get(), plan.w.get(), dw, count,
                                                               &returned, perfs.data(), ws.raw_data(), bytes));
@@ -202,7 +202,8 @@ void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::
   CudnnConvPlan& plan = plan_for(handles, shape);
   if (!plan.forward.ready) choose_forward(handles, stream, plan, shape, x, w, y);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.forward.math_type));
-  Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.forward.workspace_bytes), stream);
+  Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.forward.workspace_bytes),
+                                            handles.device(), stream);
   const float one = 1.0f, zero = 0.0f;  // y = 1 * conv(x, w) + 0 * y: overwrite
   CUDNN_CHECK(cudnnConvolutionForward(handles.cudnn(), &one, plan.x.get(), x, plan.w.get(), w,
                                       plan.conv.get(), plan.forward.algo, ws.raw_data(),
@@ -223,7 +224,7 @@ void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu:
   {
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.backward_filter.math_type));
     Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.backward_filter.workspace_bytes),
-                                              stream);
+                                              handles.device(), stream);
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         handles.cudnn(), &one, plan.x.get(), x, plan.y.get(), dy, plan.conv.get(), plan.backward_filter.algo,
         ws.raw_data(), plan.backward_filter.workspace_bytes, &zero, plan.w.get(), dw));
@@ -231,8 +232,8 @@ void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu:
   if (dx != nullptr) {
     if (!plan.backward_data.ready) choose_backward_data(handles, stream, plan, shape, w, dy, dx);
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.backward_data.math_type));
-    Tensor ws =
-        detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.backward_data.workspace_bytes), stream);
+    Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.backward_data.workspace_bytes),
+                                              handles.device(), stream);
     CUDNN_CHECK(cudnnConvolutionBackwardData(handles.cudnn(), &one, plan.w.get(), w, plan.y.get(), dy,
                                              plan.conv.get(), plan.backward_data.algo, ws.raw_data(),
                                              plan.backward_data.workspace_bytes, &zero, plan.x.get(), dx));

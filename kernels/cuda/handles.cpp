@@ -31,6 +31,14 @@ int current_device() {
   return device;
 }
 
+CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32) {
+  CudaHandlesOptions o;
+  o.allow_tf32 = allow_tf32;
+  o.conv_search = deterministic ? ConvAlgoSearch::kHeuristic : ConvAlgoSearch::kBenchmark;
+  o.deterministic = deterministic;
+  return o;
+}
+
 CudaHandles::CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptions& options)
     : device_(device),
       stream_(stream),
@@ -74,10 +82,12 @@ CudaHandles::~CudaHandles() {
 }
 
 CudaHandles& CudaHandles::bind(cudaStream_t stream) {
-  const int device = current_device();
-  ENGINE_CHECK(device == device_, "CudaHandles of device {} used while device {} is current", device_,
-               device);
+  // Every conv and GEMM comes through here: the device is checked only when the stream changes (once per
+  // stream in a run), not with a cudaGetDevice per call.
   if (stream != stream_) {
+    const int device = current_device();
+    ENGINE_CHECK(device == device_, "CudaHandles of device {} used while device {} is current", device_,
+                 device);
     CUDNN_CHECK(cudnnSetStream(cudnn_, stream));
     CUBLAS_CHECK(cublasSetStream(cublas_, stream));
     // cublasSetStream resets the handle to cuBLAS's own workspace pool: give ours back.

@@ -55,6 +55,12 @@ struct CudaHandlesOptions {
   std::size_t cublas_workspace_bytes = std::size_t{32} << 20;  // NVIDIA's recommendation for Hopper
 };
 
+// The one algorithm-selection policy of a training run, shared by cnn_train and train_bench so that the
+// benchmark times what the program runs: cudnnFind (benchmark search, PyTorch's cudnn.benchmark) over every
+// algorithm by default; with `deterministic`, cuDNN's heuristic ranking restricted to deterministic backward
+// algorithms, so two runs give the same bits.
+CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32 = false);
+
 class CudaHandles {
  public:
   // Creates the handles on `device` (the calling thread's current device is restored afterwards) and binds
@@ -69,8 +75,9 @@ class CudaHandles {
   bool allow_tf32() const { return options_.allow_tf32; }
   const CudaHandlesOptions& options() const { return options_; }
 
-  // Points both handles at `stream` (cudnnSetStream / cublasSetStream) when they are elsewhere, and checks
-  // that the calling thread's current device is this handle's device. Returns *this.
+  // Points both handles at `stream` (cudnnSetStream / cublasSetStream) when they are elsewhere, and then
+  // checks that the calling thread's current device is this handle's device (a call on the bound stream
+  // costs one comparison). Returns *this.
   CudaHandles& bind(cudaStream_t stream);
 
   cudnnHandle_t cudnn() const { return cudnn_; }

@@ -410,6 +410,49 @@ TEST(LayerContract, ErrorsNameTheLayer) {
   EXPECT_NE(error_of([&] { s.emplace_named<ReLU>("a"); }).find("two children named 'a'"), std::string::npos);
 }
 
+// Evaluation runs in Mode::Inference: Eval's arithmetic, and what a training forward kept is released rather
+// than held until the next training step; a backward after it is refused.
+TEST(LayerContract, InferenceComputesEvalAndKeepsNothingForBackward) {
+  auto net = std::make_unique<Sequential>();
+  auto& bn = net->emplace<BatchNorm2d>(2);
+  auto& pool = net->emplace<MaxPool2d>(2);
+  Model m("pool", std::move(net));
+  m.finalize(cpu_context(DType::F64), 0);
+  const Tensor x = random_tensor({2, 2, 4, 4}, DType::F64, 9);
+  m.forward(x, Mode::Train);
+  ASSERT_TRUE(pool.saved_argmax().defined());
+  const std::vector<double> eval = host_values(m.forward(x, Mode::Eval));
+  ASSERT_TRUE(pool.saved_argmax().defined()) << "Eval keeps what a backward in eval mode needs";
+  EXPECT_EQ(host_values(m.forward(x, Mode::Inference)), eval) << "the same arithmetic as Eval";
+  EXPECT_FALSE(pool.saved_argmax().defined()) << "the training forward's argmax is released";
+  EXPECT_FALSE(bn.saved_mean().defined());
+  EXPECT_EQ(bn.num_batches_tracked(), 1) << "inference updates no statistics";
+  m.set_needs_input_grad(true);
+  EXPECT_NE(error_of([&] {
+              m.backward(random_tensor({2, 2, 2, 2}, DType::F64, 3));
+            }).find("backward after an inference forward"),
+            std::string::npos);
+}
+
+TEST(LayerContract, LossEvaluateGivesTheForwardsMetricsWithoutAGradient) {
+  Model m = finalized_small_net(DType::F64);
+  const Tensor x = random_tensor({4, 3, 8, 8}, DType::F64, 12);
+  const Tensor labels = random_labels(4, 3, 13);
+  const Tensor logits = m.forward(x, Mode::Inference);
+  SoftmaxCrossEntropy loss(0.1);
+  double sum_forward = 0.0, sum_evaluate = 0.0;
+  std::int64_t correct_forward = 0, correct_evaluate = 0;
+  const double l_forward =
+      host_values(loss.forward(m.context(), logits, labels, {&sum_forward, &correct_forward}))[0];
+  const double l_evaluate =
+      host_values(loss.evaluate(m.context(), logits, labels, {&sum_evaluate, &correct_evaluate}))[0];
+  EXPECT_EQ(l_evaluate, l_forward);
+  EXPECT_EQ(sum_evaluate, sum_forward);
+  EXPECT_EQ(correct_evaluate, correct_forward);
+  EXPECT_NE(error_of([&] { loss.backward(); }).find("backward needs a forward first"), std::string::npos)
+      << "evaluate keeps nothing, not even the previous forward's logits";
+}
+
 TEST(LayerContract, LossIsADeviceTensorAndItsGradientMatchesTheReference) {
   Model m = finalized_small_net(DType::F64);
   const Tensor x = random_tensor({4, 3, 8, 8}, DType::F64, 12);

@@ -1,6 +1,7 @@
 // BatchNorm2d on the GPU against the float64 CPU reference: training forward (y, saved mean/invstd, running
 // stats), training backward, eval forward and backward; affine and not; data with a large offset
-// (|mean| >> std, where a naive E[x^2] - E[x]^2 in float would fail); a shape with several reduction chunks.
+// (|mean| >> std, where a naive E[x^2] - E[x]^2 in float would fail); a shape with several reduction chunks,
+// and one with the most (64).
 //
 // Tolerances (u = 2^-24, the float unit roundoff):
 //  - statistics, running stats, dgamma, dbeta: sums in double on both sides, then one rounding to float: the
@@ -247,8 +248,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaBatchNorm2d,
                          ::testing::Values(BnCase{3, 5, 7, 9, 0.0f, true},    // the odd test shape
                                            BnCase{3, 5, 7, 9, 100.0f, true},  // |mean| / std ~ 170
                                            BnCase{4, 3, 33, 35, 0.0f,
-                                                  true},  // M = 4620: two reduction chunks
-                                           BnCase{2, 4, 3, 5, 0.5f, false}),  // affine = False
+                                                  true},                     // M = 4620: two reduction chunks
+                                           BnCase{2, 4, 3, 5, 0.5f, false},  // affine = False
+                                           // M = 65 * 4096 = 266240 per channel: the most chunks (64,
+                                           // kernels/cuda/channel_reduce.cuh), each longer than 4096
+                                           BnCase{65, 3, 64, 64, 1.0f, true}),
                          case_name);
 
 TEST(CudaBatchNorm2dRules, TrainingRejectsOneValuePerChannel) {

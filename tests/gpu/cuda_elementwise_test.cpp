@@ -165,6 +165,52 @@ TEST(CudaGlobalAvgPool, ForwardMatchesToTheLastBitAndBackwardBitwise) {
   EXPECT_TRUE(bitwise_equal(to_host<float>(dx_d, s), narrow(dx_ref)));
 }
 
+// Grid-stride loops that wrap: the launchers cap the grid at 65536 blocks (kernels/cuda/common.cuh), so more
+// than 65536 x 256 = 16,777,216 elements (elementwise kernels) or 65536 x 8 warps = 524,288 planes (one warp
+// per plane) take a second trip around the loop. The same rules as the small shapes above, so the same
+// tolerances: ReLU and the avgpool backward bitwise, the avgpool forward to one float ulp.
+constexpr std::int64_t kOneGridOfElements = std::int64_t{65536} * 256;
+constexpr std::int64_t kOneGridOfPlanes = std::int64_t{65536} * 8;
+
+TEST(CudaGridStride, ReluWithMoreElementsThanOneGridMatchesBitwise) {
+  SKIP_WITHOUT_GPU();
+  Stream stream(0);
+  const cudaStream_t s = stream.get();
+  const std::int64_t n = kOneGridOfElements + 12345;  // wraps once, and ends mid-block
+  const auto x = nonzero_floats(static_cast<std::size_t>(n), 51);
+  const auto dy = nonzero_floats(static_cast<std::size_t>(n), 52);
+  std::vector<float> y_ref(static_cast<std::size_t>(n)), dx_ref(static_cast<std::size_t>(n));
+  cpu::relu_forward(x.data(), y_ref.data(), n);
+  cpu::relu_backward(x.data(), dy.data(), dx_ref.data(), n);
+  Tensor x_d = to_device(x, s), dy_d = to_device(dy, s);
+  Tensor y_d = poisoned<float>(n, s), dx_d = poisoned<float>(n, s);
+  cuda::relu_forward(s, x_d.data<float>(), y_d.data<float>(), n);
+  cuda::relu_backward(s, x_d.data<float>(), dy_d.data<float>(), dx_d.data<float>(), n);
+  EXPECT_TRUE(bitwise_equal(to_host<float>(y_d, s), y_ref));
+  EXPECT_TRUE(bitwise_equal(to_host<float>(dx_d, s), dx_ref));
+}
+
+TEST(CudaGridStride, GlobalAvgPoolWithMorePlanesThanOneGridMatches) {
+  SKIP_WITHOUT_GPU();
+  Stream stream(0);
+  const cudaStream_t s = stream.get();
+  const int n = 4101, c = 128, h = 6, w = 6;  // 524,928 planes; 18.9 M elements: both kernels wrap
+  const std::int64_t planes = std::int64_t{n} * c, size = planes * h * w;
+  static_assert(std::int64_t{4101} * 128 > kOneGridOfPlanes);
+  static_assert(std::int64_t{4101} * 128 * 36 > kOneGridOfElements);
+  const auto x = nonzero_floats(static_cast<std::size_t>(size), 53);
+  const auto dy = nonzero_floats(static_cast<std::size_t>(planes), 54);
+  std::vector<double> y_ref(static_cast<std::size_t>(planes)), dx_ref(static_cast<std::size_t>(size));
+  cpu::global_avgpool_forward(n, c, h, w, widen(x).data(), y_ref.data());
+  cpu::global_avgpool_backward(n, c, h, w, widen(dy).data(), dx_ref.data());
+  Tensor x_d = to_device(x, s), dy_d = to_device(dy, s);
+  Tensor y_d = poisoned<float>(planes, s), dx_d = poisoned<float>(size, s);
+  cuda::global_avgpool_forward(s, n, c, h, w, x_d.data<float>(), y_d.data<float>());
+  cuda::global_avgpool_backward(s, n, c, h, w, dy_d.data<float>(), dx_d.data<float>());
+  EXPECT_TRUE(close_to(to_host<float>(y_d, s), y_ref, abs_of(y_ref), 0x1p-23));
+  EXPECT_TRUE(bitwise_equal(to_host<float>(dx_d, s), narrow(dx_ref)));
+}
+
 // Bias add is one float addition (bitwise the double sum rounded: the sum of two floats of similar size is
 // exact in double). Bias grads are double sums rounded once: one ulp.
 TEST(CudaBias, NchwAddAndGradMatchTheReference) {

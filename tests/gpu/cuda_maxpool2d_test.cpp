@@ -88,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Windows, CudaMaxPool2d,
                                               p.stride_w, p.pad_h, p.pad_w);
                          });
 
-TEST(CudaMaxPool2dRules, NanWinsAndTheFirstMaximumWins) {
+TEST(CudaMaxPool2dRules, NanWinsTheLastNanWinsAndTheFirstMaximumWins) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
   const cudaStream_t s = stream.get();
@@ -103,12 +103,15 @@ TEST(CudaMaxPool2dRules, NanWinsAndTheFirstMaximumWins) {
                                .pad_h = 0,
                                .pad_w = 0};
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  // Window 0: 1, 3 / 3, 2 -> the first 3 (index 1). Window 1: 5, NaN / 9, NaN -> the first NaN (index 3).
+  // The scan takes `v > best || isnan(v)` in row-major window order (PyTorch's rule,
+  // kernels/cpu/maxpool2d.h). Window 0: 1, 3 / 3, 2 -> the first 3 (index 1): an equal value does not replace
+  // it. Window 1: 5, NaN / 9, NaN -> 5 (2), then NaN (3) replaces it, 9 (6) does not replace a NaN, and the
+  // second NaN (7) replaces the first: index 7, the LAST NaN.
   const std::vector<float> x = {1.0f, 3.0f, 5.0f, nan, 3.0f, 2.0f, 9.0f, nan};
   std::vector<float> y_ref(2);
   std::vector<std::int32_t> argmax_ref(2);
   cpu::maxpool2d_forward(shape, x.data(), y_ref.data(), argmax_ref.data());
-  ASSERT_EQ(argmax_ref, (std::vector<std::int32_t>{1, 3}));
+  ASSERT_EQ(argmax_ref, (std::vector<std::int32_t>{1, 7}));
   Tensor x_d = to_device(x, s), y_d = poisoned<float>(2, s), argmax_d = poisoned<std::int32_t>(2, s);
   cuda::maxpool2d_forward(s, shape, x_d.data<float>(), y_d.data<float>(), argmax_d.data<std::int32_t>());
   EXPECT_EQ(to_host<std::int32_t>(argmax_d, s), argmax_ref);

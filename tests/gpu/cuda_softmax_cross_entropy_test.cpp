@@ -115,11 +115,25 @@ TEST_P(CudaSoftmaxCrossEntropy, LossGradientAndMetricsMatchTheReference) {
                               loss2_d.data<float>(), grad2_d.data<float>(), nullptr, nullptr, dloss);
   EXPECT_TRUE(bitwise_equal(to_host<float>(loss2_d, s), loss));
   EXPECT_TRUE(bitwise_equal(to_host<float>(grad2_d, s), to_host<float>(grad_d, s)));
+
+  // Evaluation passes no gradient (nullptr): the same loss bits, and the metrics still accumulate.
+  Tensor loss3_d = poisoned<float>(1, s), correct3_d = Tensor::empty({1}, DType::F64, Device::cuda(0), s);
+  correct3_d.fill_bytes(0, s);
+  auto* correct3_ptr = static_cast<std::int64_t*>(correct3_d.raw_data());
+  cuda::softmax_cross_entropy(s, z_d.data<float>(), labels_d.data<std::int32_t>(), n, k, eps,
+                              loss3_d.data<float>(), nullptr, nullptr, correct3_ptr, dloss);
+  EXPECT_TRUE(bitwise_equal(to_host<float>(loss3_d, s), loss));
+  std::int64_t correct3 = -1;
+  CUDA_CHECK(cudaMemcpy(&correct3, correct3_ptr, sizeof(correct3), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(correct3, correct_ref);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaSoftmaxCrossEntropy,
                          ::testing::Values(XentCase{3, 10, 0.0}, XentCase{37, 10, 0.1}, XentCase{5, 33, 0.0},
-                                           XentCase{129, 100, 0.2}, XentCase{2, 1000, 0.1}),
+                                           XentCase{129, 100, 0.2}, XentCase{2, 1000, 0.1},
+                                           // More rows than one grid covers (65536 blocks x 8 warps =
+                                           // 524288): the grid-stride loop wraps.
+                                           XentCase{600001, 10, 0.1}),
                          [](const ::testing::TestParamInfo<XentCase>& param) {
                            const XentCase& p = param.param;
                            return fmt::format("n{}_k{}_smoothing{}", p.n, p.k,
