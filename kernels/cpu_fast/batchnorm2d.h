@@ -1,0 +1,26 @@
+#pragma once
+// BatchNorm2d in training mode, float32 on the host, fast: OpenMP threads over channels, each channel's sums
+// in double (vectorised conversions), the elementwise passes in float. Same contract as
+// cpu::batchnorm2d_forward_training / batchnorm2d_backward_training (kernels/cpu/batchnorm2d.h, the oracle):
+// two-pass variance, biased variance for normalising, unbiased for running_var, dx/dgamma/dbeta overwritten
+// (each may be null), gamma/beta may be null (1 and 0).
+//
+// The sums match the reference's to double rounding; what differs is the final elementwise step, done in
+// float (y = x * scale + shift with scale and shift rounded to float once per channel; dx likewise), so
+// outputs differ from the reference by a few float ulps of the terms involved.
+
+#include "kernels/cpu/batchnorm2d.h"
+
+namespace engine::cpu_fast {
+
+void batchnorm2d_forward_training(const cpu::BatchNorm2dShape& shape, const float* x, const float* gamma,
+                                  const float* beta, float* y, float* save_mean, float* save_invstd,
+                                  float* running_mean, float* running_var,
+                                  double momentum = cpu::kBatchNormDefaultMomentum,
+                                  double eps = cpu::kBatchNormDefaultEps);
+
+void batchnorm2d_backward_training(const cpu::BatchNorm2dShape& shape, const float* x, const float* gamma,
+                                   const float* save_mean, const float* save_invstd, const float* dy,
+                                   float* dx, float* dgamma, float* dbeta);
+
+}  // namespace engine::cpu_fast
