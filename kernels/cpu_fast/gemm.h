@@ -2,9 +2,9 @@
 // Row-major float32 GEMM on the host, C = alpha * op(A) * op(B) + beta * C, through oneDNN's dnnl_sgemm
 // (its JIT GEMM, the one behind oneDNN's inner product). The one place the fast CPU kernels call a GEMM.
 //
-// Threads: OpenMP (OMP_NUM_THREADS). Measured against OpenBLAS 0.3.21 (pthreads) on this project's linear
-// shapes on a shared 2-core AVX2 machine, it was as fast or faster on every one (benchmarks/RESULTS.md), so
-// OpenBLAS is no longer a dependency.
+// Threads: OpenMP (OMP_NUM_THREADS). Measured against OpenBLAS 0.3.21 (pthreads) on the zoo's linear shapes
+// on a shared 2-core AVX2 machine, it was faster on all but one (that one within the noise;
+// benchmarks/RESULTS.md), so OpenBLAS is no longer a dependency.
 
 #include <cstdint>
 
