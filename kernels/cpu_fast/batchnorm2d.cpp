@@ -62,15 +62,15 @@ void batchnorm2d_forward_training(const cpu::BatchNorm2dShape& g, const float* x
     for (int n = 0; n < g.n; ++n) sq += sum_sq_dev(xc + n * channel_stride, hw, mean);
     const double invstd = 1.0 / std::sqrt(sq / m + eps);
     const double scale = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
-    // (x - mean) first, as the reference: folding the mean into the shift would cancel badly when the mean is
-    // large against the spread.
-    const float fmean = static_cast<float>(mean), fscale = static_cast<float>(scale);
-    const float fshift = beta != nullptr ? beta[c] : 0.0f;
+    // Elementwise in double, as the reference: BatchNorm divides by the spread, and when the spread is tiny
+    // against the mean, (x - mean) rounded to float would be amplified by invstd.
+    const double shift = beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
     for (int n = 0; n < g.n; ++n) {
       const float* xp = xc + n * channel_stride;
       float* yp = y + c * hw + n * channel_stride;
 #pragma omp simd
-      for (int64_t i = 0; i < hw; ++i) yp[i] = (xp[i] - fmean) * fscale + fshift;
+      for (int64_t i = 0; i < hw; ++i)
+        yp[i] = static_cast<float>((static_cast<double>(xp[i]) - mean) * scale + shift);
     }
     save_mean[c] = static_cast<float>(mean);
     save_invstd[c] = static_cast<float>(invstd);
@@ -119,14 +119,15 @@ void batchnorm2d_backward_training(const cpu::BatchNorm2dShape& g, const float* 
     const double k = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
     const double k_x = -k * invstd * invstd * sum_dy_xc / m;
     const double k_0 = -k * sum_dy / m;
-    const float fk = static_cast<float>(k), fkx = static_cast<float>(k_x), fk0 = static_cast<float>(k_0);
-    const float fmean = static_cast<float>(mean);
     for (int n = 0; n < g.n; ++n) {
       const float* xp = x + c * hw + n * channel_stride;
       const float* dyp = dy + c * hw + n * channel_stride;
       float* dxp = dx + c * hw + n * channel_stride;
 #pragma omp simd
-      for (int64_t i = 0; i < hw; ++i) dxp[i] = fk * dyp[i] + fkx * (xp[i] - fmean) + fk0;
+      for (int64_t i = 0; i < hw; ++i) {
+        dxp[i] = static_cast<float>(k * static_cast<double>(dyp[i]) +
+                                    k_x * (static_cast<double>(xp[i]) - mean) + k_0);
+      }
     }
   }
 }
