@@ -4,11 +4,11 @@
 // poisoned with NaN first so a skipped element shows.
 //
 // Tolerances: ReLU, dropout, max pooling without overlapping windows and the residual add do no rounding the
-// reference does not (see their headers), so they must agree bit for bit. BatchNorm2d's sums are double in
-// both; the fast path's final elementwise step is float: (x - mean) * scale + beta with scale rounded to
-// float, a few float ulps (2^-24 each) of the terms, so 1e-5 relative to the magnitude of the terms plus
-// 1e-5 absolute is ~50 ulps of headroom and far below any wrong index. SGD: float arithmetic on three terms
-// against double rounded once: within 1e-6 relative of |p| + lr*|terms| (a few ulps).
+// reference does not (see their headers), so they must agree bit for bit. BatchNorm2d computes in double in
+// both, only the sums' order differs, so outputs agree to about one float rounding (2^-24 relative); 1e-5
+// relative plus 1e-5 absolute (outputs are a few units) leaves headroom and is far below any wrong index.
+// SGD: float arithmetic on three terms against double rounded once: within 1e-6 relative of |p| + lr*|terms|
+// (a few ulps).
 
 #include <cmath>
 #include <cstdint>
