@@ -19,12 +19,20 @@ if(ENGINE_BUILD_TESTS)
   engine_require_package(benchmark libbenchmark-dev)
 endif()
 engine_require_package(Gloo libgloo-dev)
-# OpenBLAS: the float32 GEMM behind the fast CPU convolution and linear layers (kernels/cpu_fast).
-engine_require_package(OpenBLAS libopenblas-dev CONFIG)
-find_package(OpenBLAS CONFIG REQUIRED)  # again at file scope: the function's variables do not leave it
-add_library(engine::openblas INTERFACE IMPORTED GLOBAL)
-set_target_properties(engine::openblas PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
-                                                  INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
+# oneDNN: convolution and GEMM of the fast float32 CPU path (kernels/cpu_fast), the library PyTorch uses on
+# CPUs. Debian's dnnl-config.cmake asks for the OpenCL headers and loader (its GPU runtime), which the CPU
+# path never uses and libdnnl-dev does not pull in, so the header and library are found directly.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(DNNL_LIBRARY NAMES dnnl)
+if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+  message(FATAL_ERROR "cnn_engine: oneDNN not found. Install the Debian package 'libdnnl-dev' "
+                      "(scripts/install-deps.sh installs everything the build needs).")
+endif()
+add_library(engine::dnnl INTERFACE IMPORTED GLOBAL)
+set_target_properties(engine::dnnl PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${DNNL_INCLUDE_DIR}"
+                                              INTERFACE_LINK_LIBRARIES "${DNNL_LIBRARY}")
+# OpenMP (gcc's libgomp, the runtime Debian's oneDNN is built on): the threaded loops of kernels/cpu_fast.
+engine_require_package(OpenMP build-essential COMPONENTS CXX)
 
 # stb ships headers only (plus libstb.so, which we do not need: one translation unit defines the code).
 find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)

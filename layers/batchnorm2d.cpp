@@ -1,8 +1,10 @@
 #include "layers/batchnorm2d.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cpu/batchnorm2d.h"
+#include "kernels/cpu_fast/batchnorm2d.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -75,6 +77,14 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x, Mode mode) {
 #endif
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, float>) {  // float32 training: the fast path
+        if (mode == Mode::Train) {
+          cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
+                                                 save_mean_.data<T>(), save_invstd_.data<T>(),
+                                                 rmean.data<T>(), rvar.data<T>(), momentum_, eps_);
+          return;
+        }
+      }
       if (mode == Mode::Train) {
         cpu::batchnorm2d_forward_training<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                              save_mean_.data<T>(), save_invstd_.data<T>(), rmean.data<T>(),
@@ -116,6 +126,14 @@ Tensor BatchNorm2d::backward_impl(const Tensor& dy, Mode mode) {
   } else {
     detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
       T* dx_data = dx.defined() ? dx.data<T>() : nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        if (mode == Mode::Train) {
+          cpu_fast::batchnorm2d_backward_training(s, x_.data<T>(), gamma.data<T>(), save_mean_.data<T>(),
+                                                  save_invstd_.data<T>(), dy.data<T>(), dx_data,
+                                                  dgamma.data<T>(), dbeta.data<T>());
+          return;
+        }
+      }
       if (mode == Mode::Train) {
         cpu::batchnorm2d_backward_training<T>(s, x_.data<T>(), gamma.data<T>(), save_mean_.data<T>(),
                                               save_invstd_.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),

@@ -1,6 +1,9 @@
 #include "layers/dropout.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/dropout.h"
+#include "kernels/cpu_fast/dropout.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -28,7 +31,11 @@ Tensor Dropout::forward_impl(const Tensor& x, Mode mode) {
 #endif
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
-      cpu::dropout_forward<T>(p_, seed_, offset_, x.data<T>(), y.data<T>(), x.numel());
+      if constexpr (std::is_same_v<T, float>) {  // float32: the fast path (the same mask)
+        cpu_fast::dropout_forward(p_, seed_, offset_, x.data<T>(), y.data<T>(), x.numel());
+      } else {
+        cpu::dropout_forward<T>(p_, seed_, offset_, x.data<T>(), y.data<T>(), x.numel());
+      }
     });
   }
   return y;
@@ -47,7 +54,11 @@ Tensor Dropout::backward_impl(const Tensor& dy, Mode mode) {
 #endif
   } else {
     detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
-      cpu::dropout_backward<T>(p_, seed_, offset_, dy.data<T>(), dx.data<T>(), dy.numel());
+      if constexpr (std::is_same_v<T, float>) {
+        cpu_fast::dropout_backward(p_, seed_, offset_, dy.data<T>(), dx.data<T>(), dy.numel());
+      } else {
+        cpu::dropout_backward<T>(p_, seed_, offset_, dy.data<T>(), dx.data<T>(), dy.numel());
+      }
     });
   }
   return dx;

@@ -42,7 +42,7 @@ Tensor Linear::forward_impl(const Tensor& x, Mode mode) {
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
       const T* b = bias_on_ ? param(bias_).value.data<T>() : nullptr;
-      if constexpr (std::is_same_v<T, float>) {  // float32: OpenBLAS; float64 keeps the reference
+      if constexpr (std::is_same_v<T, float>) {  // float32: oneDNN's GEMM; float64 keeps the reference
         cpu_fast::linear_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>());
       } else {
         cpu::linear_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());

@@ -1,6 +1,9 @@
 #include "layers/maxpool2d.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/maxpool2d.h"
+#include "kernels/cpu_fast/maxpool2d.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -58,7 +61,11 @@ Tensor MaxPool2d::forward_impl(const Tensor& x, Mode mode) {
 #endif
   } else {
     detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
-      cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax.data<std::int32_t>());
+      if constexpr (std::is_same_v<T, float>) {  // float32: the fast path
+        cpu_fast::maxpool2d_forward(s, x.data<T>(), y.data<T>(), argmax.data<std::int32_t>());
+      } else {
+        cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax.data<std::int32_t>());
+      }
     });
   }
   return y;
@@ -78,7 +85,11 @@ Tensor MaxPool2d::backward_impl(const Tensor& dy, Mode) {
 #endif
     } else {
       detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
-        cpu::maxpool2d_backward<T>(s, dy.data<T>(), argmax_.data<std::int32_t>(), dx.data<T>());
+        if constexpr (std::is_same_v<T, float>) {
+          cpu_fast::maxpool2d_backward(s, dy.data<T>(), argmax_.data<std::int32_t>(), dx.data<T>());
+        } else {
+          cpu::maxpool2d_backward<T>(s, dy.data<T>(), argmax_.data<std::int32_t>(), dx.data<T>());
+        }
       });
     }
   }

@@ -1,6 +1,9 @@
 #include "layers/relu.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/relu.h"
+#include "kernels/cpu_fast/relu.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -18,8 +21,13 @@ Tensor ReLU::forward_impl(const Tensor& x, Mode mode) {
     detail::fail_without_cuda(*this);
 #endif
   } else {
-    detail::with_cpu_scalar(*this, x.dtype(),
-                            [&]<typename T>() { cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel()); });
+    detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, float>) {  // float32: the fast path
+        cpu_fast::relu_forward(x.data<T>(), y.data<T>(), x.numel());
+      } else {
+        cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel());
+      }
+    });
   }
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
@@ -38,7 +46,11 @@ Tensor ReLU::backward_impl(const Tensor& dy, Mode) {
 #endif
     } else {
       detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
-        cpu::relu_backward<T>(x_.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+        if constexpr (std::is_same_v<T, float>) {
+          cpu_fast::relu_backward(x_.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+        } else {
+          cpu::relu_backward<T>(x_.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+        }
       });
     }
   }

@@ -1,6 +1,9 @@
 #include "layers/residual.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/residual_add.h"
+#include "kernels/cpu_fast/residual_add.h"
 #include "layers/dispatch.h"
 
 #if ENGINE_HAVE_CUDA
@@ -51,7 +54,11 @@ Tensor Residual::add(const Tensor& a, const Tensor& b) const {
 #endif
   } else {
     detail::with_cpu_scalar(*this, a.dtype(), [&]<typename T>() {
-      cpu::residual_add_forward<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
+      if constexpr (std::is_same_v<T, float>) {  // float32: the fast path
+        cpu_fast::residual_add_forward(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
+      } else {
+        cpu::residual_add_forward<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
+      }
     });
   }
   return y;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu_fast/sgd.h"
+
 #if ENGINE_HAVE_CUDA
 #include "kernels/cuda/sgd.h"
 #endif
@@ -47,8 +49,8 @@ void Sgd::step(double lr) {
     cpu::sgd_step<double>(options, p.data<double>(), g.data<double>(),
                           momentum_.defined() ? momentum_.data<double>() : nullptr, p.numel(), first);
   } else {
-    cpu::sgd_step<float>(options, p.data<float>(), g.data<float>(),
-                         momentum_.defined() ? momentum_.data<float>() : nullptr, p.numel(), first);
+    cpu_fast::sgd_step(options, p.data<float>(), g.data<float>(),
+                       momentum_.defined() ? momentum_.data<float>() : nullptr, p.numel(), first);
   }
   if (momentum_.defined()) has_state_ = true;
   ++steps_;

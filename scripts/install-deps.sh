@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libstb-dev libgloo-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
-  libopenblas-dev
+  libdnnl-dev
   clang-format gnuplot-nox
   clang libclang-rt-14-dev
   dataset-fashion-mnist

@@ -18,7 +18,7 @@
 // under torchrun/mpirun/srun each process is a rank. Ranks run on GPU r through NCCL when a GPU is visible
 // and
 // --cpu is not given (`--nproc 1` on a GPU still runs every all-reduce on the Reducer's communication
-// stream), else on the CPU through gloo, with OPENBLAS_NUM_THREADS = cores / ranks unless it is set.
+// stream), else on the CPU through gloo, with OMP_NUM_THREADS = cores / ranks unless it is set.
 // Timestamps: CUDA events on the compute and communication streams, or the host clock with gloo's
 // communication thread. The timed step starts after a barrier, so every rank begins it together.
 //
@@ -72,9 +72,9 @@ int launch(int argc, char** argv, const Config& c) {
     for (int r = 0; r < c.nproc; ++r) options.gpus.push_back(r);
   } else {
     options.nproc = c.nproc;
-    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {  // the ranks share the cores
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) {  // the ranks share the cores
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      options.extra_env.emplace_back("OPENBLAS_NUM_THREADS", std::to_string(std::max(1, cores / c.nproc)));
+      options.extra_env.emplace_back("OMP_NUM_THREADS", std::to_string(std::max(1, cores / c.nproc)));
     }
   }
   const dist::LaunchResult result =
@@ -153,15 +153,15 @@ int run_rank(const Config& c, const dist::DistEnv& env) {
   const Tensor labels = random_labels(c.batch).to(ctx.device, ctx.stream);
   layers::SoftmaxCrossEntropy loss;
   if (pg->rank() == 0) {
-    const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
+    const char* blas = std::getenv("OMP_NUM_THREADS");
     fmt::print(
         "ddp_overlap{}: {}, batch {} per rank, {} {} rank(s) through {}{}; {} buckets (first {} MB, then up "
         "to {} MB); {} warm-up step(s), then rank 0's timeline of one step in ms from its start (before "
         "forward)\n",
         c.smoke ? " --smoke" : "", c.model, c.batch, pg->world_size(),
         gpu ? "GPU" : (c.cpu ? "CPU" : "CPU (no GPU visible)"), pg->backend(),
-        !gpu && blas != nullptr ? fmt::format(" (OPENBLAS_NUM_THREADS={})", blas) : "",
-        reducer.buckets().size(), ro.first_bucket_mb, ro.bucket_mb, c.steps - 1);
+        !gpu && blas != nullptr ? fmt::format(" (OMP_NUM_THREADS={})", blas) : "", reducer.buckets().size(),
+        ro.first_bucket_mb, ro.bucket_mb, c.steps - 1);
     std::fflush(stdout);
   }
   for (int step = 0; step < c.steps; ++step) {

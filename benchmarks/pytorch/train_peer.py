@@ -27,6 +27,14 @@ human line on stderr.
   python3 benchmarks/pytorch/train_peer.py --setting tutorial --models vgg6,resnet18 --batches 128,512
   python3 benchmarks/pytorch/train_peer.py --setting best --steps 50 --json out.jsonl
   python3 benchmarks/pytorch/train_peer.py --check-models     (parameter counts only; CPU is enough)
+
+CPU (--cpu, the peer of `train_bench --cpu`): eager PyTorch in float32 on the CPU with --threads intra-op
+threads (torch.set_num_threads), default NCHW layout, the uint8 dataset in memory and the crop/flip/normalize
+as batched tensor ops in the training thread (the engine's loader does the same in one worker thread), SGD
+with foreach. Models mnist_cnn (on random 1x28x28 images: Fashion-MNIST's shape) and cnn3 as well, as
+layers/models.cpp writes them (1,199,882 and 2,474,506 parameters).
+
+  python3 benchmarks/pytorch/train_peer.py --cpu --threads 2 --models mnist_cnn,cnn3,vgg6,resnet18 --batches 64
 """
 
 import argparse
@@ -40,7 +48,8 @@ import time
 EPOCH_IMAGES = 50000
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
-EXPECTED_PARAMETERS = {"vgg6": 3249994, "resnet18": 11173962}
+EXPECTED_PARAMETERS = {"vgg6": 3249994, "resnet18": 11173962, "mnist_cnn": 1199882, "cnn3": 2474506}
+MNIST_MEAN, MNIST_STD = (0.1307,), (0.3081,)
 
 
 def parse_args(argv):
@@ -55,6 +64,8 @@ def parse_args(argv):
                    help="DataLoader worker processes (tutorial setting)")
     p.add_argument("--json", default="", help="append the JSON lines to this file too")
     p.add_argument("--check-models", action="store_true", help="print the parameter counts and exit")
+    p.add_argument("--cpu", action="store_true", help="train on the CPU (eager, float32); see above")
+    p.add_argument("--threads", type=int, default=2, help="intra-op threads with --cpu")
     return p.parse_args(argv)
 
 
@@ -140,7 +151,38 @@ def define_models(torch):
     def resnet18():
         return ResNet(BasicBlock, [2, 2, 2, 2])
 
-    return {"vgg6": VGG6, "resnet18": resnet18}
+    class CNN3(nn.Module):
+        def __init__(self, in_channels=3, num_classes=10):
+            super().__init__()
+            layers, c = [], in_channels
+            for width in (64, 128, 256):
+                layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                           nn.MaxPool2d(2)]
+                c = width
+            self.features = nn.Sequential(*layers)
+            self.flatten = nn.Flatten()
+            self.classifier = nn.Sequential(
+                nn.Linear(4096, 512), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(512, num_classes))
+
+        def forward(self, x):
+            return self.classifier(self.flatten(self.features(x)))
+
+    class MnistCNN(nn.Module):  # PyTorch examples/mnist Net; logits (CrossEntropyLoss = log_softmax + NLL)
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 32, 3, 1)
+            self.conv2 = nn.Conv2d(32, 64, 3, 1)
+            self.dropout1 = nn.Dropout(0.25)
+            self.dropout2 = nn.Dropout(0.5)
+            self.fc1 = nn.Linear(9216, 128)
+            self.fc2 = nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv2(F.relu(self.conv1(x))))
+            x = self.dropout1(F.max_pool2d(x, 2)).flatten(1)
+            return self.fc2(self.dropout2(F.relu(self.fc1(x))))
+
+    return {"vgg6": VGG6, "resnet18": resnet18, "cnn3": CNN3, "mnist_cnn": MnistCNN}
 
 
 def build_model(torch, name):
@@ -209,23 +251,106 @@ class PilDataset:
         return self.transform(Image.fromarray(self.images[i])), self.labels[i]
 
 
-def gpu_augment(torch, images, idx, mean, std):
-    """Random crop 32 (padding 4) + flip + normalize for a batch gathered from the resident uint8 dataset."""
+def gpu_augment(torch, images, idx, mean, std, channels_last=True):
+    """Random crop (padding 4) + flip + normalize for a batch gathered from the resident uint8 dataset."""
     F = torch.nn.functional
     b = idx.numel()
-    x = F.pad(images[idx], (4, 4, 4, 4))  # [B, 3, 40, 40] uint8, zero padding
+    c, size = images.shape[1], images.shape[2]
+    x = F.pad(images[idx], (4, 4, 4, 4))  # [B, C, size+8, size+8] uint8, zero padding
     dev = x.device
     dy = torch.randint(0, 9, (b, 1), device=dev)
     dx = torch.randint(0, 9, (b, 1), device=dev)
     flip = torch.rand(b, 1, device=dev) < 0.5
-    ar = torch.arange(32, device=dev)
-    rows = dy + ar  # [B, 32]
+    ar = torch.arange(size, device=dev)
+    rows = dy + ar  # [B, size]
     cols = torch.where(flip, dx + ar.flip(0), dx + ar)
     bi = torch.arange(b, device=dev)[:, None, None, None]
-    ci = torch.arange(3, device=dev)[None, :, None, None]
+    ci = torch.arange(c, device=dev)[None, :, None, None]
     out = x[bi, ci, rows[:, None, :, None], cols[:, None, None, :]]
     out = out.float().div_(255).sub_(mean).div_(std)
-    return out.contiguous(memory_format=torch.channels_last)
+    return out.contiguous(memory_format=torch.channels_last) if channels_last else out.contiguous()
+
+
+def run_cpu_case(torch, args, name, batch, images, labels, data_desc):
+    """Eager float32 on the CPU: the peer of train_bench --cpu (same recipe, host clock)."""
+    torch.manual_seed(0)
+    model = build_model(torch, name)
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4, foreach=True)
+    mean_std = (MNIST_MEAN, MNIST_STD) if images.shape[1] == 1 else (MEAN, STD)
+    mean = torch.tensor(mean_std[0]).view(1, -1, 1, 1)
+    std = torch.tensor(mean_std[1]).view(1, -1, 1, 1)
+    steps_per_epoch = labels.numel() // batch
+
+    def batches():
+        while True:
+            perm = torch.randperm(labels.numel())
+            for s in range(steps_per_epoch):
+                idx = perm[s * batch:(s + 1) * batch]
+                yield gpu_augment(torch, images, idx, mean, std, channels_last=False), labels[idx]
+
+    def step(x, y):
+        optimizer.zero_grad(set_to_none=True)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    model.train()
+    it = batches()
+    t0 = time.perf_counter()
+    for _ in range(args.warmup):
+        step(*next(it))
+    warm_s = time.perf_counter() - t0
+    timed = args.steps
+    loss_sum = 0.0
+    start = time.perf_counter()
+    for _ in range(timed):
+        loss_sum += step(*next(it)).item()
+    seconds = time.perf_counter() - start
+    return {
+        "impl": "pytorch",
+        "setting": "cpu fp32 eager",
+        "model": name,
+        "batch": batch,
+        "device": "cpu",
+        "threads": torch.get_num_threads(),
+        "data": data_desc,
+        "steps": timed,
+        "images_per_s": batch * timed / seconds,
+        "epoch_s": EPOCH_IMAGES * seconds / (timed * batch),
+        "epoch_measured": False,
+        "step_ms": 1e3 * seconds / timed,
+        "peak_mem_bytes": 0,
+        "warmup_s": warm_s,
+        "final_loss": loss_sum / timed,
+        "torch": torch.__version__,
+        "mkldnn": torch.backends.mkldnn.is_available(),
+        "compiled": False,
+    }
+
+
+def main_cpu(torch, args, models):
+    torch.set_num_threads(args.threads)
+    cifar, cifar_labels, cifar_desc = load_data(torch)
+    g = torch.Generator().manual_seed(1)
+    mnist = torch.randint(0, 256, (6400, 1, 28, 28), dtype=torch.uint8, generator=g)
+    mnist_labels = torch.arange(6400) % 10
+    out = open(args.json, "a") if args.json else None
+    for name in models:
+        for batch in [int(b) for b in args.batches.split(",") if b]:
+            data = (mnist, mnist_labels, "random 1x28x28") if name == "mnist_cnn" else (
+                cifar, cifar_labels, cifar_desc)
+            r = run_cpu_case(torch, args, name, batch, *data)
+            line = json.dumps(r)
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+            print(f"pytorch cpu {name:9s} batch {batch:4d}  {r['images_per_s']:9.0f} images/s  "
+                  f"step {r['step_ms']:8.3f} ms  ({r['threads']} threads, warm-up {r['warmup_s']:.1f} s)",
+                  file=sys.stderr, flush=True)
+    return 0
 
 
 # ----- one case -----
@@ -333,6 +458,8 @@ def main(argv):
         for m in models:
             print(f"{m}: {sum(p.numel() for p in build_model(torch, m).parameters())} parameters")
         return 0
+    if args.cpu:
+        return main_cpu(torch, args, models)
     if not torch.cuda.is_available():
         sys.exit("train_peer.py: no CUDA device visible")
     images, labels, data_desc = load_data(torch)

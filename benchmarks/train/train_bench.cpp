@@ -19,10 +19,15 @@
 //   train_bench --json out.jsonl                  also one JSON object per case, one per line
 //   train_bench --costs [--costs-batch 128]       per-layer FLOPs and bytes of every zoo model, then exit
 //   train_bench --smoke                           CPU: mnist_cnn, batch 4, 2 steps (ctest label cpu)
+//   train_bench --cpu --models mnist_cnn,cnn3 --batches 64
+//                                                 the CPU device (float32, kernels/cpu_fast); threads from
+//                                                 OMP_NUM_THREADS; mnist_cnn on random 1x28x28 images, the
+//                                                 others on CIFAR-10 or random 3x32x32 ones
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -38,7 +43,7 @@
 #include "core/error.h"
 #include "data/cifar10.h"
 #include "data/loader.h"
-#include "kernels/cpu/sgd.h"
+#include "kernels/cpu_fast/sgd.h"
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 
@@ -68,6 +73,7 @@ struct Config {
   bool deterministic = false;
   std::string json_path;
   bool smoke = false;
+  bool cpu = false;
 };
 
 // CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
@@ -100,7 +106,8 @@ void print_result(const Result& r, const Config& c) {
       "  loss %.3f\n",
       r.model.c_str(), static_cast<long long>(r.batch), r.images_per_s, r.epoch_s,
       r.epoch_measured ? "" : "*", r.step_ms, r.peak_bytes / 1e6, r.model_tflop_s, r.final_loss);
-  std::printf("          per step (median of %d, %s): ", r.steps, c.smoke ? "host clock" : "CUDA events");
+  std::printf("          per step (median of %d, %s): ", r.steps,
+              c.smoke || c.cpu ? "host clock" : "CUDA events");
   for (std::size_t p = 0; p < bench::kPhases; ++p)
     std::printf("%s %.3f ms%s", bench::phase_name(static_cast<bench::Phase>(p)), r.phase_ms[p],
                 p + 1 < bench::kPhases ? ", " : "\n");
@@ -113,22 +120,23 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
     phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
   const std::string conv =
       c.direct_conv ? " hand-written conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
-  return {{"impl", "engine"},
-          {"setting", std::string(c.tf32 ? "tf32" : "fp32") + conv},
-          {"model", r.model},
-          {"batch", r.batch},
-          {"device", device},
-          {"data", data},
-          {"steps", r.steps},
-          {"images_per_s", r.images_per_s},
-          {"epoch_s", r.epoch_s},
-          {"epoch_measured", r.epoch_measured},
-          {"step_ms", r.step_ms},
-          {"peak_mem_bytes", r.peak_bytes},
-          {"breakdown_ms", phases},
-          {"allreduce_note", "one process: no all-reduce"},
-          {"model_tflop_s", r.model_tflop_s},
-          {"final_loss", r.final_loss}};
+  return {
+      {"impl", "engine"},
+      {"setting", c.cpu || c.smoke ? std::string("cpu fp32") : std::string(c.tf32 ? "tf32" : "fp32") + conv},
+      {"model", r.model},
+      {"batch", r.batch},
+      {"device", device},
+      {"data", data},
+      {"steps", r.steps},
+      {"images_per_s", r.images_per_s},
+      {"epoch_s", r.epoch_s},
+      {"epoch_measured", r.epoch_measured},
+      {"step_ms", r.step_ms},
+      {"peak_mem_bytes", r.peak_bytes},
+      {"breakdown_ms", phases},
+      {"allreduce_note", "one process: no all-reduce"},
+      {"model_tflop_s", r.model_tflop_s},
+      {"final_loss", r.final_loss}};
 }
 
 // One model at one batch on `device`. `stream` and `handles` are CUDA's (nullptr on the CPU).
@@ -191,8 +199,8 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
                      momentum.data<float>(), params.numel(), first_sgd_step);
 #endif
     } else {
-      cpu::sgd_step<float>(kSgd, params.data<float>(), grads.data<float>(), momentum.data<float>(),
-                           params.numel(), first_sgd_step);
+      cpu_fast::sgd_step(kSgd, params.data<float>(), grads.data<float>(), momentum.data<float>(),
+                         params.numel(), first_sgd_step);
     }
     first_sgd_step = false;
     if (t) t->end(bench::Phase::Optimizer);
@@ -257,6 +265,7 @@ int main(int argc, char** argv) {
   app.add_option("--costs-batch", costs_batch, "the batch --costs counts at (bytes depend on it)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--smoke", c.smoke, "CPU: mnist_cnn, batch 4, 2 steps (for CI)");
+  app.add_flag("--cpu", c.cpu, "train on the CPU device (threads: OMP_NUM_THREADS)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -285,6 +294,27 @@ int main(int argc, char** argv) {
       print_result(r, c);
       if (json.is_open()) json << to_json(r, c, "cpu", "random").dump() << std::endl;  // flushed, as above
       std::printf("%s", bench::format_model_cost(bench::zoo_model_cost("mnist_cnn", 1)).c_str());
+      return 0;
+    }
+    if (c.cpu) {
+      const char* threads = std::getenv("OMP_NUM_THREADS");
+      std::string source;
+      const data::Dataset cifar = cifar_or_random(source);
+      const data::Dataset mnist = engine::bench::random_dataset(6400, 1, 28, 28);
+      std::printf(
+          "train_bench on the CPU (OMP_NUM_THREADS=%s): data %s (mnist_cnn: random 1x28x28); %d "
+          "warm-up steps, then %s\n",
+          threads != nullptr ? threads : "unset", source.c_str(), c.warmup,
+          c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
+      for (const std::string& m : c.models) {
+        for (std::int64_t b : c.batches) {
+          const bool is_mnist = m == "mnist_cnn";
+          const Result r = run_case(c, m, b, is_mnist ? mnist : cifar, Device::cpu(), nullptr, nullptr);
+          print_result(r, c);
+          if (json.is_open())
+            json << to_json(r, c, "cpu", is_mnist ? "random 1x28x28" : source).dump() << std::endl;
+        }
+      }
       return 0;
     }
 #if ENGINE_HAVE_CUDA

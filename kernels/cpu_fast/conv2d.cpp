@@ -1,78 +1,115 @@
 #include "kernels/cpu_fast/conv2d.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <vector>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
 
 #include "core/error.h"
-#include "kernels/cpu_fast/gemm.h"
+#include "kernels/cpu_fast/dnnl_runtime.h"
 
 namespace engine::cpu_fast {
 namespace {
 
-using std::int64_t;
+using dnnl::memory;
+using dnnl_rt::Operand;
+using Tag = memory::format_tag;
+constexpr auto kF32 = memory::data_type::f32;
+constexpr auto kDirect = dnnl::algorithm::convolution_direct;
 
-// The convolution reads the image itself: no unfolding needed.
-bool is_pointwise(const cpu::Conv2dShape& g) {
-  return g.r == 1 && g.s == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
+// The primitives of one convolution shape, built on its first call and reused by every later one: the
+// forward, and (on the first backward) the backward-data and backward-weights, each with its operands'
+// reorders. Activations and weights are described as `any`, so oneDNN picks its blocked layouts (nChw8c on
+// AVX2); the reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
+struct ConvPlan {
+  memory::desc x_plain, w_plain, y_plain, b_plain;
+  memory::dims strides, pad_l, pad_r;
+  memory::desc x_any, w_any, y_any;
+  bool bias;
+
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  dnnl::convolution_forward fwd;
+  Operand fwd_x, fwd_w, fwd_y;
+
+  bool backward_ready = false;
+  std::optional<dnnl::convolution_backward_data> bwd_data;  // built when a dx is first asked for
+  Operand bd_dy, bd_w, bd_dx;
+  dnnl::convolution_backward_weights bwd_weights;
+  Operand bw_x, bw_dy, bw_dw;
+  bool bwd_weights_bias = false;
+};
+
+using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, bool>;
+
+Key key_of(const cpu::Conv2dShape& g, bool bias) {
+  return {g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride_h, g.stride_w, g.pad_h, g.pad_w, bias};
 }
 
-// col[(c*R + r)*S + s][p*Q + q] = x[c][p*stride_h - pad_h + r][q*stride_w - pad_w + s], 0 in the padding.
-void im2col(const cpu::Conv2dShape& g, const float* x, float* col) {
-  const int P = g.p(), Q = g.q();
-  for (int c = 0; c < g.c; ++c) {
-    const float* plane = x + static_cast<int64_t>(c) * g.h * g.w;
-    for (int r = 0; r < g.r; ++r) {
-      for (int s = 0; s < g.s; ++s) {
-        float* out = col + ((static_cast<int64_t>(c) * g.r + r) * g.s + s) * P * Q;
-        for (int p = 0; p < P; ++p) {
-          const int i = p * g.stride_h - g.pad_h + r;
-          float* row = out + static_cast<int64_t>(p) * Q;
-          if (i < 0 || i >= g.h) {
-            std::fill(row, row + Q, 0.0f);
-            continue;
-          }
-          const float* src = plane + static_cast<int64_t>(i) * g.w;
-          // Columns q with 0 <= q*stride - pad + s < W form one range [q0, q1): zeros around a strided copy.
-          const int q0 = std::clamp((g.pad_w - s + g.stride_w - 1) / g.stride_w, 0, Q);
-          const int q1 = std::clamp((g.w + g.pad_w - s + g.stride_w - 1) / g.stride_w, q0, Q);
-          std::fill(row, row + q0, 0.0f);
-          if (q1 > q0) {
-            const float* first = src + (q0 * g.stride_w - g.pad_w + s);
-            if (g.stride_w == 1) {
-              std::copy(first, first + (q1 - q0), row + q0);
-            } else {
-              for (int q = q0; q < q1; ++q) row[q] = first[(q - q0) * g.stride_w];
-            }
-          }
-          std::fill(row + q1, row + Q, 0.0f);
-        }
-      }
-    }
+ConvPlan make_plan(const cpu::Conv2dShape& g, bool bias) {
+  ConvPlan p;
+  const memory::dims x{g.n, g.c, g.h, g.w}, w{g.k, g.c, g.r, g.s}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
+  p.x_plain = memory::desc(x, kF32, Tag::nchw);
+  p.w_plain = memory::desc(w, kF32, Tag::oihw);
+  p.y_plain = memory::desc(y, kF32, Tag::nchw);
+  p.b_plain = memory::desc(b, kF32, Tag::x);
+  p.x_any = memory::desc(x, kF32, Tag::any);
+  p.w_any = memory::desc(w, kF32, Tag::any);
+  p.y_any = memory::desc(y, kF32, Tag::any);
+  p.strides = {g.stride_h, g.stride_w};
+  p.pad_l = {g.pad_h, g.pad_w};
+  p.pad_r = {g.pad_h, g.pad_w};  // oneDNN floors the output size as PyTorch does: symmetric padding works
+  p.bias = bias;
+  auto& eng = dnnl_rt::cpu_engine();
+  const auto desc =
+      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kDirect, p.x_any, p.w_any,
+                                             p.b_plain, p.y_any, p.strides, p.pad_l, p.pad_r)
+           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kDirect, p.x_any, p.w_any,
+                                             p.y_any, p.strides, p.pad_l, p.pad_r);
+  p.fwd_pd = dnnl::convolution_forward::primitive_desc(desc, eng);
+  p.fwd = dnnl::convolution_forward(p.fwd_pd);
+  p.fwd_x = Operand(p.x_plain, p.fwd_pd.src_desc(), true);
+  p.fwd_w = Operand(p.w_plain, p.fwd_pd.weights_desc(), true);
+  p.fwd_y = Operand(p.y_plain, p.fwd_pd.dst_desc(), false);
+  return p;
+}
+
+void prepare_backward(ConvPlan& p, bool with_bias_grad) {
+  auto& eng = dnnl_rt::cpu_engine();
+  if (!p.backward_ready || p.bwd_weights_bias != with_bias_grad) {
+    const auto desc = with_bias_grad
+                          ? dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.b_plain,
+                                                                     p.y_any, p.strides, p.pad_l, p.pad_r)
+                          : dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.y_any,
+                                                                     p.strides, p.pad_l, p.pad_r);
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, eng, p.fwd_pd);
+    p.bwd_weights = dnnl::convolution_backward_weights(pd);
+    p.bw_x = Operand(p.x_plain, pd.src_desc(), true);
+    p.bw_dy = Operand(p.y_plain, pd.diff_dst_desc(), true);
+    p.bw_dw = Operand(p.w_plain, pd.diff_weights_desc(), false);
+    p.bwd_weights_bias = with_bias_grad;
+    p.backward_ready = true;
   }
 }
 
-// The adjoint of im2col: dx[c][i][j] += every col entry that im2col read from (c, i, j). dx must be zeroed.
-void col2im(const cpu::Conv2dShape& g, const float* col, float* dx) {
-  const int P = g.p(), Q = g.q();
-  for (int c = 0; c < g.c; ++c) {
-    float* plane = dx + static_cast<int64_t>(c) * g.h * g.w;
-    for (int r = 0; r < g.r; ++r) {
-      for (int s = 0; s < g.s; ++s) {
-        const float* in = col + ((static_cast<int64_t>(c) * g.r + r) * g.s + s) * P * Q;
-        for (int p = 0; p < P; ++p) {
-          const int i = p * g.stride_h - g.pad_h + r;
-          if (i < 0 || i >= g.h) continue;
-          const float* row = in + static_cast<int64_t>(p) * Q;
-          float* dst = plane + static_cast<int64_t>(i) * g.w;
-          for (int q = 0; q < Q; ++q) {
-            const int j = q * g.stride_w - g.pad_w + s;
-            if (j >= 0 && j < g.w) dst[j] += row[q];
-          }
-        }
-      }
-    }
-  }
+void prepare_backward_data(ConvPlan& p) {
+  if (p.bwd_data) return;
+  const auto desc =
+      dnnl::convolution_backward_data::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides, p.pad_l, p.pad_r);
+  const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_rt::cpu_engine(), p.fwd_pd);
+  p.bwd_data = dnnl::convolution_backward_data(pd);
+  p.bd_dy = Operand(p.y_plain, pd.diff_dst_desc(), true);
+  p.bd_w = Operand(p.w_plain, pd.weights_desc(), true);
+  p.bd_dx = Operand(p.x_plain, pd.diff_src_desc(), false);
+}
+
+// The plans of this thread, by shape (a model has a handful of shapes; each plan holds its blocked buffers).
+ConvPlan& plan_for(const cpu::Conv2dShape& g, bool bias) {
+  thread_local std::map<Key, std::unique_ptr<ConvPlan>> plans;
+  std::unique_ptr<ConvPlan>& slot = plans[key_of(g, bias)];
+  if (!slot) slot = std::make_unique<ConvPlan>(make_plan(g, bias));
+  return *slot;
 }
 
 }  // namespace
@@ -80,21 +117,21 @@ void col2im(const cpu::Conv2dShape& g, const float* col, float* dx) {
 void conv2d_forward(const cpu::Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
-  const int64_t pq = static_cast<int64_t>(g.p()) * g.q();
-  const int64_t crs = static_cast<int64_t>(g.c) * g.r * g.s;
-  const int64_t image = static_cast<int64_t>(g.c) * g.h * g.w;
-  const bool pointwise = is_pointwise(g);
-  std::vector<float> col(pointwise ? 0 : static_cast<std::size_t>(crs * pq));
-  for (int n = 0; n < g.n; ++n) {
-    const float* xn = x + n * image;
-    float* yn = y + n * g.k * pq;
-    if (!pointwise) im2col(g, xn, col.data());
+  dnnl_rt::run("conv2d_forward", [&] {
+    ConvPlan& p = plan_for(g, bias != nullptr);
+    dnnl::stream& s = dnnl_rt::cpu_stream();
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.fwd_x.read(x)},
+                                         {DNNL_ARG_WEIGHTS, p.fwd_w.read(w)},
+                                         {DNNL_ARG_DST, p.fwd_y.write(y)}};
+    memory b;
     if (bias != nullptr) {
-      for (int k = 0; k < g.k; ++k) std::fill(yn + k * pq, yn + (k + 1) * pq, bias[k]);
+      b = memory(p.b_plain, dnnl_rt::cpu_engine(), const_cast<float*>(bias));
+      args.emplace(DNNL_ARG_BIAS, b);
     }
-    sgemm(Trans::No, Trans::No, g.k, pq, crs, 1.0f, w, crs, pointwise ? xn : col.data(), pq,
-          bias != nullptr ? 1.0f : 0.0f, yn, pq);
-  }
+    p.fwd.execute(s, args);
+    p.fwd_y.finish();
+    s.wait();
+  });
 }
 
 void conv2d_backward(const cpu::Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
@@ -102,39 +139,30 @@ void conv2d_backward(const cpu::Conv2dShape& g, const float* x, const float* w, 
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
-  const int64_t pq = static_cast<int64_t>(g.p()) * g.q();
-  const int64_t crs = static_cast<int64_t>(g.c) * g.r * g.s;
-  const int64_t image = static_cast<int64_t>(g.c) * g.h * g.w;
-  const bool pointwise = is_pointwise(g);
-  std::vector<float> col(pointwise ? 0 : static_cast<std::size_t>(crs * pq));
-  for (int n = 0; n < g.n; ++n) {
-    const float* xn = x + n * image;
-    const float* dyn = dy + n * g.k * pq;
-    if (!pointwise) im2col(g, xn, col.data());
-    // dW (+)= dy[n] * col^T: the first image overwrites, the others add.
-    sgemm(Trans::No, Trans::Yes, g.k, crs, pq, 1.0f, dyn, pq, pointwise ? xn : col.data(), pq,
-          n == 0 ? 0.0f : 1.0f, dw, crs);
+  dnnl_rt::run("conv2d_backward", [&] {
+    // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
+    ConvPlan& p = plan_for(g, db != nullptr);
+    dnnl::stream& s = dnnl_rt::cpu_stream();
+    prepare_backward(p, db != nullptr);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.bw_x.read(x)},
+                                         {DNNL_ARG_DIFF_DST, p.bw_dy.read(dy)},
+                                         {DNNL_ARG_DIFF_WEIGHTS, p.bw_dw.write(dw)}};
+    memory b;
+    if (db != nullptr) {
+      b = memory(p.b_plain, dnnl_rt::cpu_engine(), db);
+      args.emplace(DNNL_ARG_DIFF_BIAS, b);
+    }
+    p.bwd_weights.execute(s, args);
+    p.bw_dw.finish();
     if (dx != nullptr) {
-      float* dxn = dx + n * image;
-      if (pointwise) {
-        sgemm(Trans::Yes, Trans::No, crs, pq, g.k, 1.0f, w, crs, dyn, pq, 0.0f, dxn, pq);
-      } else {
-        sgemm(Trans::Yes, Trans::No, crs, pq, g.k, 1.0f, w, crs, dyn, pq, 0.0f, col.data(), pq);
-        std::fill(dxn, dxn + image, 0.0f);
-        col2im(g, col.data(), dxn);
-      }
+      prepare_backward_data(p);
+      p.bwd_data->execute(s, {{DNNL_ARG_DIFF_DST, p.bd_dy.read(dy)},
+                              {DNNL_ARG_WEIGHTS, p.bd_w.read(w)},
+                              {DNNL_ARG_DIFF_SRC, p.bd_dx.write(dx)}});
+      p.bd_dx.finish();
     }
-  }
-  if (db != nullptr) {
-    for (int k = 0; k < g.k; ++k) {
-      double acc = 0.0;
-      for (int n = 0; n < g.n; ++n) {
-        const float* plane = dy + (static_cast<int64_t>(n) * g.k + k) * pq;
-        for (int64_t i = 0; i < pq; ++i) acc += static_cast<double>(plane[i]);
-      }
-      db[k] = static_cast<float>(acc);
-    }
-  }
+    s.wait();
+  });
 }
 
 }  // namespace engine::cpu_fast

@@ -189,7 +189,7 @@ TEST(CnnTrainDdp, TorchrunMpirunAndSrunVariablesMakeEachProcessOneRank) {
        "OMPI_COMM_WORLD_LOCAL_SIZE=2"},
       {"slurm", "SLURM_PROCID={0} SLURM_LOCALID={0} SLURM_NTASKS=2 SLURM_NNODES=1"},
   };
-  ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  ::setenv("OMP_NUM_THREADS", "1", 0);
   for (const Family& family : families) {
     const std::string dir = testing::temp_dir("ddp_env_" + family.source);
     const int port = dist::find_free_port();

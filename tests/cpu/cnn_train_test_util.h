@@ -48,10 +48,10 @@ inline std::string shell_quote(const std::string& s) {
   return out;
 }
 
-// OpenBLAS runs one thread in these runs (unless OPENBLAS_NUM_THREADS is set): ctest runs tests in parallel
-// on CI's 2 cores, and oversubscribed OpenBLAS threads spin instead of working.
+// The CPU kernels (oneDNN, OpenMP) run one thread in these runs (unless OMP_NUM_THREADS is set): ctest runs
+// tests in parallel on CI's 2 cores, and oversubscribed OpenMP threads spin instead of working.
 inline RunResult run_program(const std::string& name, const std::vector<std::string>& args) {
-  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+  ::setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0);
   std::string command = shell_quote(program_path(name));
   for (const std::string& a : args) {
     command.push_back(' ');

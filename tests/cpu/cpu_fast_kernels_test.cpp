@@ -1,7 +1,8 @@
-// The fast float32 CPU kernels (kernels/cpu_fast: im2col + OpenBLAS GEMM) against the float64-accumulating
-// reference (kernels/cpu) on odd shapes, strides and paddings, with and without bias and dx.
+// The fast float32 CPU kernels (kernels/cpu_fast: oneDNN convolution and GEMM) against the
+// float64-accumulating reference (kernels/cpu) on odd shapes, strides and paddings, with and without bias and
+// dx.
 //
-// Tolerance: the reference rounds a float64 sum once; the fast path sums in float32 in OpenBLAS's blocked
+// Tolerance: the reference rounds a float64 sum once; the fast path sums in float32 in oneDNN's blocked
 // order. For a sum of K terms the float32 error is bounded by about K * 2^-24 * sum|terms| and is in practice
 // ~sqrt(K) * 2^-24 * sum|terms|; we allow 1e-5 * (sum of |terms|) per output, computed exactly alongside,
 // plus 1e-6 absolute. K here is up to ~600 (conv dW over a batch), so 1e-5 is ~20 times the expected error
@@ -120,6 +121,21 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{conv(4, 1, 28, 28, 8, 3, 1, 0), true, false},  // mnist conv1
                       ConvCase{conv(2, 6, 11, 10, 7, 5, 3, 2), true, true}),
     [](const ::testing::TestParamInfo<ConvCase>& test) { return case_name(test.param); });
+
+// The primitives are cached per shape: a second call with other buffers and values must use them, not the
+// first call's (a plan that kept a pointer would give the first result again).
+TEST(CpuFastConv2d, CachedPlanUsesEachCallsBuffers) {
+  const cpu::Conv2dShape g = conv(2, 6, 10, 10, 8, 3, 1, 1);
+  for (std::uint32_t seed = 30; seed < 33; ++seed) {
+    const auto x = random_values(g.x_size(), seed), w = random_values(g.w_size(), seed + 10);
+    std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
+    cpu_fast::conv2d_forward(g, x.data(), w.data(), nullptr, y_fast.data());
+    cpu::conv2d_forward<float>(g, x.data(), w.data(), nullptr, y_ref.data());
+    const auto ax = absolute(x), aw = absolute(w);
+    cpu::conv2d_forward<float>(g, ax.data(), aw.data(), nullptr, y_mag.data());
+    expect_close(y_fast, y_ref, y_mag, "y");
+  }
+}
 
 TEST(CpuFastLinear, MatchesTheReference) {
   for (const bool with_bias : {true, false}) {

@@ -1,0 +1,47 @@
+#include "kernels/cpu_fast/dnnl_runtime.h"
+
+namespace engine::cpu_fast::dnnl_rt {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine = [] {
+    dnnl::engine created;
+    run("oneDNN CPU engine", [&] { created = dnnl::engine(dnnl::engine::kind::cpu, 0); });
+    return created;
+  }();
+  return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream stream = [] {
+    dnnl::stream created;
+    run("oneDNN CPU stream", [&] { created = dnnl::stream(cpu_engine()); });
+    return created;
+  }();
+  return stream;
+}
+
+Operand::Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input)
+    : user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
+  if (reordered_) {
+    internal_ = dnnl::memory(wanted, cpu_engine());
+    reorder_ = is_input ? dnnl::reorder(user_, internal_) : dnnl::reorder(internal_, user_);
+  }
+}
+
+dnnl::memory& Operand::read(const void* data) {
+  user_.set_data_handle(const_cast<void*>(data));  // oneDNN's API is not const; inputs are only read
+  if (!reordered_) return user_;
+  reorder_.execute(cpu_stream(), user_, internal_);
+  return internal_;
+}
+
+dnnl::memory& Operand::write(void* data) {
+  user_.set_data_handle(data);
+  return reordered_ ? internal_ : user_;
+}
+
+void Operand::finish() {
+  if (reordered_) reorder_.execute(cpu_stream(), internal_, user_);
+}
+
+}  // namespace engine::cpu_fast::dnnl_rt

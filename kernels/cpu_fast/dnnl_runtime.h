@@ -1,0 +1,51 @@
+#pragma once
+// The oneDNN CPU engine and stream the fast CPU kernels share, a plain tensor as oneDNN sees it, and the
+// reorder between the caller's plain layout and the layout a primitive prefers. Included by kernels/cpu_fast
+// .cpp files only, so oneDNN's header stays out of every other file.
+//
+// Threads: oneDNN runs on OpenMP (Debian's build uses libgomp, the runtime of the other fast kernels), so
+// OMP_NUM_THREADS sets how many cores a step uses.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/error.h"
+
+namespace engine::cpu_fast::dnnl_rt {
+
+dnnl::engine& cpu_engine();  // one per process
+dnnl::stream& cpu_stream();  // one per thread (oneDNN streams are not shared between threads)
+
+// Runs fn(), turning a dnnl::error it throws into an engine::Error naming `op`, with oneDNN's status and
+// message.
+template <typename Fn>
+void run(const char* op, Fn&& fn) {
+  try {
+    fn();
+  } catch (const dnnl::error& e) {
+    ENGINE_FAIL("{}: oneDNN failed: {} (status {})", op, e.what(), static_cast<int>(e.status));
+  }
+}
+
+// One operand of a primitive: the caller's plain buffer (`user`, its pointer set per call) and the
+// primitive's own layout. When the two differ, `internal` is a buffer owned here (allocated once, when the
+// plan is built) and a cached reorder converts between them; otherwise the primitive reads the caller's
+// buffer directly and no copy happens.
+class Operand {
+ public:
+  Operand() = default;
+  Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input);
+
+  // An input: points at `data`, converts it into the primitive's layout when needed, returns what the
+  // primitive reads.
+  dnnl::memory& read(const void* data);
+  // An output: returns what the primitive writes; finish() converts it into `data` when needed.
+  dnnl::memory& write(void* data);
+  void finish();
+
+ private:
+  dnnl::memory user_, internal_;
+  dnnl::reorder reorder_;
+  bool reordered_ = false;
+};
+
+}  // namespace engine::cpu_fast::dnnl_rt
