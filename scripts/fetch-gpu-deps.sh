@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # Prepares .deps/ for the GPU machine, which has CUDA, cuDNN and NCCL (the last two as pip packages) but none
 # of the Debian -dev packages the build needs and no network. Run it HERE (where apt works); the plan of calls
-# (scripts/gpu-plan.sh) carries .deps in the first call, and scripts/gpu-build-env.sh finds it there.
+# (scripts/gpu-plan.sh) carries .deps-pack in the first call, and scripts/gpu-build-env.sh unpacks it there.
 #
-#   .deps/root/usr/...   the packages' contents (apt-get download + dpkg -x: no root, no install), a CMake prefix
-#   .deps/cuda-include/  cuDNN and NCCL headers from this machine's CUDA, a fallback for a pip cuDNN/NCCL
-#                        without headers (gpu-build-env.sh uses them only then)
-#   .deps-pack/deps.tar.xz   all of .deps, xz-compressed (7 MB instead of 48: OpenBLAS is 37 MB of kernels for
-#                        every x86 CPU); this is what travels, and gpu-build-env.sh unpacks it where .deps is absent
-#   .deps/requires.txt   the newest glibc and libstdc++ symbol versions these libraries need (gpu-check.sh
-#                        compares them with the machine's before building) and the packages' versions
+#   .deps/root/usr/...      the packages' contents (apt-get download + dpkg -x: no root, no install), a CMake
+#                           prefix
+#   .deps/cuda-include/     cuDNN and NCCL headers from this machine's CUDA, a fallback for a pip cuDNN/NCCL
+#                           without headers (gpu-build-env.sh uses them only then)
+#   .deps/requires.txt      the newest glibc and libstdc++ symbol versions these libraries need (gpu-check.sh
+#                           compares them with the machine's before building) and the packages' versions
+#   .deps-pack/deps.tar.xz  all of .deps, xz-compressed (7 MB instead of 48: OpenBLAS is 37 MB of kernels for
+#                           every x86 CPU); this is what travels, and gpu-build-env.sh unpacks it there
 #
 # Self-contained: no environment variable is needed to run what is built from it. Each shared library here
 # finds its own needs through an $ORIGIN run path (patchelf), and the engine's binaries find these libraries
 # through the run path CMake gives them; so LD_LIBRARY_PATH stays free of .deps (PyTorch and every other
 # program keep the image's libraries).
-# Small: only what the build and the tests link or include. No static archive except GoogleTest's (Debian
-# ships it only so), no docs, no googletest sources, no reference BLAS/LAPACK, no pkg-config files.
+# Small: only what the build and the tests link or include. No static archive where a shared library exists,
+# no docs, no googletest sources, no reference BLAS/LAPACK, no pkg-config files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v patchelf >/dev/null || { echo "fetch-gpu-deps: needs patchelf (apt-get install patchelf)" >&2; exit 1; }
@@ -44,7 +45,11 @@ blas=$lib/openblas-pthread
 
 # Trim what no build step reads.
 rm -rf "$usr/share/doc" "$usr/share/man" "$usr/share/lintian" "$usr/src" "$usr/share/bug"
-find .deps/root -name '*.a' ! -name 'libgtest*.a' ! -name 'libgmock*.a' -delete  # shared ones are linked
+# Static archives beside a shared library of the same name: the shared one is linked. (The archives that exist
+# only so, GoogleTest's and benchmark_main, stay: their CMake configs name them.)
+find .deps/root -name '*.a' | while read -r a; do
+  if ls "${a%.a}".so* >/dev/null 2>&1; then rm "$a"; fi
+done
 find .deps/root -name pkgconfig -type d -prune -exec rm -rf {} +
 rm -f "$blas"/libblas.* "$blas"/liblapack.*  # the reference BLAS/LAPACK names (alternatives), unused
 rm -rf "$blas/cmake"                          # replaced below by a relocatable config

@@ -40,7 +40,7 @@ deps_runtime_check() {
   need_cxx=$(sed -n 's/^glibcxx //p' .deps/requires.txt)
   have_c=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
   libstdcxx=$(${CXX:-g++} -print-file-name=libstdc++.so.6 2>/dev/null)
-  have_cxx=$(strings "$libstdcxx" 2>/dev/null | sed -n 's/^GLIBCXX_\([0-9.]*\)$/\1/p' | sort -V | tail -1)
+  have_cxx=$(grep -ao 'GLIBCXX_[0-9][0-9.]*[0-9]' "$libstdcxx" 2>/dev/null | sed 's/GLIBCXX_//' | sort -uV | tail -1)
   echo "deps: .deps ($(sed -n 's/^built-with //p' .deps/requires.txt)) needs glibc >= $need_c, libstdc++" \
     "GLIBCXX >= $need_cxx; this machine has glibc ${have_c:-?}, GLIBCXX ${have_cxx:-?} ($libstdcxx)"
   if [ -z "$have_c" ] || [ "$(printf '%s\n' "$need_c" "$have_c" | sort -V | head -1)" != "$need_c" ]; then

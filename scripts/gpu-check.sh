@@ -18,7 +18,8 @@
 #
 # Output: one table last (step, result, seconds, detail). Logs go to <build>/gpu-logs/<call>/; where $OUT is
 # set (the device tool brings back at most 8 files), it receives <call>-summary.txt and <call>-logs.tar.gz.
-# Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default: the GPU present), BUDGET.
+# Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default: the GPU present), BUDGET, LIMIT_SCALE (each
+# step's limit times this; scripts/gpu-rehearse.sh sets it for 2 cores).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
@@ -70,7 +71,7 @@ finish() {
 # step NAME LIMIT COMMAND...: runs COMMAND with its output in $logs/NAME.log, under LIMIT seconds cut to what is
 # left of the budget (15 s are kept for the table). Sets step_rc (124: timed out) and step_s.
 step() {
-  local name=$1 limit=$2
+  local name=$1 limit=$(($2 * ${LIMIT_SCALE:-1}))
   shift 2
   local left=$((deadline - $(date +%s) - 15))
   [ "$left" -lt "$limit" ] && limit=$left
@@ -124,12 +125,14 @@ probe() {
   cuda_home=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
   echo "os:        $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), kernel $(uname -r), $(uname -m)"
   echo "cpus/mem:  $(nproc) cores, $(free -g 2>/dev/null | awk '/Mem:/ {print $2 " GiB"}'), disk free $(df -h . | awk 'NR==2 {print $4}')"
-  echo "gpu:       $(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 | head -1)"
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+  echo "gpu:       ${gpu:-none visible}"
   echo "g++:       $(g++ --version 2>&1 | head -1)"
   echo "cmake:     $(cmake --version 2>&1 | head -1); ninja $(ninja --version 2>&1)"
   echo "nvcc:      $(nvcc --version 2>&1 | tail -2 | head -1) ($cuda_home)"
   echo "cublas:    $(ls "$cuda_home"/lib64/libcublas.so.* "$cuda_home"/targets/x86_64-linux/lib/libcublas.so.* 2>/dev/null | head -1)"
-  echo "sanitizer: $(compute-sanitizer --version 2>&1 | grep -i version | head -1)"
+  echo "sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -i version | head -1 || true)"
   echo "python:    $(python3 --version 2>&1) at $(command -v python3)"
   python3 - <<'EOF' 2>&1
 try:
@@ -281,18 +284,12 @@ if [ "$call" = cifar ]; then
   if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 88.0) }'; then result=FAILED; fi
   row "vgg6 15 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 88.0); $(
     grep -o '[0-9,]* img/s' "$logs/vgg6.log" | tail -1)"
-  # The PyTorch checks: the models' parameter counts (train_peer.py), then each check script present.
+  # The PyTorch checks: the models' parameter counts (train_peer.py), then the checkpoint both ways.
   step pytorch_models 60 python3 benchmarks/pytorch/train_peer.py --check-models
   row "pytorch models" "$(verdict)" "$step_s" "$(tail -1 "$logs/pytorch_models.log" | cut -c1-70)"
-  checks=$(ls benchmarks/pytorch/check_*.py 2>/dev/null)
-  if [ -z "$checks" ]; then
-    row "pytorch checks" not-run 0 "no benchmarks/pytorch/check_*.py yet (issue 12, item 4)"
-  fi
-  for check in $checks; do
-    name=$(basename "$check" .py)
-    step "$name" 90 python3 "$check" --build "$build" --checkpoint "$build/gpu-logs/vgg6-ckpt/last.safetensors" \
-      --data-dir "$CIFAR10_DIR"
-    row "$name" "$(verdict)" "$step_s" "$(tail -1 "$logs/$name.log" | cut -c1-70)"
-  done
+  step pytorch_check 120 python3 scripts/pytorch-check.py --cnn-train "$build/apps/cnn_train" \
+    --checkpoint "$build/gpu-logs/vgg6-ckpt/last.safetensors" --data-dir "$CIFAR10_DIR"
+  grep -E "^[12]\." "$logs/pytorch_check.log"
+  row "pytorch checks" "$(verdict)" "$step_s" "scripts/pytorch-check.py: $(tail -1 "$logs/pytorch_check.log" | cut -c1-50)"
   finish
 fi
