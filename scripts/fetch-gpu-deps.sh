@@ -29,8 +29,15 @@ packages=(
   libcli11-dev nlohmann-json3-dev libstb-dev     # header-only (stb: one translation unit defines the code)
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # gloo + its runtime needs
   zlib1g-dev zlib1g                              # zlib headers, libz.so and its target
-  libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0  # OpenBLAS (pthread) + its needs
 )
+# The CPU GEMM library: whichever cmake/Dependencies.cmake asks for (OpenBLAS, or oneDNN, which is replacing it
+# in kernels/cpu_fast), with the libraries it loads (libgomp is the image's compiler's, but travels too).
+if grep -q 'require_package(OpenBLAS' cmake/Dependencies.cmake; then
+  packages+=(libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0)
+fi
+if grep -q 'DNNL_LIBRARY' cmake/Dependencies.cmake; then
+  packages+=(libdnnl-dev libdnnl2 libgomp1 ocl-icd-libopencl1)
+fi
 
 rm -rf .deps
 mkdir -p .deps/debs .deps/root .deps/cuda-include
@@ -51,8 +58,7 @@ find .deps/root -name '*.a' | while read -r a; do
   if ls "${a%.a}".so* >/dev/null 2>&1; then rm "$a"; fi
 done
 find .deps/root -name pkgconfig -type d -prune -exec rm -rf {} +
-rm -f "$blas"/libblas.* "$blas"/liblapack.*  # the reference BLAS/LAPACK names (alternatives), unused
-rm -rf "$blas/cmake"                          # replaced below by a relocatable config
+rm -rf "$blas"/libblas.* "$blas"/liblapack.* "$blas/cmake"  # BLAS/LAPACK alternatives' names; its config below
 
 # Gloo's exported targets name /usr/lib/libgloo.so.0.5.0 absolutely; point them into this prefix.
 gloo_targets=$usr/share/cmake/Gloo/GlooTargets-relwithdebinfo.cmake
@@ -63,8 +69,10 @@ fi
 # OpenBLAS: Debian's config names /usr paths, and its generic names (libopenblas.so in $lib, cblas.h in
 # include/x86_64-linux-gnu) are alternatives made at install time. A config relative to its own place instead,
 # where find_package(OpenBLAS CONFIG) looks (<prefix>/lib/<arch>/cmake/openblas).
-mkdir -p "$lib/cmake/openblas"
-cat >"$lib/cmake/openblas/OpenBLASConfig.cmake" <<'EOF'
+if [ -d "$blas" ]; then
+  blas_version=$(sed -n 's/^libopenblas0-pthread \([0-9.]*\).*/\1/p' <<<"$versions")
+  mkdir -p "$lib/cmake/openblas"
+  cat >"$lib/cmake/openblas/OpenBLASConfig.cmake" <<'EOF'
 # Written by scripts/fetch-gpu-deps.sh: Debian's pthread OpenBLAS, found relative to this file.
 get_filename_component(_openblas_prefix "${CMAKE_CURRENT_LIST_DIR}/../../../.." ABSOLUTE)
 set(OpenBLAS_VERSION "@VERSION@")
@@ -72,15 +80,15 @@ set(OpenBLAS_INCLUDE_DIRS "${_openblas_prefix}/include/x86_64-linux-gnu/openblas
 set(OpenBLAS_LIBRARIES "${_openblas_prefix}/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so")
 unset(_openblas_prefix)
 EOF
-blas_version=$(sed -n 's/^libopenblas0-pthread \([0-9.]*\).*/\1/p' <<<"$versions")
-sed -i "s/@VERSION@/$blas_version/" "$lib/cmake/openblas/OpenBLASConfig.cmake"
-cat >"$lib/cmake/openblas/OpenBLASConfigVersion.cmake" <<EOF
+  sed -i "s/@VERSION@/$blas_version/" "$lib/cmake/openblas/OpenBLASConfig.cmake"
+  cat >"$lib/cmake/openblas/OpenBLASConfigVersion.cmake" <<EOF
 set(PACKAGE_VERSION "$blas_version")
 set(PACKAGE_VERSION_COMPATIBLE TRUE)
 if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
   set(PACKAGE_VERSION_EXACT TRUE)
 endif()
 EOF
+fi
 
 # Absolute symlinks (rare in these packages) would point outside the prefix: make them relative.
 find .deps/root -type l | while read -r link; do

@@ -21,120 +21,123 @@
 # Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default: the GPU present), BUDGET, LIMIT_SCALE (each
 # step's limit times this; scripts/gpu-rehearse.sh sets it for 2 cores).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
-root=$PWD
-call=${1:-}
-case "$call" in
-  build | 1) call=build budget=480 ;;
-  sanitize | 2) call=sanitize budget=240 ;;
-  bench | 3 | --bench) call=bench budget=360 ;;
-  cifar | 4) call=cifar budget=360 ;;
-  *)
-    echo "usage: scripts/gpu-check.sh build|sanitize|bench|cifar   (calls 1-4; see the comment at the top)" >&2
-    exit 2
-    ;;
-esac
-budget=${BUDGET:-$budget}
-build=${BUILD_DIR:-build-gpu}
-logs=$build/gpu-logs/$call
-start=$(date +%s)
-deadline=$((start + budget))
-jobs=$(nproc)
-status=0
-have_gpu=0
-if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; fi
+# Everything runs inside main, which bash reads whole before running: editing this file while a call runs
+# (a rehearsal here takes an hour) cannot change what the running call does.
+main() {
+  cd "$(dirname "$0")/.." || exit 2
+  root=$PWD
+  call=${1:-}
+  case "$call" in
+    build | 1) call=build budget=480 ;;
+    sanitize | 2) call=sanitize budget=240 ;;
+    bench | 3 | --bench) call=bench budget=360 ;;
+    cifar | 4) call=cifar budget=360 ;;
+    *)
+      echo "usage: scripts/gpu-check.sh build|sanitize|bench|cifar   (calls 1-4; see the comment at the top)" >&2
+      exit 2
+      ;;
+  esac
+  budget=${BUDGET:-$budget}
+  build=${BUILD_DIR:-build-gpu}
+  logs=$build/gpu-logs/$call
+  start=$(date +%s)
+  deadline=$((start + budget))
+  jobs=$(nproc)
+  status=0
+  have_gpu=0
+  if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; fi
 
-# --- the table -----------------------------------------------------------------------------------------------
-rows=()
-row() { # STEP RESULT SECONDS DETAIL
-  rows+=("$(printf '%-20s %-9s %5s  %s' "$1" "$2" "$3" "$4")")
-  case "$2" in ok | skipped) ;; *) status=1 ;; esac
-}
-finish() {
+  # --- the table -----------------------------------------------------------------------------------------------
+  rows=()
+  row() { # STEP RESULT SECONDS DETAIL
+    rows+=("$(printf '%-20s %-9s %5s  %s' "$1" "$2" "$3" "$4")")
+    case "$2" in ok | skipped) ;; *) status=1 ;; esac
+  }
+  finish() {
+    mkdir -p "$logs"
+    {
+      echo
+      echo "gpu-check $call: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(
+        nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no GPU visible')"
+      printf '%-20s %-9s %5s  %s\n' step result s detail
+      printf '%s\n' "${rows[@]}"
+      echo "total $(($(date +%s) - start)) s of a $budget s budget; logs: $logs; result: $([ "$status" = 0 ] && echo OK || echo FAILED)"
+    } | tee "$logs/summary.txt"
+    if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+      cp "$logs/summary.txt" "$OUT/$call-summary.txt"
+      tar -czf "$OUT/$call-logs.tar.gz" -C "$build/gpu-logs" "$call" 2>/dev/null
+      [ -f "$logs/bench/results_entry.md" ] && cp "$logs/bench/results_entry.md" "$OUT/"
+    fi
+    exit "$status"
+  }
+
+  # step NAME LIMIT COMMAND...: runs COMMAND with its output in $logs/NAME.log, under LIMIT seconds cut to what is
+  # left of the budget (15 s are kept for the table). Sets step_rc (124: timed out) and step_s.
+  step() {
+    local name=$1 limit=$(($2 * ${LIMIT_SCALE:-1}))
+    shift 2
+    local left=$((deadline - $(date +%s) - 15))
+    [ "$left" -lt "$limit" ] && limit=$left
+    step_s=0
+    if [ "$limit" -le 5 ]; then
+      step_rc=125
+      echo "== $name: not started (budget spent)"
+      return
+    fi
+    echo "== $name (limit ${limit}s)"
+    local t0
+    t0=$(date +%s)
+    timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+    step_rc=$?
+    step_s=$(($(date +%s) - t0))
+    if [ "$step_rc" != 0 ]; then tail -15 "$logs/$name.log"; fi
+  }
+  # The result word for step_rc.
+  verdict() { case "$step_rc" in 0) echo ok ;; 124) echo timeout ;; 125) echo not-run ;; *) echo FAILED ;; esac; }
+
+  # gtest's own counts from a log: "P passed, F failed, S skipped".
+  gtest_counts() {
+    local p f s
+    p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
+    f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
+    s=$(sed -n 's/.*\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
+    echo "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+  }
+
+  # --- the guard of calls 2-4 ----------------------------------------------------------------------------------
+  if [ "$call" != build ]; then
+    missing=""
+    [ -f "$build/.call1-built" ] || missing="$build (call 1's build)"
+    [ -d .deps/root ] || missing="${missing:+$missing and }.deps"
+    if [ -n "$missing" ]; then
+      echo "gpu-check $call: STOPPED: $missing is not here: the machine went cold (idle over 30 s) and this is a" \
+        "fresh one. Nothing was run. Start again with call 1 (scripts/gpu-check.sh build, carrying what" \
+        "scripts/gpu-plan.sh 1 says)."
+      exit 3
+    fi
+  fi
+
   mkdir -p "$logs"
-  {
-    echo
-    echo "gpu-check $call: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(
-      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no GPU visible')"
-    printf '%-20s %-9s %5s  %s\n' step result s detail
-    printf '%s\n' "${rows[@]}"
-    echo "total $(($(date +%s) - start)) s of a $budget s budget; logs: $logs; result: $([ "$status" = 0 ] && echo OK || echo FAILED)"
-  } | tee "$logs/summary.txt"
-  if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
-    cp "$logs/summary.txt" "$OUT/$call-summary.txt"
-    tar -czf "$OUT/$call-logs.tar.gz" -C "$build/gpu-logs" "$call" 2>/dev/null
-    [ -f "$logs/bench/results_entry.md" ] && cp "$logs/bench/results_entry.md" "$OUT/"
-  fi
-  exit "$status"
-}
+  echo "== gpu-check $call (budget ${budget}s)"
 
-# step NAME LIMIT COMMAND...: runs COMMAND with its output in $logs/NAME.log, under LIMIT seconds cut to what is
-# left of the budget (15 s are kept for the table). Sets step_rc (124: timed out) and step_s.
-step() {
-  local name=$1 limit=$(($2 * ${LIMIT_SCALE:-1}))
-  shift 2
-  local left=$((deadline - $(date +%s) - 15))
-  [ "$left" -lt "$limit" ] && limit=$left
-  step_s=0
-  if [ "$limit" -le 5 ]; then
-    step_rc=125
-    echo "== $name: not started (budget spent)"
-    return
-  fi
-  echo "== $name (limit ${limit}s)"
-  local t0
-  t0=$(date +%s)
-  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
-  step_rc=$?
-  step_s=$(($(date +%s) - t0))
-  if [ "$step_rc" != 0 ]; then tail -15 "$logs/$name.log"; fi
-}
-# The result word for step_rc.
-verdict() { case "$step_rc" in 0) echo ok ;; 124) echo timeout ;; 125) echo not-run ;; *) echo FAILED ;; esac; }
+  source scripts/gpu-build-env.sh # cmake_args, .deps, LD_LIBRARY_PATH (pip cuDNN/NCCL), NCCL_IB_DISABLE, data
 
-# gtest's own counts from a log: "P passed, F failed, S skipped".
-gtest_counts() {
-  local p f s
-  p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
-  f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
-  s=$(sed -n 's/.*\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
-  echo "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
-}
-
-mkdir -p "$logs"
-echo "== gpu-check $call (budget ${budget}s)"
-
-# --- the guard of calls 2-4 ----------------------------------------------------------------------------------
-if [ "$call" != build ]; then
-  missing=""
-  [ -f "$build/.call1-built" ] || missing="$build (call 1's build)"
-  [ -d .deps/root ] || missing="${missing:+$missing and }.deps"
-  if [ -n "$missing" ]; then
-    echo "gpu-check $call: STOPPED: $missing is not here: the machine went cold (idle over 30 s) and this is a" \
-      "fresh one. Nothing was run. Start again with call 1 (scripts/gpu-check.sh build, carrying what" \
-      "scripts/gpu-plan.sh 1 says)."
-    exit 3
-  fi
-fi
-
-source scripts/gpu-build-env.sh # cmake_args, .deps, LD_LIBRARY_PATH (pip cuDNN/NCCL), NCCL_IB_DISABLE, data
-
-# --- call 1 --------------------------------------------------------------------------------------------------
-probe() {
-  local cuda_home
-  cuda_home=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
-  echo "os:        $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), kernel $(uname -r), $(uname -m)"
-  echo "cpus/mem:  $(nproc) cores, $(free -g 2>/dev/null | awk '/Mem:/ {print $2 " GiB"}'), disk free $(df -h . | awk 'NR==2 {print $4}')"
-  local gpu
-  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
-  echo "gpu:       ${gpu:-none visible}"
-  echo "g++:       $(g++ --version 2>&1 | head -1)"
-  echo "cmake:     $(cmake --version 2>&1 | head -1); ninja $(ninja --version 2>&1)"
-  echo "nvcc:      $(nvcc --version 2>&1 | tail -2 | head -1) ($cuda_home)"
-  echo "cublas:    $(ls "$cuda_home"/lib64/libcublas.so.* "$cuda_home"/targets/x86_64-linux/lib/libcublas.so.* 2>/dev/null | head -1)"
-  echo "sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -i version | head -1 || true)"
-  echo "python:    $(python3 --version 2>&1) at $(command -v python3)"
-  python3 - <<'EOF' 2>&1
+  # --- call 1 --------------------------------------------------------------------------------------------------
+  probe() {
+    local cuda_home
+    cuda_home=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+    echo "os:        $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), kernel $(uname -r), $(uname -m)"
+    echo "cpus/mem:  $(nproc) cores, $(free -g 2>/dev/null | awk '/Mem:/ {print $2 " GiB"}'), disk free $(df -h . | awk 'NR==2 {print $4}')"
+    local gpu
+    gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+    echo "gpu:       ${gpu:-none visible}"
+    echo "g++:       $(g++ --version 2>&1 | head -1)"
+    echo "cmake:     $(cmake --version 2>&1 | head -1); ninja $(ninja --version 2>&1)"
+    echo "nvcc:      $(nvcc --version 2>&1 | tail -2 | head -1) ($cuda_home)"
+    echo "cublas:    $(ls "$cuda_home"/lib64/libcublas.so.* "$cuda_home"/targets/x86_64-linux/lib/libcublas.so.* 2>/dev/null | head -1)"
+    echo "sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -i version | head -1 || true)"
+    echo "python:    $(python3 --version 2>&1) at $(command -v python3)"
+    python3 - <<'EOF' 2>&1
 try:
     import torch
     print(f"torch:     {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
@@ -151,145 +154,148 @@ for m in ("cudnn", "nccl"):
     except Exception as e:
         print(f"{m + ':':10s} no pip package: {e}")
 EOF
-  echo "tools:     gnuplot $(command -v gnuplot >/dev/null && echo yes || echo no), curl $(command -v curl >/dev/null && echo yes || echo no), xz $(command -v xz >/dev/null && echo yes || echo no)"
-  bash scripts/gpu-data.sh
-  deps_runtime_check
-}
+    echo "tools:     gnuplot $(command -v gnuplot >/dev/null && echo yes || echo no), curl $(command -v curl >/dev/null && echo yes || echo no), xz $(command -v xz >/dev/null && echo yes || echo no)"
+    bash scripts/gpu-data.sh
+    deps_runtime_check
+  }
 
-# ctest over one label: its summary in the table.
-run_ctest() { # LABEL LIMIT PARALLEL
-  step "ctest-$1" "$2" ctest --test-dir "$build" -L "$1" --output-on-failure -j "$3" --timeout 240
-  local log=$logs/ctest-$1.log total failed skipped
-  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
-  failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
-  skipped=$(grep -c "(Skipped)" "$log")
-  local detail="${total:-?} tests: ${failed:-?} failed, $skipped skipped"
-  if [ "$have_gpu" = 0 ] && [ "$1" = gpu ]; then detail="$detail (no GPU: the GPU tests skip)"; fi
-  [ "$(verdict)" = ok ] || grep -E "\*\*\*(Failed|Exception|Timeout)|Not Run" "$log" | head -20
-  row "ctest -L $1" "$(verdict)" "$step_s" "$detail"
-}
+  # ctest over one label: its summary in the table.
+  run_ctest() { # LABEL LIMIT PARALLEL
+    step "ctest-$1" "$2" ctest --test-dir "$build" -L "$1" --output-on-failure -j "$3" --timeout 240
+    local log=$logs/ctest-$1.log total failed skipped
+    total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+    failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+    skipped=$(grep -c "(Skipped)" "$log")
+    local detail="${total:-?} tests: ${failed:-?} failed, $skipped skipped"
+    if [ "$have_gpu" = 0 ] && [ "$1" = gpu ]; then detail="$detail (no GPU: the GPU tests skip)"; fi
+    [ "$(verdict)" = ok ] || grep -E "\*\*\*(Failed|Exception|Timeout)|Not Run" "$log" | head -20
+    row "ctest -L $1" "$(verdict)" "$step_s" "$detail"
+  }
 
-if [ "$call" = build ]; then
-  t0=$(date +%s)
-  probe >"$logs/probe.log" 2>&1 # each of its commands is short; a function cannot run under timeout
-  step_rc=$?
-  step_s=$(($(date +%s) - t0))
-  cat "$logs/probe.log"
-  row probe "$(verdict)" "$step_s" "$(sed -n 's/^gpu: *//p' "$logs/probe.log" | cut -c1-60)"
-  [ "$step_rc" = 0 ] || finish # the .deps libraries cannot load here: nothing else can run
-  rm -f "$build/.call1-built"
-  step configure 120 cmake -S . -B "$build" "${cmake_args[@]}"
-  row configure "$(verdict)" "$step_s" "cmake ${cmake_args[*]}"
-  [ "$step_rc" = 0 ] || finish
-  step build 330 cmake --build "$build" -j "$jobs"
-  row build "$(verdict)" "$step_s" "-j$jobs"
-  if [ "$step_rc" != 0 ]; then
-    grep -E "error|FAILED" "$logs/build.log" | head -30
+  if [ "$call" = build ]; then
+    t0=$(date +%s)
+    probe >"$logs/probe.log" 2>&1 # each of its commands is short; a function cannot run under timeout
+    step_rc=$?
+    step_s=$(($(date +%s) - t0))
+    cat "$logs/probe.log"
+    row probe "$(verdict)" "$step_s" "$(sed -n 's/^gpu: *//p' "$logs/probe.log" | cut -c1-60)"
+    [ "$step_rc" = 0 ] || finish # the .deps libraries cannot load here: nothing else can run
+    rm -f "$build/.call1-built"
+    step configure 120 cmake -S . -B "$build" "${cmake_args[@]}"
+    row configure "$(verdict)" "$step_s" "cmake ${cmake_args[*]}"
+    [ "$step_rc" = 0 ] || finish
+    step build 330 cmake --build "$build" -j "$jobs"
+    row build "$(verdict)" "$step_s" "-j$jobs"
+    if [ "$step_rc" != 0 ]; then
+      grep -E "error|FAILED" "$logs/build.log" | head -30
+      finish
+    fi
+    git rev-parse HEAD >"$build/.call1-built" 2>/dev/null || date >"$build/.call1-built"
+    run_ctest cpu 200 "$jobs"
+    run_ctest gpu 150 4
+    if [ "$have_gpu" = 0 ]; then
+      row "mnist_cnn 3 epochs" skipped 0 "no GPU"
+    elif [ -z "${MNIST_DIR:-}" ]; then
+      row "mnist_cnn 3 epochs" FAILED 0 "MNIST not carried (.gpu-data/part4; scripts/gpu-plan.sh 1)"
+    else
+      step mnist_cnn 120 "$build/apps/cnn_train" --dataset mnist --data-dir "$MNIST_DIR" --model mnist_cnn \
+        --epochs 3 --batch-size 64 --lr 0.05 --schedule cosine --checkpoint-dir "$build/gpu-logs/mnist-ckpt"
+      acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/mnist_cnn.log" | tail -1)
+      grep -E "Epoch|Test Acc" "$logs/mnist_cnn.log" | tail -4
+      result=$(verdict)
+      if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 99.0) }'; then result=FAILED; fi
+      row "mnist_cnn 3 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 99.0)"
+    fi
     finish
   fi
-  git rev-parse HEAD >"$build/.call1-built" 2>/dev/null || date >"$build/.call1-built"
-  run_ctest cpu 200 "$jobs"
-  run_ctest gpu 150 4
-  if [ "$have_gpu" = 0 ]; then
-    row "mnist_cnn 3 epochs" skipped 0 "no GPU"
-  elif [ -z "${MNIST_DIR:-}" ]; then
-    row "mnist_cnn 3 epochs" FAILED 0 "MNIST not carried (.gpu-data/part4; scripts/gpu-plan.sh 1)"
-  else
-    step mnist_cnn 120 "$build/apps/cnn_train" --dataset mnist --data-dir "$MNIST_DIR" --model mnist_cnn \
-      --epochs 3 --batch-size 64 --lr 0.05 --schedule cosine --checkpoint-dir "$build/gpu-logs/mnist-ckpt"
-    acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/mnist_cnn.log" | tail -1)
-    grep -E "Epoch|Test Acc" "$logs/mnist_cnn.log" | tail -4
+
+  # --- call 2 --------------------------------------------------------------------------------------------------
+  # sanitize TOOL FILTER LIMIT: one compute-sanitizer tool over the small cases; gtest's counts and the tool's.
+  sanitize() {
+    local tool=$1 filter=$2 limit=$3
+    step "$tool" "$limit" compute-sanitizer --tool "$tool" --target-processes application-only \
+      --error-exitcode 99 "$build/tests/gpu_sanitizer_cases" --gtest_filter="$filter" --gtest_brief=1
+    local log=$logs/$tool.log errors
+    if [ "$tool" = racecheck ]; then
+      errors=$(sed -n 's/.*RACECHECK SUMMARY: \([0-9]*\) hazard.*/\1 hazards/p' "$log" | tail -1)
+    else
+      errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1 errors/p' "$log" | tail -1)
+    fi
+    row "$tool" "$(verdict)" "$step_s" "${errors:-? errors}; $(gtest_counts "$log"); $filter"
+  }
+
+  if [ "$call" = sanitize ]; then
+    cases=$build/tests/gpu_sanitizer_cases
+    if [ "$have_gpu" = 0 ]; then
+      for tool in memcheck racecheck synccheck initcheck; do row "$tool" skipped 0 "no GPU"; done
+      finish
+    fi
+    if ! command -v compute-sanitizer >/dev/null; then
+      for tool in memcheck racecheck synccheck initcheck; do row "$tool" skipped 0 "no compute-sanitizer"; done
+      finish
+    fi
+    # The probe: the smallest case under memcheck. "Device not supported" (seen on gVisor machines) skips all.
+    step probe 45 compute-sanitizer --tool memcheck --target-processes application-only --error-exitcode 99 \
+      "$cases" --gtest_filter='SanitizerCases.Allocator*'
+    if grep -qi "device not supported" "$logs/probe.log"; then
+      for tool in memcheck racecheck synccheck initcheck; do
+        row "$tool" skipped 0 "compute-sanitizer: Device not supported on this machine"
+      done
+      finish
+    fi
+    row "sanitizer probe" "$(verdict)" "$step_s" "memcheck on SanitizerCases.Allocator*"
+    [ "$step_rc" = 0 ] || finish
+    sanitize memcheck '*' 90
+    sanitize racecheck 'SanitizerCases/ZooStep.*' 60     # the shared-memory kernels are all in a zoo step
+    sanitize synccheck 'SanitizerCases/ZooStep.*' 40
+    sanitize initcheck 'SanitizerCases.Loader*:SanitizerCases.Allocator*' 40
+    finish
+  fi
+
+  # --- call 3 --------------------------------------------------------------------------------------------------
+  if [ "$call" = bench ]; then
+    if [ "$have_gpu" = 0 ]; then
+      row bench skipped 0 "no GPU"
+      finish
+    fi
+    # bench.sh keeps its own budget (the call's, less this script's share) and writes its own table.
+    step bench "$budget" env BUDGET=$((budget - 25)) BUILD_DIR="$build" BENCH_LOGS="$logs/bench" scripts/bench.sh
+    tail -25 "$logs/bench.log"
+    row bench "$(verdict)" "$step_s" "table: $logs/bench/summary.txt; RESULTS.md entry: $logs/bench/results_entry.md"
+    finish
+  fi
+
+  # --- call 4 --------------------------------------------------------------------------------------------------
+  if [ "$call" = cifar ]; then
+    if [ -z "${CIFAR10_DIR:-}" ]; then
+      row "cifar10 data" FAILED 0 "$(bash scripts/gpu-data.sh | grep cifar10)"
+      finish
+    fi
+    row "cifar10 data" ok 0 "merged in $CIFAR10_DIR"
+    step real_datasets 60 "$build/tests/cpu_tests" --gtest_filter='RealDatasets.*' --gtest_brief=1
+    row "RealDatasets" "$(verdict)" "$step_s" "$(gtest_counts "$logs/real_datasets.log")"
+    if [ "$have_gpu" = 0 ]; then
+      row "vgg6 15 epochs" skipped 0 "no GPU"
+      row "pytorch checks" skipped 0 "no GPU"
+      finish
+    fi
+    step vgg6 240 "$build/apps/cnn_train" --dataset cifar10 --data-dir "$CIFAR10_DIR" --model vgg6 --epochs 15 \
+      --augment crop-flip --schedule cosine --checkpoint-dir "$build/gpu-logs/vgg6-ckpt"
+    acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/vgg6.log" | tail -1)
+    grep -E "Epoch" "$logs/vgg6.log" | tail -3
     result=$(verdict)
-    if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 99.0) }'; then result=FAILED; fi
-    row "mnist_cnn 3 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 99.0)"
+    if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 88.0) }'; then result=FAILED; fi
+    row "vgg6 15 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 88.0); $(
+      grep -o '[0-9,]* img/s' "$logs/vgg6.log" | tail -1)"
+    # The PyTorch checks: the models' parameter counts (train_peer.py), then the checkpoint both ways.
+    step pytorch_models 60 python3 benchmarks/pytorch/train_peer.py --check-models
+    row "pytorch models" "$(verdict)" "$step_s" "$(tail -1 "$logs/pytorch_models.log" | cut -c1-70)"
+    step pytorch_check 120 python3 scripts/pytorch-check.py --cnn-train "$build/apps/cnn_train" \
+      --checkpoint "$build/gpu-logs/vgg6-ckpt/last.safetensors" --data-dir "$CIFAR10_DIR"
+    grep -E "^[12]\." "$logs/pytorch_check.log"
+    row "pytorch checks" "$(verdict)" "$step_s" "scripts/pytorch-check.py: $(tail -1 "$logs/pytorch_check.log" | cut -c1-50)"
+    finish
   fi
-  finish
-fi
-
-# --- call 2 --------------------------------------------------------------------------------------------------
-# sanitize TOOL FILTER LIMIT: one compute-sanitizer tool over the small cases; gtest's counts and the tool's.
-sanitize() {
-  local tool=$1 filter=$2 limit=$3
-  step "$tool" "$limit" compute-sanitizer --tool "$tool" --target-processes application-only \
-    --error-exitcode 99 "$build/tests/gpu_sanitizer_cases" --gtest_filter="$filter" --gtest_brief=1
-  local log=$logs/$tool.log errors
-  if [ "$tool" = racecheck ]; then
-    errors=$(sed -n 's/.*RACECHECK SUMMARY: \([0-9]*\) hazard.*/\1 hazards/p' "$log" | tail -1)
-  else
-    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1 errors/p' "$log" | tail -1)
-  fi
-  row "$tool" "$(verdict)" "$step_s" "${errors:-? errors}; $(gtest_counts "$log"); $filter"
 }
 
-if [ "$call" = sanitize ]; then
-  cases=$build/tests/gpu_sanitizer_cases
-  if [ "$have_gpu" = 0 ]; then
-    for tool in memcheck racecheck synccheck initcheck; do row "$tool" skipped 0 "no GPU"; done
-    finish
-  fi
-  if ! command -v compute-sanitizer >/dev/null; then
-    for tool in memcheck racecheck synccheck initcheck; do row "$tool" skipped 0 "no compute-sanitizer"; done
-    finish
-  fi
-  # The probe: the smallest case under memcheck. "Device not supported" (seen on gVisor machines) skips all.
-  step probe 45 compute-sanitizer --tool memcheck --target-processes application-only --error-exitcode 99 \
-    "$cases" --gtest_filter='SanitizerCases.Allocator*'
-  if grep -qi "device not supported" "$logs/probe.log"; then
-    for tool in memcheck racecheck synccheck initcheck; do
-      row "$tool" skipped 0 "compute-sanitizer: Device not supported on this machine"
-    done
-    finish
-  fi
-  row "sanitizer probe" "$(verdict)" "$step_s" "memcheck on SanitizerCases.Allocator*"
-  [ "$step_rc" = 0 ] || finish
-  sanitize memcheck '*' 90
-  sanitize racecheck 'SanitizerCases/ZooStep.*' 60     # the shared-memory kernels are all in a zoo step
-  sanitize synccheck 'SanitizerCases/ZooStep.*' 40
-  sanitize initcheck 'SanitizerCases.Loader*:SanitizerCases.Allocator*' 40
-  finish
-fi
-
-# --- call 3 --------------------------------------------------------------------------------------------------
-if [ "$call" = bench ]; then
-  if [ "$have_gpu" = 0 ]; then
-    row bench skipped 0 "no GPU"
-    finish
-  fi
-  # bench.sh keeps its own budget (the call's, less this script's share) and writes its own table.
-  step bench "$budget" env BUDGET=$((budget - 25)) BUILD_DIR="$build" BENCH_LOGS="$logs/bench" scripts/bench.sh
-  tail -25 "$logs/bench.log"
-  row bench "$(verdict)" "$step_s" "table: $logs/bench/summary.txt; RESULTS.md entry: $logs/bench/results_entry.md"
-  finish
-fi
-
-# --- call 4 --------------------------------------------------------------------------------------------------
-if [ "$call" = cifar ]; then
-  if [ -z "${CIFAR10_DIR:-}" ]; then
-    row "cifar10 data" FAILED 0 "$(bash scripts/gpu-data.sh | grep cifar10)"
-    finish
-  fi
-  row "cifar10 data" ok 0 "merged in $CIFAR10_DIR"
-  step real_datasets 60 "$build/tests/cpu_tests" --gtest_filter='RealDatasets.*' --gtest_brief=1
-  row "RealDatasets" "$(verdict)" "$step_s" "$(gtest_counts "$logs/real_datasets.log")"
-  if [ "$have_gpu" = 0 ]; then
-    row "vgg6 15 epochs" skipped 0 "no GPU"
-    row "pytorch checks" skipped 0 "no GPU"
-    finish
-  fi
-  step vgg6 240 "$build/apps/cnn_train" --dataset cifar10 --data-dir "$CIFAR10_DIR" --model vgg6 --epochs 15 \
-    --augment crop-flip --schedule cosine --checkpoint-dir "$build/gpu-logs/vgg6-ckpt"
-  acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/vgg6.log" | tail -1)
-  grep -E "Epoch" "$logs/vgg6.log" | tail -3
-  result=$(verdict)
-  if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 88.0) }'; then result=FAILED; fi
-  row "vgg6 15 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 88.0); $(
-    grep -o '[0-9,]* img/s' "$logs/vgg6.log" | tail -1)"
-  # The PyTorch checks: the models' parameter counts (train_peer.py), then the checkpoint both ways.
-  step pytorch_models 60 python3 benchmarks/pytorch/train_peer.py --check-models
-  row "pytorch models" "$(verdict)" "$step_s" "$(tail -1 "$logs/pytorch_models.log" | cut -c1-70)"
-  step pytorch_check 120 python3 scripts/pytorch-check.py --cnn-train "$build/apps/cnn_train" \
-    --checkpoint "$build/gpu-logs/vgg6-ckpt/last.safetensors" --data-dir "$CIFAR10_DIR"
-  grep -E "^[12]\." "$logs/pytorch_check.log"
-  row "pytorch checks" "$(verdict)" "$step_s" "scripts/pytorch-check.py: $(tail -1 "$logs/pytorch_check.log" | cut -c1-50)"
-  finish
-fi
+main "$@"
