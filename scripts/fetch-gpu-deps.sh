@@ -47,6 +47,12 @@ versions=$(for deb in .deps/debs/*.deb; do dpkg-deb --showformat='${Package} ${V
 rm -rf .deps/debs
 
 usr=.deps/root/usr
+# Merged /usr as Debian 12 has it: the packages that install into /lib (libnl, zlib) join usr/lib, where the
+# run paths below and the linker look (libibverbs needs libnl-3 at link time too).
+if [ -d .deps/root/lib ]; then
+  cp -a .deps/root/lib/. "$usr/lib/"
+  rm -rf .deps/root/lib
+fi
 lib=$usr/lib/x86_64-linux-gnu
 blas=$lib/openblas-pthread
 
@@ -94,6 +100,7 @@ fi
 find .deps/root -type l | while read -r link; do
   target=$(readlink "$link")
   case "$target" in
+    /lib/*) target=/usr$target ;&
     /*) ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" ".deps/root$target")" "$link" ;;
   esac
 done
