@@ -51,7 +51,17 @@ endif()
 set(CMAKE_CUDA_STANDARD 20)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(CMAKE_CUDA_EXTENSIONS OFF)
-find_package(CUDAToolkit 12 REQUIRED)
+# CMake 3.25.0/3.25.1's FindCUDAToolkit marks CUDA::nvToolsExt deprecated without checking that it exists, and
+# CUDA 13 has no libnvToolsExt (NVTX 3 is header-only): configure fails with Debian 12's cmake as shipped. It
+# does so only for projects that require CMake >= 3.25, so the call sees a lower minimum.
+if(CMAKE_VERSION VERSION_LESS 3.26)
+  set(_engine_minimum_version ${CMAKE_MINIMUM_REQUIRED_VERSION})
+  set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
+  find_package(CUDAToolkit 12 REQUIRED)
+  set(CMAKE_MINIMUM_REQUIRED_VERSION ${_engine_minimum_version})
+else()
+  find_package(CUDAToolkit 12 REQUIRED)
+endif()
 
 # Where pip put a package's files (empty when Python or the package is absent).
 function(engine_python_package_dir module out_var)

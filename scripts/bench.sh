@@ -1,31 +1,33 @@
 #!/usr/bin/env bash
-# One command for the GPU machine: build kernel_bench and train_bench if needed, then on the same GPU in the
-# same command run
+# The benchmarks on the GPU machine, call 3 of the plan (scripts/gpu-check.sh bench runs this after its guard;
+# docs/ARCHITECTURE.md, "The GPU machine"). Builds kernel_bench and train_bench if needed, then on the same GPU
+# in the same command runs
 #   1. kernel_bench          every kernel family, validated against the CPU, against measured ceilings
 #   2. train_bench           vgg6 and resnet18 at batch 128 and 512, fp32 (the default) and with TF32 allowed
 #   3. ddp_overlap           the Reducer's timeline of one resnet18 DDP step through NCCL (world size 1: the
 #                            bucket all-reduces still run on the communication stream): do they start before
-#                            backward ends? (its table is in $logs/ddp_overlap.log, for benchmarks/RESULTS.md)
+#                            backward ends? (its table is in ddp_overlap.log, for benchmarks/RESULTS.md)
 #   4. train_peer.py         the same models in PyTorch: the tutorial pipeline, and PyTorch at its best
-# and print ONE table last: our images/s beside PyTorch's, and the ratios (benchmarks/pytorch/report.py).
-# Logs and JSON go to $OUT when set (the device tool brings $OUT back), else to <build>/bench-logs; the
-# Markdown entry for benchmarks/RESULTS.md is written there as results_entry.md. Sized for one 10-minute call
-# on a 16-core H100 machine: every stage has its own time limit, and no stage may run past BUDGET seconds
-# from the start (default 560), so the table always prints; a stage cut short leaves "-" in its columns.
+# and prints ONE table last: our images/s beside PyTorch's, and the ratios (benchmarks/pytorch/report.py).
+# Budget: BUDGET seconds from the start (default 335, so that with gpu-check's guard and packing the call stays
+# within its 360 s); every stage has its own limit below, cut to what is left, so the table always prints; a
+# stage cut short leaves "-" in its columns. The stage limits add up to about 330 s on an H100.
+# Logs and JSON go to BENCH_LOGS (default <build>/gpu-logs/bench; the Markdown entry for benchmarks/RESULTS.md
+# is results_entry.md there). Where $OUT is set and this runs on its own, $OUT gets the table, the entry and
+# one archive of the logs (the device tool brings back at most 8 files).
 #
-#   scripts/bench.sh                  everything
-#   scripts/gpu-check.sh --bench      the same (gpu-check's build directory and environment)
+#   scripts/gpu-check.sh bench        the plan's call 3 (gpu-check's build directory and environment)
+#   scripts/bench.sh                  the same, without the guard
 # Environment: BUILD_DIR (default build-gpu, gpu-check's), CUDA_ARCH (default: native), STEPS (timed
-# training steps, default 50), WARMUP (default 10; PyTorch's best setting gets 2x for torch.compile),
-# KERNEL_REPEATS (default 15), BUDGET (seconds, default 560), SKIP_KERNELS=1, SKIP_PYTORCH=1, CIFAR10_DIR
-# (real data; else random).
+# training steps, default 30), WARMUP (default 10; PyTorch's best setting gets 2x for torch.compile),
+# KERNEL_REPEATS (default 10), BUDGET, SKIP_KERNELS=1, SKIP_PYTORCH=1, CIFAR10_DIR (real data; else random).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 build=${BUILD_DIR:-build-gpu}
-logs=${OUT:-$build/bench-logs}
+logs=${BENCH_LOGS:-$build/gpu-logs/bench}
 mkdir -p "$logs"
-steps=${STEPS:-50}
+steps=${STEPS:-30}
 warmup=${WARMUP:-10}
 status=0
 
@@ -35,7 +37,7 @@ source scripts/gpu-build-env.sh  # cmake_args, LD_LIBRARY_PATH (.deps, pip cuDNN
 
 echo "== bench: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo 'no GPU visible'), commit $(git rev-parse --short HEAD 2>/dev/null)"
 start=$(date +%s)
-deadline=$(( start + ${BUDGET:-560} ))
+deadline=$(( start + ${BUDGET:-335} ))
 if [ ! -f "$build/build.ninja" ]; then
   if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
     tail -30 "$logs/configure.log"
@@ -84,27 +86,27 @@ stage() {
 
 bin=$build/benchmarks
 if [ "${SKIP_KERNELS:-0}" != 1 ]; then
-  stage kernel_bench 150 "$bin/kernel_bench" --repeats "${KERNEL_REPEATS:-15}" --json "$logs/kernels.json"
+  stage kernel_bench 65 "$bin/kernel_bench" --repeats "${KERNEL_REPEATS:-10}" --json "$logs/kernels.json"
   # The kernel table is long (its log and kernels.json keep it); show the device and the ceilings here.
   grep -E "^ceilings|^kernel_bench" "$logs/kernel_bench.log" | head -3
 fi
 rm -f "$logs/train.jsonl" "$logs/pytorch.jsonl"
-stage train_bench_fp32 90 "$bin/train_bench" --steps "$steps" --warmup "$warmup" --json "$logs/train.jsonl"
+stage train_bench_fp32 50 "$bin/train_bench" --steps "$steps" --warmup "$warmup" --json "$logs/train.jsonl"
 cp "$logs/train.jsonl" "$logs/train_fp32.jsonl" 2>/dev/null
-stage train_bench_tf32 70 "$bin/train_bench" --tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
+stage train_bench_tf32 40 "$bin/train_bench" --tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
 cat "$logs/train_tf32.jsonl" >>"$logs/train.jsonl" 2>/dev/null
 grep -hE "images/s" "$logs/train_bench_fp32.log" "$logs/train_bench_tf32.log"
 
 if [ "$overlap_built" = 1 ]; then
-  stage ddp_overlap 60 "$bin/ddp_overlap" --nproc 1 --model resnet18 --batch-size 128 --steps 6
+  stage ddp_overlap 30 "$bin/ddp_overlap" --nproc 1 --model resnet18 --batch-size 128 --steps 6
   grep -E "^ +[0-9]|^bucket|^backward|^all-reduce" "$logs/ddp_overlap.log" | head -12
 fi
 
 if [ "${SKIP_PYTORCH:-0}" != 1 ]; then
   peer=benchmarks/pytorch/train_peer.py
-  stage pytorch_tutorial 100 python3 "$peer" --setting tutorial --steps "$steps" --warmup "$warmup" \
+  stage pytorch_tutorial 45 python3 "$peer" --setting tutorial --steps "$steps" --warmup "$warmup" \
     --workers "$(( $(nproc) > 8 ? 8 : $(nproc) ))" --json "$logs/pytorch.jsonl"
-  stage pytorch_best 220 python3 "$peer" --setting best --steps "$steps" --warmup "$(( 2 * warmup ))" \
+  stage pytorch_best 100 python3 "$peer" --setting best --steps "$steps" --warmup "$(( 2 * warmup ))" \
     --json "$logs/pytorch.jsonl"
 fi
 
@@ -114,4 +116,8 @@ echo "   total $(( $(date +%s) - start )) s; RESULTS.md entry: $logs/results_ent
 python3 benchmarks/pytorch/report.py --ours "$logs/train.jsonl" --pytorch "$logs/pytorch.jsonl" \
   --kernels "$logs/kernels.json" | tee "$logs/summary.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
+if [ -z "${BENCH_LOGS:-}" ] && [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+  cp "$logs/summary.txt" "$logs/results_entry.md" "$OUT/" 2>/dev/null
+  tar -czf "$OUT/bench-logs.tar.gz" -C "$(dirname "$logs")" "$(basename "$logs")"
+fi
 exit "$status"

@@ -1,115 +1,301 @@
 #!/usr/bin/env bash
-# One command for the GPU machine: configure and build (all cores, the GPU's own architecture), run the whole
-# ctest suite (cpu and gpu labels), run compute-sanitizer's memcheck over gpu_tests and racecheck over the
-# tests of kernels that use shared memory, and print a short table last. Full logs go to $OUT when it is set
-# (the device tool brings $OUT back), else to <build>/gpu-check-logs. Exit status 0 only when everything ran
-# clean. Fits in one 10-minute call on a 16-core machine.
+# The check of the engine on a lent GPU machine, in the four calls of one plan (docs/ARCHITECTURE.md, "The GPU
+# machine"; scripts/gpu-plan.sh prints what each call carries and its size). Run the calls back to back: a
+# machine idle for 30 s is gone with the build, and the four fit in 30 minutes of device time.
 #
-#   scripts/fetch-gpu-deps.sh            once, where apt works: fills .deps/ (carry it to the GPU machine)
-#   scripts/gpu-check.sh                 on the GPU machine
-#   scripts/gpu-check.sh --bench         the benchmarks instead (scripts/bench.sh, same build directory)
-# Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default: native where a GPU is visible),
-# SKIP_SANITIZERS=1, MEMCHECK_TIMEOUT / RACECHECK_TIMEOUT (seconds, default 200 / 150).
+#   scripts/gpu-check.sh build      call 1 (budget 480 s): probe the machine, build for its GPU, every test
+#                                   (labels cpu and gpu), then mnist_cnn on MNIST for 3 epochs (>= 99.0%)
+#   scripts/gpu-check.sh sanitize   call 2 (240 s): compute-sanitizer memcheck, racecheck, synccheck and
+#                                   initcheck over the small cases of tests/sanitize (never a training run)
+#   scripts/gpu-check.sh bench      call 3 (360 s): scripts/bench.sh within that budget
+#   scripts/gpu-check.sh cifar      call 4 (360 s): CIFAR-10 from the merged parts: its reader tests, vgg6 for
+#                                   15 epochs (crop-flip, cosine; >= 88%), the PyTorch checks
 #
-# Where .deps/root exists it is the first CMake prefix and joins LD_LIBRARY_PATH (the GPU machine has no
-# Debian -dev packages). cuDNN and NCCL come from CUDA or the pip packages nvidia-cudnn-cu13 /
-# nvidia-nccl-cu13 (cmake/CudaSetup.cmake finds those); if a pip package carries no headers, the copies in
-# .deps/cuda-include are used.
+# Calls 2-4 start with a guard: where the build of call 1 or .deps is missing (the machine went cold and this
+# one is fresh), they stop at once with status 3 and say so. Every step has a time limit, cut to what is left of
+# the call's budget (BUDGET=seconds overrides), so the table always prints. Status: 0 all ran clean, 1 a step
+# failed or was cut, 2 bad usage, 3 cold machine. Without a GPU (a dry run) the GPU steps say "skipped".
+#
+# Output: one table last (step, result, seconds, detail). Logs go to <build>/gpu-logs/<call>/; where $OUT is
+# set (the device tool brings back at most 8 files), it receives <call>-summary.txt and <call>-logs.tar.gz.
+# Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default: the GPU present), BUDGET, LIMIT_SCALE (each
+# step's limit times this; scripts/gpu-rehearse.sh sets it for 2 cores).
 set -uo pipefail
-if [ "${1:-}" = --bench ]; then exec "$(dirname "$0")/bench.sh"; fi
-cd "$(dirname "$0")/.."
-root=$PWD
-build=${BUILD_DIR:-build-gpu}
-logs=${OUT:-$build/gpu-check-logs}
-mkdir -p "$logs"
-jobs=$(nproc)
-status=0
+# Everything runs inside main, which bash reads whole before running: editing this file while a call runs
+# (a rehearsal here takes an hour) cannot change what the running call does.
+main() {
+  cd "$(dirname "$0")/.." || exit 2
+  root=$PWD
+  call=${1:-}
+  case "$call" in
+    build | 1) call=build budget=480 ;;
+    sanitize | 2) call=sanitize budget=240 ;;
+    bench | 3 | --bench) call=bench budget=360 ;;
+    cifar | 4) call=cifar budget=360 ;;
+    *)
+      echo "usage: scripts/gpu-check.sh build|sanitize|bench|cifar   (calls 1-4; see the comment at the top)" >&2
+      exit 2
+      ;;
+  esac
+  budget=${BUDGET:-$budget}
+  build=${BUILD_DIR:-build-gpu}
+  logs=$build/gpu-logs/$call
+  start=$(date +%s)
+  deadline=$((start + budget))
+  jobs=$(nproc)
+  status=0
+  have_gpu=0
+  if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; fi
 
-have_gpu=0
-if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; fi
+  # --- the table -----------------------------------------------------------------------------------------------
+  rows=()
+  row() { # STEP RESULT SECONDS DETAIL
+    rows+=("$(printf '%-20s %-9s %5s  %s' "$1" "$2" "$3" "$4")")
+    case "$2" in ok | skipped) ;; *) status=1 ;; esac
+  }
+  finish() {
+    mkdir -p "$logs"
+    {
+      echo
+      echo "gpu-check $call: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(
+        nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no GPU visible')"
+      printf '%-20s %-9s %5s  %s\n' step result s detail
+      printf '%s\n' "${rows[@]}"
+      echo "total $(($(date +%s) - start)) s of a $budget s budget; logs: $logs; result: $([ "$status" = 0 ] && echo OK || echo FAILED)"
+    } | tee "$logs/summary.txt"
+    if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+      cp "$logs/summary.txt" "$OUT/$call-summary.txt"
+      tar -czf "$OUT/$call-logs.tar.gz" -C "$build/gpu-logs" "$call" 2>/dev/null
+      [ -f "$logs/bench/results_entry.md" ] && cp "$logs/bench/results_entry.md" "$OUT/"
+    fi
+    exit "$status"
+  }
 
-source scripts/gpu-build-env.sh  # cmake_args, LD_LIBRARY_PATH (.deps, pip cuDNN/NCCL)
+  # step NAME LIMIT COMMAND...: runs COMMAND with its output in $logs/NAME.log, under LIMIT seconds cut to what is
+  # left of the budget (15 s are kept for the table). Sets step_rc (124: timed out) and step_s.
+  step() {
+    local name=$1 limit=$(($2 * ${LIMIT_SCALE:-1}))
+    shift 2
+    local left=$((deadline - $(date +%s) - 15))
+    [ "$left" -lt "$limit" ] && limit=$left
+    step_s=0
+    if [ "$limit" -le 5 ]; then
+      step_rc=125
+      echo "== $name: not started (budget spent)"
+      return
+    fi
+    echo "== $name (limit ${limit}s)"
+    local t0
+    t0=$(date +%s)
+    timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+    step_rc=$?
+    step_s=$(($(date +%s) - t0))
+    if [ "$step_rc" != 0 ]; then tail -15 "$logs/$name.log"; fi
+  }
+  # The result word for step_rc.
+  verdict() { case "$step_rc" in 0) echo ok ;; 124) echo timeout ;; 125) echo not-run ;; *) echo FAILED ;; esac; }
 
-echo "== gpu-check: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no GPU visible')"
-echo "== configure ($build): cmake ${cmake_args[*]}"
-if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
-  tail -40 "$logs/configure.log"
-  echo "gpu-check: configure FAILED (log: $logs/configure.log)"
-  exit 1
-fi
-echo "== build (-j$jobs)"
-build_start=$(date +%s)
-if ! cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1; then
-  grep -E "error|FAILED" "$logs/build.log" | head -40
-  echo "gpu-check: build FAILED (log: $logs/build.log)"
-  exit 1
-fi
-echo "   built in $(( $(date +%s) - build_start )) s"
+  # gtest's own counts from a log: "P passed, F failed, S skipped".
+  gtest_counts() {
+    local p f s
+    p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
+    f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
+    s=$(sed -n 's/.*\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$1" | tail -1)
+    echo "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+  }
 
-# ctest per label; counts from its summary ("N tests failed out of M") and its "(Skipped)" lines.
-declare -A row
-run_ctest() {
-  local label=$1 log=$logs/ctest-$1.log
-  ctest --test-dir "$build" -L "$label" --output-on-failure -j "$jobs" --timeout 300 >"$log" 2>&1
-  local rc=$?
-  local total failed skipped
-  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
-  failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
-  skipped=$(grep -c "(Skipped)" "$log")
-  total=${total:-0}
-  failed=${failed:-0}
-  if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then failed="?"; fi
-  local passed=$(( total - ${failed//\?/0} - skipped ))
-  row[ctest-$label]="$passed $failed $skipped -"
-  [ "$rc" = 0 ] || status=1
-  grep -E "tests passed|\*\*\*(Failed|Exception|Timeout)|Not Run" "$log" | head -20
-}
-echo "== ctest -L cpu"
-run_ctest cpu
-echo "== ctest -L gpu"
-run_ctest gpu
-
-# compute-sanitizer over gpu_tests; counts from gtest's summary and the sanitizer's own.
-sanitize() {
-  local name=$1 tool=$2 filter=$3 limit=$4 log=$logs/$1.log
-  local exe=$build/tests/gpu_tests
-  timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_filter="$filter" \
-    --gtest_brief=1 >"$log" 2>&1
-  local rc=$?
-  local passed failed skipped errors
-  passed=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-  failed=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-  skipped=$(sed -n 's/.*\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-  if [ "$tool" = racecheck ]; then
-    errors=$(sed -n 's/.*RACECHECK SUMMARY: \([0-9]*\) hazard.*/\1/p' "$log" | tail -1)
-  else
-    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
+  # --- the guard of calls 2-4 ----------------------------------------------------------------------------------
+  if [ "$call" != build ]; then
+    missing=""
+    [ -f "$build/.call1-built" ] || missing="$build (call 1's build)"
+    [ -d .deps/root ] || missing="${missing:+$missing and }.deps"
+    if [ -n "$missing" ]; then
+      echo "gpu-check $call: STOPPED: $missing is not here: the machine went cold (idle over 30 s) and this is a" \
+        "fresh one. Nothing was run. Start again with call 1 (scripts/gpu-check.sh build, carrying what" \
+        "scripts/gpu-plan.sh 1 says)."
+      exit 3
+    fi
   fi
-  if [ "$rc" = 124 ]; then errors="timeout(${limit}s)"; fi
-  row[$name]="${passed:-0} ${failed:-0} ${skipped:-0} ${errors:-?}"
-  [ "$rc" = 0 ] || status=1
-  tail -3 "$log"
-}
-if [ "$have_gpu" = 1 ] && [ "${SKIP_SANITIZERS:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-  echo "== compute-sanitizer memcheck (gpu_tests)"
-  # The out-of-memory test makes a failing cudaMalloc on purpose, which memcheck reports as an API error.
-  sanitize memcheck memcheck "-*OutOfMemory*" "${MEMCHECK_TIMEOUT:-200}"
-  echo "== compute-sanitizer racecheck (kernels with shared memory)"
-  sanitize racecheck racecheck \
-    "*CudaConv2d.Direct*:*CudaBatchNorm2d*:*CudaBias*:*CudaSoftmaxCrossEntropy*:*CudaGlobalAvgPool*" \
-    "${RACECHECK_TIMEOUT:-150}"
-else
-  row[memcheck]="- - - not-run"
-  row[racecheck]="- - - not-run"
-fi
 
-{
-  echo
-  printf '%-12s %7s %7s %8s  %s\n' suite passed failed skipped "sanitizer errors"
-  for name in ctest-cpu ctest-gpu memcheck racecheck; do
-    read -r p f s e <<<"${row[$name]:-- - - -}"
-    printf '%-12s %7s %7s %8s  %s\n' "$name" "$p" "$f" "$s" "$e"
-  done
-  echo "logs: $logs   result: $([ "$status" = 0 ] && echo OK || echo FAILED)"
-} | tee "$logs/summary.txt"
-exit "$status"
+  mkdir -p "$logs"
+  echo "== gpu-check $call (budget ${budget}s)"
+
+  source scripts/gpu-build-env.sh # cmake_args, .deps, LD_LIBRARY_PATH (pip cuDNN/NCCL), NCCL_IB_DISABLE, data
+
+  # --- call 1 --------------------------------------------------------------------------------------------------
+  probe() {
+    local cuda_home
+    cuda_home=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+    echo "os:        $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), kernel $(uname -r), $(uname -m)"
+    echo "cpus/mem:  $(nproc) cores, $(free -g 2>/dev/null | awk '/Mem:/ {print $2 " GiB"}'), disk free $(df -h . | awk 'NR==2 {print $4}')"
+    local gpu
+    gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+    echo "gpu:       ${gpu:-none visible}"
+    echo "g++:       $(g++ --version 2>&1 | head -1)"
+    echo "cmake:     $(cmake --version 2>&1 | head -1); ninja $(ninja --version 2>&1)"
+    echo "nvcc:      $(nvcc --version 2>&1 | tail -2 | head -1) ($cuda_home)"
+    echo "cublas:    $(ls "$cuda_home"/lib64/libcublas.so.* "$cuda_home"/targets/x86_64-linux/lib/libcublas.so.* 2>/dev/null | head -1)"
+    echo "sanitizer: $(compute-sanitizer --version 2>/dev/null | grep -i version | head -1 || true)"
+    echo "python:    $(python3 --version 2>&1) at $(command -v python3)"
+    python3 - <<'EOF' 2>&1
+try:
+    import torch
+    print(f"torch:     {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
+          f"NCCL {'.'.join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else '?'}, "
+          f"GPU visible: {torch.cuda.is_available()}")
+except Exception as e:
+    print(f"torch:     not usable: {e}")
+for m in ("cudnn", "nccl"):
+    try:
+        import importlib, os
+        d = list(importlib.import_module(f"nvidia.{m}").__path__)[0]
+        print(f"{m + ':':10s} {d} (header {'present' if os.path.exists(f'{d}/include/{m}.h') else 'ABSENT'}; "
+              f"lib {sorted(os.listdir(f'{d}/lib'))[:3]})")
+    except Exception as e:
+        print(f"{m + ':':10s} no pip package: {e}")
+EOF
+    echo "tools:     gnuplot $(command -v gnuplot >/dev/null && echo yes || echo no), curl $(command -v curl >/dev/null && echo yes || echo no), xz $(command -v xz >/dev/null && echo yes || echo no)"
+    bash scripts/gpu-data.sh
+    deps_runtime_check
+  }
+
+  # ctest over one label: its summary in the table.
+  run_ctest() { # LABEL LIMIT PARALLEL
+    step "ctest-$1" "$2" ctest --test-dir "$build" -L "$1" --output-on-failure -j "$3" --timeout 240
+    local log=$logs/ctest-$1.log total failed skipped
+    total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+    failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+    skipped=$(grep -c "(Skipped)" "$log")
+    local detail="${total:-?} tests: ${failed:-?} failed, $skipped skipped"
+    if [ "$have_gpu" = 0 ] && [ "$1" = gpu ]; then detail="$detail (no GPU: the GPU tests skip)"; fi
+    [ "$(verdict)" = ok ] || grep -E "\*\*\*(Failed|Exception|Timeout)|Not Run" "$log" | head -20
+    row "ctest -L $1" "$(verdict)" "$step_s" "$detail"
+  }
+
+  if [ "$call" = build ]; then
+    t0=$(date +%s)
+    probe >"$logs/probe.log" 2>&1 # each of its commands is short; a function cannot run under timeout
+    step_rc=$?
+    step_s=$(($(date +%s) - t0))
+    cat "$logs/probe.log"
+    row probe "$(verdict)" "$step_s" "$(sed -n 's/^gpu: *//p' "$logs/probe.log" | cut -c1-60)"
+    [ "$step_rc" = 0 ] || finish # the .deps libraries cannot load here: nothing else can run
+    rm -f "$build/.call1-built"
+    step configure 120 cmake -S . -B "$build" "${cmake_args[@]}"
+    row configure "$(verdict)" "$step_s" "cmake ${cmake_args[*]}"
+    [ "$step_rc" = 0 ] || finish
+    step build 330 cmake --build "$build" -j "$jobs"
+    row build "$(verdict)" "$step_s" "-j$jobs"
+    if [ "$step_rc" != 0 ]; then
+      grep -E "error|FAILED" "$logs/build.log" | head -30
+      finish
+    fi
+    git rev-parse HEAD >"$build/.call1-built" 2>/dev/null || date >"$build/.call1-built"
+    run_ctest cpu 200 "$jobs"
+    run_ctest gpu 150 4
+    if [ "$have_gpu" = 0 ]; then
+      row "mnist_cnn 3 epochs" skipped 0 "no GPU"
+    elif [ -z "${MNIST_DIR:-}" ]; then
+      row "mnist_cnn 3 epochs" FAILED 0 "MNIST not carried (.gpu-data/part4; scripts/gpu-plan.sh 1)"
+    else
+      step mnist_cnn 120 "$build/apps/cnn_train" --dataset mnist --data-dir "$MNIST_DIR" --model mnist_cnn \
+        --epochs 3 --batch-size 64 --lr 0.05 --schedule cosine --checkpoint-dir "$build/gpu-logs/mnist-ckpt"
+      acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/mnist_cnn.log" | tail -1)
+      grep -E "Epoch|Test Acc" "$logs/mnist_cnn.log" | tail -4
+      result=$(verdict)
+      if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 99.0) }'; then result=FAILED; fi
+      row "mnist_cnn 3 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 99.0)"
+    fi
+    finish
+  fi
+
+  # --- call 2 --------------------------------------------------------------------------------------------------
+  # sanitize TOOL FILTER LIMIT: one compute-sanitizer tool over the small cases; gtest's counts and the tool's.
+  sanitize() {
+    local tool=$1 filter=$2 limit=$3
+    step "$tool" "$limit" compute-sanitizer --tool "$tool" --target-processes application-only \
+      --error-exitcode 99 "$build/tests/gpu_sanitizer_cases" --gtest_filter="$filter" --gtest_brief=1
+    local log=$logs/$tool.log errors
+    if [ "$tool" = racecheck ]; then
+      errors=$(sed -n 's/.*RACECHECK SUMMARY: \([0-9]*\) hazard.*/\1 hazards/p' "$log" | tail -1)
+    else
+      errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1 errors/p' "$log" | tail -1)
+    fi
+    row "$tool" "$(verdict)" "$step_s" "${errors:-? errors}; $(gtest_counts "$log"); $filter"
+  }
+
+  if [ "$call" = sanitize ]; then
+    cases=$build/tests/gpu_sanitizer_cases
+    if [ "$have_gpu" = 0 ]; then
+      for tool in memcheck racecheck synccheck initcheck; do row "$tool" skipped 0 "no GPU"; done
+      finish
+    fi
+    if ! command -v compute-sanitizer >/dev/null; then
+      for tool in memcheck racecheck synccheck initcheck; do row "$tool" skipped 0 "no compute-sanitizer"; done
+      finish
+    fi
+    # The probe: the smallest case under memcheck. "Device not supported" (seen on gVisor machines) skips all.
+    step probe 45 compute-sanitizer --tool memcheck --target-processes application-only --error-exitcode 99 \
+      "$cases" --gtest_filter='SanitizerCases.Allocator*'
+    if grep -qi "device not supported" "$logs/probe.log"; then
+      for tool in memcheck racecheck synccheck initcheck; do
+        row "$tool" skipped 0 "compute-sanitizer: Device not supported on this machine"
+      done
+      finish
+    fi
+    row "sanitizer probe" "$(verdict)" "$step_s" "memcheck on SanitizerCases.Allocator*"
+    [ "$step_rc" = 0 ] || finish
+    sanitize memcheck '*' 90
+    sanitize racecheck 'SanitizerCases/ZooStep.*' 60     # the shared-memory kernels are all in a zoo step
+    sanitize synccheck 'SanitizerCases/ZooStep.*' 40
+    sanitize initcheck 'SanitizerCases.Loader*:SanitizerCases.Allocator*' 40
+    finish
+  fi
+
+  # --- call 3 --------------------------------------------------------------------------------------------------
+  if [ "$call" = bench ]; then
+    if [ "$have_gpu" = 0 ]; then
+      row bench skipped 0 "no GPU"
+      finish
+    fi
+    # bench.sh keeps its own budget (the call's, less this script's share) and writes its own table.
+    step bench "$budget" env BUDGET=$((budget - 25)) BUILD_DIR="$build" BENCH_LOGS="$logs/bench" scripts/bench.sh
+    tail -25 "$logs/bench.log"
+    row bench "$(verdict)" "$step_s" "table: $logs/bench/summary.txt; RESULTS.md entry: $logs/bench/results_entry.md"
+    finish
+  fi
+
+  # --- call 4 --------------------------------------------------------------------------------------------------
+  if [ "$call" = cifar ]; then
+    if [ -z "${CIFAR10_DIR:-}" ]; then
+      row "cifar10 data" FAILED 0 "$(bash scripts/gpu-data.sh | grep cifar10)"
+      finish
+    fi
+    row "cifar10 data" ok 0 "merged in $CIFAR10_DIR"
+    step real_datasets 60 "$build/tests/cpu_tests" --gtest_filter='RealDatasets.*' --gtest_brief=1
+    row "RealDatasets" "$(verdict)" "$step_s" "$(gtest_counts "$logs/real_datasets.log")"
+    if [ "$have_gpu" = 0 ]; then
+      row "vgg6 15 epochs" skipped 0 "no GPU"
+      row "pytorch checks" skipped 0 "no GPU"
+      finish
+    fi
+    step vgg6 240 "$build/apps/cnn_train" --dataset cifar10 --data-dir "$CIFAR10_DIR" --model vgg6 --epochs 15 \
+      --augment crop-flip --schedule cosine --checkpoint-dir "$build/gpu-logs/vgg6-ckpt"
+    acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/vgg6.log" | tail -1)
+    grep -E "Epoch" "$logs/vgg6.log" | tail -3
+    result=$(verdict)
+    if [ "$result" = ok ] && ! awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 88.0) }'; then result=FAILED; fi
+    row "vgg6 15 epochs" "$result" "$step_s" "test accuracy ${acc:-?}% (needs >= 88.0); $(
+      grep -o '[0-9,]* img/s' "$logs/vgg6.log" | tail -1)"
+    # The PyTorch checks: the models' parameter counts (train_peer.py), then the checkpoint both ways.
+    step pytorch_models 60 python3 benchmarks/pytorch/train_peer.py --check-models
+    row "pytorch models" "$(verdict)" "$step_s" "$(tail -1 "$logs/pytorch_models.log" | cut -c1-70)"
+    step pytorch_check 120 python3 scripts/pytorch-check.py --cnn-train "$build/apps/cnn_train" \
+      --checkpoint "$build/gpu-logs/vgg6-ckpt/last.safetensors" --data-dir "$CIFAR10_DIR"
+    grep -E "^[12]\." "$logs/pytorch_check.log"
+    row "pytorch checks" "$(verdict)" "$step_s" "scripts/pytorch-check.py: $(tail -1 "$logs/pytorch_check.log" | cut -c1-50)"
+    finish
+  fi
+}
+
+main "$@"

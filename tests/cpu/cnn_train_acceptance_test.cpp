@@ -1,6 +1,6 @@
 // The CI acceptance runs of cnn_train on the CPU: 2,000 training and 1,000 test images, one epoch, default
 // hyperparameters. MNIST must reach 85% test accuracy, Fashion-MNIST 70%. Skipped with a message where the
-// data is absent ($MNIST_DIR or shared/data/mnist; Debian's dataset-fashion-mnist).
+// data is absent (MNIST: tests/common/environment.h; Debian's dataset-fashion-mnist).
 
 #include <chrono>
 #include <cstdlib>
@@ -9,20 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/environment.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine::apps {
 namespace {
-
-std::string mnist_root() {
-  if (const char* v = std::getenv("MNIST_DIR"); v && *v) return std::filesystem::exists(v) ? v : "";
-  const auto repo = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-  for (const auto& c : {repo.parent_path() / "shared/data/mnist", repo / "shared/data/mnist",
-                        std::filesystem::path("/work/shared/data/mnist")}) {
-    if (std::filesystem::exists(c / "t10k-labels-idx1-ubyte.gz")) return c.string();
-  }
-  return {};
-}
 
 // The number in the last line, "Test Acc: 90.50%"; -1 when the output does not end so.
 double final_test_accuracy(const std::string& output) {
@@ -48,8 +39,8 @@ void expect_accuracy(const std::string& dataset, const std::string& root, double
 }
 
 TEST(CnnTrainAcceptance, MnistReaches85PercentInOneEpochOn2000Images) {
-  const std::string root = mnist_root();
-  if (root.empty()) GTEST_SKIP() << "MNIST not found: set MNIST_DIR (or put it in shared/data/mnist)";
+  const std::string root = engine::testing::mnist_dir();
+  if (root.empty()) GTEST_SKIP() << "MNIST not found: set MNIST_DIR (tests/common/environment.h)";
   expect_accuracy("mnist", root, 85.0);
 }
 

@@ -2,7 +2,7 @@
 // scripts/download-data.sh; an unreachable source fails fast with exit 2, naming the URL and the file, and
 // leaves no partial file; two CPU ranks download MNIST from a local file:// mirror (ENGINE_DATA_MIRROR) once
 // and train on it (skipped where the MNIST files are not on this machine); the datasets that cannot be
-// downloaded are refused naming the flag.
+// downloaded are refused naming the flag. The tests that run curl skip, saying so, where it is absent.
 
 #include <algorithm>
 #include <cctype>
@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "data/download.h"
+#include "tests/common/environment.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine::apps {
@@ -145,6 +146,7 @@ TEST(CnnTrainDownload, MirrorReplacesEachUrlsDirectory) {
 }
 
 TEST(CnnTrainDownload, UnreachableSourceFailsFastNamingUrlAndFile) {
+  SKIP_WITHOUT_TOOL("curl");  // the downloader runs curl
   const std::string dir = testing::temp_dir("download_offline");
   for (const std::string& mirror :
        {std::string("http://127.0.0.1:1/"), "file://" + dir + "/no-such-mirror/"}) {
@@ -169,6 +171,7 @@ TEST(CnnTrainDownload, UnreachableSourceFailsFastNamingUrlAndFile) {
 // peer-failure status 3; the launcher names rank 0 as the cause (status 2, bad input) and rank 1 after it,
 // and exits with rank 0's status, although rank 1 may well be reaped first.
 TEST(CnnTrainDownload, AFailedDownloadOnTwoRanksNamesTheDownloadingRank) {
+  SKIP_WITHOUT_TOOL("curl");  // the downloader runs curl
   const std::string dir = testing::temp_dir("download_two_fail");
   const ScopedEnv env("ENGINE_DATA_MIRROR", "http://127.0.0.1:1/");
   const testing::RunResult r =
@@ -191,25 +194,21 @@ TEST(CnnTrainDownload, RefusedForDatasetsWithoutDownload) {
   EXPECT_NE(r.output.find("dataset-fashion-mnist"), std::string::npos) << r.output;
 }
 
-// $MNIST_DIR, else shared/data/mnist beside the repository, else /work/shared/data/mnist, when it holds the
-// 4 official .gz files; else "".
+// The MNIST folder (tests/common/environment.h) when it holds the 4 official .gz files; else "".
 std::string mnist_gz_source() {
-  std::vector<fs::path> candidates;
-  if (const char* v = std::getenv("MNIST_DIR"); v && *v) candidates.emplace_back(v);
-  candidates.push_back(kRepo.parent_path() / "shared/data/mnist");
-  candidates.emplace_back("/work/shared/data/mnist");
-  for (const fs::path& c : candidates) {
-    bool all = true;
-    for (const data::DownloadFile& f : data::dataset_files("mnist")) all = all && fs::exists(c / f.name);
-    if (all) return c.string();
+  const std::string dir = engine::testing::mnist_dir();
+  if (dir.empty()) return {};
+  for (const data::DownloadFile& f : data::dataset_files("mnist")) {
+    if (!fs::exists(fs::path(dir) / f.name)) return {};
   }
-  return {};
+  return dir;
 }
 
 TEST(CnnTrainDownload, TwoRanksDownloadMnistFromAMirrorOnce) {
+  SKIP_WITHOUT_TOOL("curl");  // the downloader runs curl
   const std::string source = mnist_gz_source();
   if (source.empty())
-    GTEST_SKIP() << "the MNIST .gz files are not here: set MNIST_DIR (or shared/data/mnist)";
+    GTEST_SKIP() << "the MNIST .gz files are not here: set MNIST_DIR (tests/common/environment.h)";
   const std::string dir = testing::temp_dir("download_mirror");
   const std::string mirror = dir + "/mirror", data_dir = dir + "/data";
   fs::create_directories(mirror);

@@ -1,9 +1,8 @@
 // The readers on the real datasets, checked against their published facts: counts per class, the first test
-// labels, per-channel means. Data folders come from $CIFAR10_DIR / $MNIST_DIR or shared/data; the tests skip
-// with a message where a dataset is absent.
+// labels, per-channel means. Data folders are found by tests/common/environment.h ($CIFAR10_DIR / $MNIST_DIR,
+// .gpu-data/merged or shared/data); the tests skip with a message where a dataset is absent.
 
 #include <array>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,25 +11,10 @@
 
 #include "data/cifar10.h"
 #include "data/idx.h"
+#include "tests/common/environment.h"
 
 namespace engine::data {
 namespace {
-
-// $env (when it exists), else shared/data/<name> beside or inside the repository (found from this file's
-// path, whatever the test's working directory), else /work/shared/data/<name>, else "".
-std::string find_root(const char* env, const std::string& name) {
-  if (const char* v = std::getenv(env); v && *v)
-    return std::filesystem::exists(v) ? std::string(v) : std::string();
-  const auto repo = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-  for (const auto& c : {repo.parent_path() / "shared/data" / name, repo / "shared/data" / name,
-                        std::filesystem::path("/work/shared/data") / name}) {
-    if (std::filesystem::exists(c)) return c.string();
-  }
-  return {};
-}
-
-std::string cifar10_root() { return find_root("CIFAR10_DIR", "cifar10"); }
-std::string mnist_root() { return find_root("MNIST_DIR", "mnist"); }
 
 std::vector<std::int64_t> class_counts(const Dataset& d) {
   std::vector<std::int64_t> counts(static_cast<std::size_t>(d.num_classes()), 0);
@@ -39,8 +23,8 @@ std::vector<std::int64_t> class_counts(const Dataset& d) {
 }
 
 TEST(RealDatasets, Cifar10TrainHas5000PerClassAndTheOfficialMeans) {
-  const std::string root = cifar10_root();
-  if (root.empty()) GTEST_SKIP() << "CIFAR-10 not found: set CIFAR10_DIR (or put it in shared/data/cifar10)";
+  const std::string root = engine::testing::cifar10_dir();
+  if (root.empty()) GTEST_SKIP() << "CIFAR-10 not found: set CIFAR10_DIR (tests/common/environment.h)";
   const Dataset d = load_cifar10(root, Split::Train);
   ASSERT_EQ(d.size(), 50000);
   EXPECT_EQ(class_counts(d), std::vector<std::int64_t>(10, 5000));
@@ -61,8 +45,8 @@ TEST(RealDatasets, Cifar10TrainHas5000PerClassAndTheOfficialMeans) {
 }
 
 TEST(RealDatasets, Cifar10TestHas1000PerClassAndTheOfficialFirstLabels) {
-  const std::string root = cifar10_root();
-  if (root.empty()) GTEST_SKIP() << "CIFAR-10 not found: set CIFAR10_DIR (or put it in shared/data/cifar10)";
+  const std::string root = engine::testing::cifar10_dir();
+  if (root.empty()) GTEST_SKIP() << "CIFAR-10 not found: set CIFAR10_DIR (tests/common/environment.h)";
   const Dataset d = load_cifar10(root, Split::Test);
   ASSERT_EQ(d.size(), 10000);
   EXPECT_EQ(class_counts(d), std::vector<std::int64_t>(10, 1000));
@@ -72,8 +56,8 @@ TEST(RealDatasets, Cifar10TestHas1000PerClassAndTheOfficialFirstLabels) {
 }
 
 TEST(RealDatasets, MnistHasTheOfficialCounts) {
-  const std::string root = mnist_root();
-  if (root.empty()) GTEST_SKIP() << "MNIST not found: set MNIST_DIR (or put it in shared/data/mnist)";
+  const std::string root = engine::testing::mnist_dir();
+  if (root.empty()) GTEST_SKIP() << "MNIST not found: set MNIST_DIR (tests/common/environment.h)";
   const Dataset train = load_mnist(root, Split::Train);
   ASSERT_EQ(train.size(), 60000);
   EXPECT_EQ(train.height, 28);
