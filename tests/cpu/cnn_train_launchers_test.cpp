@@ -48,18 +48,17 @@ std::string reference_run(const std::string& root, const std::string& name, int 
 
 // The environment of a process started by `pid` (NAME=value entries).
 std::string environ_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string env = testing::file_bytes("/proc/" + std::to_string(pid) + "/environ");
   for (char& c : env) c = c == '\0' ? '\n' : c;
   return "\n" + env;
 }
 
 TEST(CnnTrainLaunchers, MpirunStartsTwoRanksThatTrainAsOurLaunchersDo) {
-  if (testing::command_output("command -v mpirun").empty()) {
+  if (engine::testing::command_output("command -v mpirun").empty()) {
     GTEST_SKIP() << "mpirun is not installed: apt-get install openmpi-bin (scripts/install-deps.sh does)";
   }
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  const std::string root = testing::tiny_folder_dataset("launch_mpi");
+  const std::string root = testing::tiny_folder_dataset("launch_mpi_data");
   const std::string reference = reference_run(root, "launch_mpi_ref", 8, 2, {"--nproc", "2"});
   const std::string dir = testing::temp_dir("launch_mpi");
   std::vector<std::string> mpirun = {"mpirun",
@@ -84,10 +83,10 @@ TEST(CnnTrainLaunchers, MpirunStartsTwoRanksThatTrainAsOurLaunchersDo) {
 // the ranks are its clients under /worker/attempt_0 (before this, rank 0 tried to serve there and failed
 // with "address already in use").
 TEST(CnnTrainLaunchers, TorchrunStaticAndC10dRendezvousTrainAsOurLauncherDoes) {
-  const testing::PyTorchTools& torch = testing::pytorch_tools();
-  if (torch.torchrun.empty()) GTEST_SKIP() << testing::kHowToEnablePyTorch;
+  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
+  if (torch.torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  const std::string root = testing::tiny_folder_dataset("launch_torchrun");
+  const std::string root = testing::tiny_folder_dataset("launch_torchrun_data");
   const std::string reference = reference_run(root, "launch_torchrun_ref", 8, 2, {"--nproc", "2"});
   const std::string port = std::to_string(dist::find_free_port());
   const std::vector<std::vector<std::string>> rendezvous = {
@@ -111,10 +110,10 @@ TEST(CnnTrainLaunchers, TorchrunStaticAndC10dRendezvousTrainAsOurLauncherDoes) {
 // both again (TORCHELASTIC_RESTART_COUNT=1, a fresh key prefix); --resume auto continues from the newest
 // mid-epoch checkpoint, and the run ends where the uninterrupted one does, bit for bit.
 TEST(CnnTrainLaunchers, TorchrunRestartsAfterAKilledRankAndEndsAsTheUninterruptedRun) {
-  const testing::PyTorchTools& torch = testing::pytorch_tools();
-  if (torch.torchrun.empty()) GTEST_SKIP() << testing::kHowToEnablePyTorch;
+  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
+  if (torch.torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  const std::string root = testing::tiny_folder_dataset("launch_restart", 400);
+  const std::string root = testing::tiny_folder_dataset("launch_restart_data", 400);
   const std::vector<std::string> extra = {"--resume", "auto", "--save-every-steps", "20"};
   const std::string reference =
       reference_run(root, "launch_restart_ref", 2, 2, with_args({"--nproc", "2"}, extra));

@@ -58,7 +58,7 @@ std::string only_step_file(const std::string& dir) {
 }
 
 TEST(CnnTrainRestart, ResumeAutoStartsFromScratchThenContinuesFromTheNewestCheckpoint) {
-  const std::string root = testing::tiny_folder_dataset("restart_auto");
+  const std::string root = testing::tiny_folder_dataset("restart_auto_data");
   const std::string straight = testing::temp_dir("restart_auto_straight"),
                     dir = testing::temp_dir("restart_auto");
   ASSERT_EQ(run_train(cpu_args(root, straight, 8, 2)).exit_code, 0);
@@ -87,7 +87,7 @@ TEST(CnnTrainRestart, ResumeAutoStartsFromScratchThenContinuesFromTheNewestCheck
 // (step 20) lands well inside the first epoch. The run stops at a step boundary, saves the sampler position
 // with everything else, exits 128 + 15; --resume auto then ends exactly where the uninterrupted run ends.
 TEST(CnnTrainRestart, SigtermMidEpochLeavesACheckpointThatResumeAutoContinuesBitForBit) {
-  const std::string root = testing::tiny_folder_dataset("restart_sigterm", 400);
+  const std::string root = testing::tiny_folder_dataset("restart_sigterm_data", 400);
   const std::string straight = testing::temp_dir("restart_sigterm_straight"),
                     dir = testing::temp_dir("restart_sigterm");
   const std::vector<std::string> extra = {"--resume", "auto", "--save-every-steps", "20"};
@@ -125,7 +125,7 @@ TEST(CnnTrainRestart, SigtermMidEpochLeavesACheckpointThatResumeAutoContinuesBit
 // Two ranks under our launcher: Ctrl-C (SIGINT) reaches the launcher, which forwards it once; the ranks agree
 // on the step to stop at, rank 0 saves, both exit, and two ranks resume from the same place.
 TEST(CnnTrainRestart, TwoRanksStopTogetherOnSigintToTheLauncherAndResumeBitForBit) {
-  const std::string root = testing::tiny_folder_dataset("restart_sigint", 400);
+  const std::string root = testing::tiny_folder_dataset("restart_sigint_data", 400);
   const std::string straight = testing::temp_dir("restart_sigint_straight"),
                     dir = testing::temp_dir("restart_sigint");
   const std::vector<std::string> extra = {"--nproc", "2", "--resume", "auto", "--save-every-steps", "20"};
@@ -150,7 +150,7 @@ TEST(CnnTrainRestart, TwoRanksStopTogetherOnSigintToTheLauncherAndResumeBitForBi
 // A rank that cannot finish its step (its peer is frozen, so the all-reduce waits) still ends at once on a
 // second signal; a repeat within a second would count as the same stop.
 TEST(CnnTrainRestart, ASecondSignalEndsTheRunAtOnce) {
-  const std::string root = testing::tiny_folder_dataset("restart_second", 400);
+  const std::string root = testing::tiny_folder_dataset("restart_second_data", 400);
   const std::string dir = testing::temp_dir("restart_second");
   const int port = dist::find_free_port();
   const auto args = with_args(cpu_args(root, dir, 2, 2), {"--save-every-steps", "20", "--timeout", "120"});

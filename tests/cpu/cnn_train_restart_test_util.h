@@ -57,7 +57,9 @@ class LiveProcess {
 
   // Reads until `text` appears in the output (true) or the process closes its output or `seconds` pass.
   bool wait_for(const std::string& text, double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
     while (output_.find(text) == std::string::npos) {
       if (!read_some(deadline)) return false;
     }
@@ -67,7 +69,9 @@ class LiveProcess {
   // Reads everything until the process closes its output, then returns its exit code (128 + signal when
   // killed), or -1 when it is still running after `seconds` (it is then killed).
   int finish(double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
     while (read_some(deadline)) {
     }
     int status = 0;
