@@ -13,8 +13,12 @@
 //
 // Exit codes: 0 done; 2 bad usage or bad input (the message names the flag or the file); 1 a failure while
 // running (a NaN/Inf loss names the epoch and step); 3 a collective failed: another rank failed or stalled
-// (or the network did). A launching process exits with the code of the rank where the failure began, and
-// names it.
+// (or the network did); 128 + N stopped by signal N (SIGTERM, SIGINT, SIGUSR1: after a checkpoint that
+// --resume auto continues from, apps/stop_signal.h). A launching process exits with the code of the rank
+// where the failure began, and names it.
+//
+// Restarts: with --resume auto a run started again with the same command (by torchrun --max-restarts, a
+// requeued Slurm job, or by hand) continues from the newest checkpoint in --checkpoint-dir.
 
 #include <cstdio>
 
@@ -72,6 +76,10 @@ int main(int argc, char** argv) {
   try {
     trainer->run();
     rank->report(trainer->history());
+  } catch (const engine::apps::StopRequested& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "cnn_train: {}; run it again with --resume auto to continue\n", e.what());
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "cnn_train: {}\n", e.what());

@@ -41,6 +41,31 @@ class DdpSync final : public DataParallel {
     dist::verify_replicas(pg_, model_, fmt::format("after {} epoch(s)", epochs_done));
   }
 
+  // One all-reduce of the totals' float64 form (dist/metrics.h) carries the vote: exact for small integers.
+  bool any_rank(bool local) override {
+    if (pg_.world_size() == 1) return local;
+    const dist::EvalTotals sum = dist::all_reduce_totals(pg_, {0.0, 0, local ? 1 : 0},
+                                                         model_.context().device, model_.context().stream);
+    return sum.count > 0;
+  }
+
+  // The sums equal world_size times this rank's values only when every rank has them (for two ranks; with
+  // more, at least one rank of a disagreement sees it, fails, and the others fail with it).
+  void check_same_start(std::int64_t epoch, std::int64_t position) override {
+    if (pg_.world_size() == 1) return;
+    const dist::EvalTotals sum = dist::all_reduce_totals(pg_, {0.0, epoch, position}, model_.context().device,
+                                                         model_.context().stream);
+    const std::int64_t w = pg_.world_size();
+    ENGINE_CHECK(
+        sum.correct == w * epoch && sum.count == w * position,
+        "rank {}: the ranks start training at different points (this rank: {} epoch(s) done, sampler "
+        "position {}; the mean over ranks: {:.2f} epochs, position {:.1f}). Each rank read "
+        "--resume itself: with --resume auto every node needs the same --checkpoint-dir (a shared "
+        "folder)",
+        pg_.rank(), epoch, position, static_cast<double>(sum.correct) / static_cast<double>(w),
+        static_cast<double>(sum.count) / static_cast<double>(w));
+  }
+
   void reduce_totals(EpochTotals& train, EpochTotals& test) override {
     if (pg_.world_size() == 1) return;
     const Device device = model_.context().device;
@@ -145,6 +170,7 @@ DdpRank::DdpRank(const DdpConfig& ddp, TrainConfig& config, const dist::DistEnv&
   rank_ = env.rank;
   config.world_size = env.world_size;
   config.rank = env.rank;
+  config.restart_count = env.restart_count;
   const bool gpu = uses_gpus(config);
   config.device_index = gpu ? dist::rank_cuda_device(env) : 0;
   const std::string backend_flag = ddp.backend == "auto" ? (gpu ? "nccl" : "gloo") : ddp.backend;
@@ -154,10 +180,13 @@ DdpRank::DdpRank(const DdpConfig& ddp, TrainConfig& config, const dist::DistEnv&
   const auto timeout = std::chrono::milliseconds(std::llround(ddp.timeout_seconds * 1000.0));
   pg_ = dist::init_process_group(env, backend, timeout, gpu ? config.device_index : -1);
   if (rank_ == 0) {
-    fmt::print("cnn_train: {} rank(s) through {} (started by {}) | global batch {} ({} per rank{})\n",
-               world_size_, backend_flag, env.source, config.batch_size * config.accumulate * world_size_,
-               config.batch_size,
-               config.accumulate > 1 ? fmt::format(" x {} accumulated", config.accumulate) : "");
+    fmt::print(
+        "cnn_train: {} rank(s) through {} (started by {}) | global batch {} ({} per rank{}) | store {}\n",
+        world_size_, backend_flag, env.source, config.batch_size * config.accumulate * world_size_,
+        config.batch_size, config.accumulate > 1 ? fmt::format(" x {} accumulated", config.accumulate) : "",
+        env.agent_store ? fmt::format("torchrun's agent at {}:{} (keys under {})", env.master_addr,
+                                      env.master_port, env.store_prefix)
+                        : fmt::format("served by rank 0 at {}:{}", env.master_addr, env.master_port));
     std::fflush(stdout);
   }
 }

@@ -104,9 +104,17 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
   app.add_option("--save-every", c.save_every, "save a checkpoint every N epochs (0: only at the end)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  app.add_option("--save-every-steps", c.save_every_steps,
+                 "also save a mid-epoch checkpoint (stepS.safetensors, with the sampler's position; only the "
+                 "newest is kept) every K optimizer steps, for --resume auto after a crash or preemption (0: "
+                 "none)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
   app.add_option("--checkpoint-dir", c.checkpoint_dir,
                  "folder for checkpoints (epochE.safetensors, last.safetensors); an empty string saves none");
-  app.add_option("--resume", c.resume, "continue training from this checkpoint");
+  app.add_option("--resume", c.resume,
+                 "continue training from this checkpoint, or 'auto': from the newest checkpoint in "
+                 "--checkpoint-dir, mid-epoch ones included (none: start from scratch); auto also saves one "
+                 "every epoch (what a job restarted by torchrun --max-restarts or requeued by Slurm needs)");
   app.add_option("--eval-only", c.eval_only, "evaluate this checkpoint on the test set and exit");
   app.add_option("--metrics", c.metrics, "write one JSON line per epoch to this file");
   app.add_option("--plot", c.plot, "write loss and accuracy curves per epoch to this PNG (needs gnuplot)");
@@ -126,6 +134,11 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
                    ? "Fashion-MNIST comes from Debian (apt-get install dataset-fashion-mnist)"
                    : "a folder:PATH dataset is yours to provide");
   ENGINE_CHECK(c.resume.empty() || c.eval_only.empty(), "--resume and --eval-only exclude each other");
+  ENGINE_CHECK(!c.resume_auto() || !c.checkpoint_dir.empty(),
+               "--resume auto looks for checkpoints in --checkpoint-dir, which is empty");
+  ENGINE_CHECK(c.save_every_steps == 0 || !c.checkpoint_dir.empty(),
+               "--save-every-steps {}: --checkpoint-dir is empty, so nothing would be saved",
+               c.save_every_steps);
   ENGINE_CHECK(c.schedule == "step" || c.step_epochs.empty(), "--step-epochs needs --schedule step");
   ENGINE_CHECK(!c.nesterov || (c.momentum > 0.0), "--nesterov needs --momentum > 0");
   ENGINE_CHECK(c.plot.empty() || c.plot.size() < 4 || c.plot.substr(c.plot.size() - 4) == ".png",

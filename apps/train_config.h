@@ -37,9 +37,10 @@ struct TrainConfig {
   bool cpu = false;
   std::int64_t limit_train = 0;  // 0: all
   std::int64_t limit_test = 0;
-  std::int64_t save_every = 0;  // 0: only at the end
+  std::int64_t save_every = 0;        // 0: only at the end
+  std::int64_t save_every_steps = 0;  // > 0: also a mid-epoch checkpoint every K optimizer steps
   std::string checkpoint_dir = "checkpoints";
-  std::string resume;
+  std::string resume;  // a checkpoint, or "auto": the newest in checkpoint_dir (apps/resume_auto.h)
   std::string eval_only;
   std::string metrics;
   std::string plot;
@@ -51,6 +52,9 @@ struct TrainConfig {
   int device_index = 0;        // the CUDA device of this process when it runs on a GPU
   bool model_given = false;    // --model was on the command line
   bool log_all_ranks = false;  // every rank prints its epoch lines (rank 0 alone saves)
+  int restart_count = 0;       // TORCHELASTIC_RESTART_COUNT: torchrun's restarts before this run
+
+  bool resume_auto() const { return resume == "auto"; }
 
   // CUDA: the uint8 dataset lives on the GPU; false: the staged loader (pinned host buffers and a copy
   // stream, data/loader.h). Not a flag: tests run the Trainer with either.

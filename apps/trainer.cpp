@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 
 #include "apps/progress_bar.h"
+#include "apps/resume_auto.h"
+#include "apps/stop_signal.h"
 #include "apps/training_plot.h"
 #include "core/error.h"
 #include "layers/models.h"
@@ -43,6 +45,12 @@ void print_line(const std::string& line) {
   std::fflush(stdout);
 }
 
+// A number of the checkpoint's metadata written by save_mid_epoch (absent: 0).
+double metadata_number(const optim::TrainingState& state, const std::string& key) {
+  const auto it = state.extra.find(key);
+  return it == state.extra.end() ? 0.0 : std::stod(it->second);
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
@@ -59,10 +67,11 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   const bool eval_only = !c.eval_only.empty();
   data_ = eval_only ? load_test_data(c) : load_train_data(c);
   const data::Dataset& shape_source = data_.test;
+  const std::string checkpoint = eval_only ? c.eval_only : resolve_resume();
   std::string model_name = c.model;
-  if (!c.model_given && (eval_only || !c.resume.empty())) {
+  if (!c.model_given && !checkpoint.empty()) {
     // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
-    const optim::SafetensorsFile file = optim::SafetensorsFile::read(eval_only ? c.eval_only : c.resume);
+    const optim::SafetensorsFile file = optim::SafetensorsFile::read(checkpoint);
     if (const auto it = file.metadata().find("model"); it != file.metadata().end()) model_name = it->second;
   }
   model_ = std::make_unique<layers::Model>(layers::build_model(
@@ -74,23 +83,15 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
       optim::SgdConfig{.momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = c.nesterov});
   schedule_ = std::make_unique<optim::LrSchedule>(c.schedule_config());
 
-  const std::string checkpoint = eval_only ? c.eval_only : c.resume;
   if (!checkpoint.empty()) {
     const optim::LoadedCheckpoint loaded =
         optim::load_checkpoint(checkpoint, *model_, eval_only ? nullptr : sgd_.get());
-    if (!eval_only && loaded.has_training_state) {
-      start_epoch_ = loaded.state.epoch;
-      seed_ = loaded.state.seed;
-      model_->context().dropout_seed = rank_dropout_seed(seed_, c.rank);
-      model_->context().dropout_offset = loaded.state.dropout_offset;
-      if (seed_ != c.seed && c.is_main()) {
-        print_line(fmt::format("cnn_train: continuing with the checkpoint's seed {} (not --seed {})", seed_,
-                               c.seed));
-      }
-    }
+    if (!eval_only) resumed_from_ = checkpoint;
+    if (!eval_only && loaded.has_training_state) restore(loaded, checkpoint);
   }
 
   if (hooks_.data_parallel) data_parallel_ = hooks_.data_parallel(*model_);
+  if (data_parallel_ && !eval_only) data_parallel_->check_same_start(start_epoch_, start_position_);
   ENGINE_CHECK(
       c.accumulate == 1 || data_parallel_ != nullptr,
       "--accumulate {}: the Trainer needs a DataParallel to accumulate gradients (a bug in the caller)",
@@ -131,6 +132,72 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
 
 Trainer::~Trainer() = default;
 
+std::string Trainer::resolve_resume() const {
+  const TrainConfig& c = config_;
+  if (!c.resume_auto()) return c.resume;
+  std::vector<std::string> notes;
+  const std::optional<ResumePoint> found = newest_checkpoint(c.checkpoint_dir, &notes);
+  if (c.is_main()) {
+    for (const std::string& note : notes) print_line("cnn_train: " + note);
+    if (!found) {
+      print_line(fmt::format(
+          "cnn_train: --resume auto: no checkpoint in {} yet: starting from scratch{}", c.checkpoint_dir,
+          c.restart_count > 0 ? fmt::format(" (TORCHELASTIC_RESTART_COUNT={})", c.restart_count) : ""));
+    }
+  }
+  return found ? found->path : "";
+}
+
+void Trainer::restore(const optim::LoadedCheckpoint& loaded, const std::string& path) {
+  const TrainConfig& c = config_;
+  const optim::TrainingState& st = loaded.state;
+  start_epoch_ = st.epoch;
+  seed_ = st.seed;
+  model_->context().dropout_seed = rank_dropout_seed(seed_, c.rank);
+  model_->context().dropout_offset = st.dropout_offset;
+  if (seed_ != c.seed && c.is_main()) {
+    print_line(
+        fmt::format("cnn_train: continuing with the checkpoint's seed {} (not --seed {})", seed_, c.seed));
+  }
+  start_position_ = static_cast<std::int64_t>(st.sampler_position);
+  std::string where = fmt::format("{} epoch(s) done", start_epoch_);
+  if (start_position_ > 0) {
+    // Mid-epoch: the sampler continues at its position (checked against this run's world size by the
+    // sampler), and the epoch's sums so far come back on rank 0, which alone adds them before the all-reduce.
+    ENGINE_CHECK(st.sampler_epoch == static_cast<std::uint64_t>(start_epoch_),
+                 "--resume {}: the sampler's epoch {} is not the epoch in progress {}", path,
+                 st.sampler_epoch, start_epoch_ + 1);
+    ENGINE_CHECK(
+        start_position_ % c.world_size == 0,
+        "--resume {}: the checkpoint was written mid-epoch at sampler position {}, which {} ranks cannot "
+        "share evenly; resume with {} rank(s), or from an end-of-epoch checkpoint (epochN.safetensors)",
+        path, start_position_, c.world_size, metadata_number(st, "world_size"));
+    resumed_totals_.loss_sum = metadata_number(st, "epoch_loss_sum");
+    resumed_totals_.correct = static_cast<std::int64_t>(metadata_number(st, "epoch_correct"));
+    resumed_totals_.samples = static_cast<std::int64_t>(metadata_number(st, "epoch_samples"));
+    where = fmt::format("epoch {} from sampler position {} ({} samples of it done)", start_epoch_ + 1,
+                        start_position_, resumed_totals_.samples);
+  }
+  if (c.is_main()) {
+    print_line(fmt::format(
+        "cnn_train: resumed from {}: {}, optimizer step {}{}", path, where, st.step,
+        c.restart_count > 0 ? fmt::format(" (TORCHELASTIC_RESTART_COUNT={})", c.restart_count) : ""));
+  }
+  if (std::filesystem::path(path).filename().string().rfind("step", 0) == 0) mid_epoch_file_ = path;
+}
+
+bool Trainer::vote_stop(bool at_epoch_end) {
+  const bool local = stop_requested();
+  if (!data_parallel_) return local;
+  const std::int64_t every = device_->context().device.is_cuda() ? kStopVoteSteps : 1;
+  if (!at_epoch_end && sgd_->steps() % every != 0) return false;
+  return data_parallel_->any_rank(local);
+}
+
+[[noreturn]] void Trainer::stop(const std::string& saved) {
+  throw StopRequested(fmt::format("stopped by {} {}", stop_signal_name(), saved), stop_signal());
+}
+
 EpochTotals Trainer::read_totals(std::int64_t samples) {
   const Tensor host = accumulators_.to(Device::cpu(), device_->context().stream);
   EpochTotals t;
@@ -140,10 +207,10 @@ EpochTotals Trainer::read_totals(std::int64_t samples) {
   return t;
 }
 
-void Trainer::check_losses(std::int64_t epoch, std::int64_t steps) {
+void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t steps) {
   if (!step_losses_.defined()) return;
   const float* losses = step_losses_.data<float>();
-  for (std::int64_t s = 0; s < steps; ++s) {
+  for (std::int64_t s = first; s < steps; ++s) {
     if (!std::isfinite(losses[s])) {
       throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
                                       losses[s], epoch + 1, s + 1, steps));
@@ -151,16 +218,19 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t steps) {
   }
 }
 
-EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
+EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, EpochMetrics& m) {
   const double lr = schedule_->lr(epoch);
   void* stream = device_->context().stream;
   accumulators_.fill_bytes(0, stream);
   const layers::LossAccumulators acc{reinterpret_cast<double*>(accumulators_.data<std::uint8_t>()),
                                      reinterpret_cast<std::int64_t*>(accumulators_.data<std::uint8_t>() + 8)};
-  train_loader_->start_epoch(static_cast<std::uint64_t>(epoch));  // the sampler's and augmentation's epoch
-  const std::int64_t batches = train_loader_->num_batches();
+  // The sampler's and augmentation's epoch; a mid-epoch resume skips the batches every rank already did.
+  train_loader_->start_epoch(static_cast<std::uint64_t>(epoch), position);
+  const std::int64_t per_step = config_.batch_size * config_.world_size;  // sampler entries per batch
+  const std::int64_t first = position / per_step;
+  const std::int64_t batches = first + train_loader_->num_batches();
   ProgressBar bar(batches, config_.is_main());
-  std::int64_t steps = 0, samples = 0;
+  std::int64_t steps = first, samples = 0;
   for (data::Batch batch; train_loader_->next(batch);) {
     // --accumulate K: batches [g, g + K) make one optimizer step (the epoch's last group may be shorter),
     // each contributing 1/size of its loss gradient, so the step sees their mean.
@@ -174,7 +244,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
       if (!std::isfinite(value)) {
         bar.clear();
         throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
-                                        value, epoch + 1, steps + 1, train_loader_->num_batches()));
+                                        value, epoch + 1, steps + 1, batches));
       }
     } else {
       step_losses_.flat_range(steps, {1}).copy_from(loss, stream);  // queued; checked once per epoch
@@ -186,16 +256,40 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, EpochMetrics& m) {
     ++steps;
     samples += batch.size();
     bar.update(steps);
+    if (ends_step && steps < batches) {  // a step boundary inside the epoch: a checkpoint or a stop here?
+      const bool periodic = config_.save_every_steps > 0 && sgd_->steps() % config_.save_every_steps == 0;
+      const bool stopping = vote_stop(false);
+      if (periodic || stopping) {
+        bar.clear();
+        device_->synchronize();
+        check_losses(epoch, first, steps);
+        EpochTotals partial = read_totals(samples), none;
+        if (config_.is_main()) partial = partial + resumed_totals_;
+        if (data_parallel_) data_parallel_->reduce_totals(partial, none);  // also the barrier before saving
+        save_mid_epoch(epoch, position + (steps - first) * per_step, partial);
+        // Nobody leaves before rank 0's file is complete: a launcher that sees one rank end stops the others.
+        if (data_parallel_) data_parallel_->any_rank(false);
+      }
+      if (stopping) {
+        stop(config_.checkpoint_dir.empty()
+                 ? "(nothing saved: --checkpoint-dir is empty)"
+                 : fmt::format(
+                       "at epoch {}, step {} of {}: {}", epoch + 1, steps, batches,
+                       config_.is_main() ? "saved " + mid_epoch_file_ : "rank 0 saved the checkpoint"));
+      }
+    }
   }
   device_->synchronize();
   bar.clear();
-  check_losses(epoch, steps);
+  check_losses(epoch, first, steps);
   m.epoch = epoch + 1;
   m.lr = lr;
   m.steps = steps;
   m.batch_size = config_.batch_size;
   m.world_size = config_.world_size;
-  return read_totals(samples);
+  EpochTotals totals = read_totals(samples);
+  if (position > 0 && config_.is_main()) totals = totals + resumed_totals_;  // the sums before the resume
+  return totals;
 }
 
 EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
@@ -216,7 +310,7 @@ EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
   return read_totals(samples);
 }
 
-void Trainer::save(std::int64_t epochs_done) {
+optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
   optim::TrainingState state;
   state.epoch = epochs_done;
   state.step = sgd_->steps();
@@ -234,12 +328,47 @@ void Trainer::save(std::int64_t epochs_done) {
                  {"std", fmt::format("{}", fmt::join(data_.std, ","))},
                  {"batch_size", std::to_string(config_.batch_size)},
                  {"lr", fmt::format("{}", config_.lr)},
-                 {"schedule", config_.schedule}};
+                 {"schedule", config_.schedule},
+                 {"world_size", std::to_string(config_.world_size)}};
+  return state;
+}
+
+void Trainer::write_checkpoint(const std::string& path, const optim::TrainingState& state) {
+  optim::save_checkpoint(path, *model_, sgd_.get(), state);
+}
+
+void Trainer::save(std::int64_t epochs_done) {
   const std::filesystem::path dir(config_.checkpoint_dir);
+  const optim::TrainingState state = training_state(epochs_done);
   const std::string epoch_file = (dir / fmt::format("epoch{}.safetensors", epochs_done)).string();
-  optim::save_checkpoint(epoch_file, *model_, sgd_.get(), state);
-  optim::save_checkpoint((dir / "last.safetensors").string(), *model_, sgd_.get(), state);
+  write_checkpoint(epoch_file, state);
+  write_checkpoint((dir / "last.safetensors").string(), state);
   print_line(fmt::format("cnn_train: saved {}", epoch_file));
+  if (!mid_epoch_file_.empty()) {  // superseded: an end-of-epoch checkpoint is further on
+    std::error_code ignored;
+    std::filesystem::remove(mid_epoch_file_, ignored);
+    mid_epoch_file_.clear();
+  }
+}
+
+void Trainer::save_mid_epoch(std::int64_t epoch, std::int64_t position, const EpochTotals& partial) {
+  if (!config_.is_main() || config_.checkpoint_dir.empty()) return;
+  optim::TrainingState state = training_state(epoch);  // `epoch` epochs done, the next one in progress
+  state.sampler_position = static_cast<std::uint64_t>(position);
+  // Shortest round-trip text: the partial loss sum comes back bit for bit.
+  state.extra["epoch_loss_sum"] = fmt::format("{}", partial.loss_sum);
+  state.extra["epoch_correct"] = std::to_string(partial.correct);
+  state.extra["epoch_samples"] = std::to_string(partial.samples);
+  const std::string file =
+      (std::filesystem::path(config_.checkpoint_dir) / fmt::format("step{}.safetensors", sgd_->steps()))
+          .string();
+  write_checkpoint(file, state);
+  print_line(fmt::format("cnn_train: saved {} (epoch {}, sampler position {})", file, epoch + 1, position));
+  if (!mid_epoch_file_.empty() && mid_epoch_file_ != file) {
+    std::error_code ignored;
+    std::filesystem::remove(mid_epoch_file_, ignored);
+  }
+  mid_epoch_file_ = file;
 }
 
 double Trainer::run() {
@@ -259,9 +388,10 @@ double Trainer::run() {
     }
     return acc;
   }
+  install_stop_handlers();  // from here on a stop signal ends the run after a checkpoint
   std::ofstream metrics;
   if (c.is_main() && !c.metrics.empty()) {
-    metrics.open(c.metrics, c.resume.empty() ? std::ios::trunc : std::ios::app);
+    metrics.open(c.metrics, resumed_from_.empty() ? std::ios::trunc : std::ios::app);
     ENGINE_CHECK(metrics.good(), "--metrics '{}': cannot write the file", c.metrics);
   }
   double last_acc = 0.0;
@@ -273,14 +403,16 @@ double Trainer::run() {
     device_->reset_peak_memory();
     const auto start = Clock::now();
     EpochMetrics m;
-    EpochTotals train = train_epoch(epoch, m);
+    const std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
+    EpochTotals train = train_epoch(epoch, position, m);
     m.seconds = seconds_since(start);
     EpochTotals test = evaluate(epoch + 1);
     if (data_parallel_) data_parallel_->reduce_totals(train, test);
     const double n = static_cast<double>(std::max<std::int64_t>(train.samples, 1));
     m.train_loss = train.loss_sum / n;
     m.train_acc = 100.0 * static_cast<double>(train.correct) / n;
-    m.images_per_second = static_cast<double>(train.samples) / std::max(m.seconds, 1e-9);
+    const std::int64_t resumed = position > 0 ? resumed_totals_.samples : 0;  // trained before the resume
+    m.images_per_second = static_cast<double>(train.samples - resumed) / std::max(m.seconds, 1e-9);
     const double tn = static_cast<double>(std::max<std::int64_t>(test.samples, 1));
     m.test_loss = test.loss_sum / tn;
     m.test_acc = 100.0 * static_cast<double>(test.correct) / tn;
@@ -288,17 +420,26 @@ double Trainer::run() {
     last_acc = m.test_acc;
     history_.push_back(m);
     if (c.is_main() || c.log_all_ranks) print_line(format_epoch_line(device_->label(), m));
-    if (!c.is_main()) continue;
-    if (metrics.is_open()) {
-      metrics << format_metrics_json(m) << '\n';
-      metrics.flush();
-    }
     const std::int64_t done = epoch + 1;
-    if (!c.checkpoint_dir.empty() && ((c.save_every > 0 && done % c.save_every == 0) || done == c.epochs)) {
-      save(done);
+    const bool stopping = done < c.epochs && vote_stop(true);
+    if (c.is_main()) {
+      if (metrics.is_open()) {
+        metrics << format_metrics_json(m) << '\n';
+        metrics.flush();
+      }
+      if (!c.checkpoint_dir.empty() && ((c.save_every > 0 && done % c.save_every == 0) || done == c.epochs ||
+                                        c.resume_auto() || stopping)) {
+        save(done);
+      }
+      if (!c.plot.empty())
+        write_training_plot(history_, c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
     }
-    if (!c.plot.empty())
-      write_training_plot(history_, c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
+    if (stopping) {
+      if (data_parallel_) data_parallel_->any_rank(false);  // nobody leaves before rank 0's file is complete
+      stop(c.checkpoint_dir.empty()
+               ? "(nothing saved: --checkpoint-dir is empty)"
+               : fmt::format("after epoch {}: saved {}/epoch{}.safetensors", done, c.checkpoint_dir, done));
+    }
   }
   if (history_.empty()) {  // a resumed run that was already complete: report its accuracy
     EpochTotals test = evaluate(start_epoch_);

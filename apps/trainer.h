@@ -1,8 +1,10 @@
 #pragma once
 // Trainer: one process's training run, as cnn_train drives it.
 //
-//   setup (constructor)  device, data, model, optimizer, schedule, loaders; --resume/--eval-only checkpoint.
-//                        Every error here is bad input (cnn_train exits 2).
+//   setup (constructor)  device, data, model, optimizer, schedule, loaders; --resume/--eval-only checkpoint
+//                        (--resume auto: the newest in --checkpoint-dir, apps/resume_auto.h; a checkpoint
+//                        written mid-epoch continues at its sampler position). Every error here is bad input
+//                        (cnn_train exits 2).
 //   run()                for each epoch: sampler/augmentation epoch set; per batch: forward, loss, backward,
 //                        and every --accumulate K batches an SGD step (each micro-batch's loss gradient
 //                        scaled by 1/K, so the step sees the mean); the loss sum and correct count
@@ -10,6 +12,15 @@
 //                        test sample exactly once; the log line, --metrics, checkpoints, --plot.
 //                        Errors here are failures while running (exit 1); a NaN/Inf loss is NonFiniteLoss,
 //                        naming the epoch and the step.
+//   checkpoints          rank 0 writes them: every --save-every N epochs and at the end (every epoch with
+//                        --resume auto), and mid-epoch every --save-every-steps K optimizer steps
+//                        (stepS.safetensors: weights, momentum, dropout offset, the sampler's position and
+//                        the epoch's partial loss and accuracy sums over all ranks; the previous one is
+//                        removed).
+//   stop signals         SIGTERM/SIGINT/SIGUSR1 (apps/stop_signal.h): after the step in progress the ranks
+//                        agree to stop (a one-number all-reduce after every optimizer step on the CPU, every
+//                        kStopVoteSteps steps on a GPU, where it costs a host synchronization), rank 0 writes
+//                        a mid-epoch checkpoint, and run() throws StopRequested.
 //
 // Data parallelism (apps/ddp.h, over dist/) enters through one interface, DataParallel, attached once the
 // model is built, finalized and loaded: it is told where each backward stands, averages the gradients,
@@ -43,11 +54,28 @@ struct EpochTotals {
   std::int64_t samples = 0;
 };
 
+inline EpochTotals operator+(const EpochTotals& a, const EpochTotals& b) {
+  return {a.loss_sum + b.loss_sum, a.correct + b.correct, a.samples + b.samples};
+}
+
 // A NaN or Inf training loss: the run stops (exit 1).
 class NonFiniteLoss : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// A stop signal ended the run after the checkpoint was written (cnn_train exits 128 + signal).
+class StopRequested : public std::runtime_error {
+ public:
+  StopRequested(const std::string& what, int signal) : std::runtime_error(what), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+// GPU ranks vote on stopping once per this many optimizer steps (CPU ranks after every step).
+inline constexpr std::int64_t kStopVoteSteps = 16;
 
 // What the Trainer asks of data parallelism. Every call is made on every rank at the same point of the loop.
 class DataParallel {
@@ -64,6 +92,11 @@ class DataParallel {
   // Once per epoch (and per evaluation): the totals become sums over every rank. `train` is empty for an
   // evaluation alone.
   virtual void reduce_totals(EpochTotals& train, EpochTotals& test) = 0;
+  // True on every rank when `local` is true on any (a stop signal reached some rank).
+  virtual bool any_rank(bool local) = 0;
+  // Once, before the first step: every rank starts at the same point (each found its checkpoint itself:
+  // --resume auto on nodes without a shared --checkpoint-dir would not). Throws engine::Error otherwise.
+  virtual void check_same_start(std::int64_t epoch, std::int64_t position) = 0;
 };
 
 struct TrainerHooks {
@@ -90,11 +123,20 @@ class Trainer {
   std::int64_t start_epoch() const { return start_epoch_; }
 
  private:
-  EpochTotals train_epoch(std::int64_t epoch, EpochMetrics& metrics);  // fills epoch, lr, steps
+  // Fills epoch, lr, steps. `position`: the sampler entries of this epoch already done (a mid-epoch resume).
+  EpochTotals train_epoch(std::int64_t epoch, std::int64_t position, EpochMetrics& metrics);
+  std::string resolve_resume() const;  // --resume, or --resume auto's file ("" when none)
+  void restore(const optim::LoadedCheckpoint& loaded, const std::string& path);
+  bool vote_stop(bool at_epoch_end);  // a collective with data parallelism
+  void save_mid_epoch(std::int64_t epoch, std::int64_t position, const EpochTotals& partial);
+  optim::TrainingState training_state(std::int64_t epochs_done) const;  // with the run's metadata
+  void write_checkpoint(const std::string& path, const optim::TrainingState& state);
+  [[noreturn]] void stop(const std::string& saved);
   EpochTotals evaluate(std::int64_t epochs_done);  // this rank's share (DataParallel sums them)
   EpochTotals read_totals(std::int64_t samples);   // one device-to-host read of the accumulators
   void save(std::int64_t epochs_done);
-  void check_losses(std::int64_t epoch, std::int64_t steps);  // CUDA: the epoch's per-step losses
+  void check_losses(std::int64_t epoch, std::int64_t first,
+                    std::int64_t steps);  // CUDA: steps [first, steps)
 
   TrainConfig config_;
   TrainerHooks hooks_;
@@ -110,7 +152,11 @@ class Trainer {
   Tensor step_losses_;   // CUDA: pinned, one float per step of the epoch, read once per epoch
   std::vector<EpochMetrics> history_;
   std::int64_t start_epoch_ = 0;
-  std::uint64_t seed_ = 0;  // the run's seed (the checkpoint's on --resume)
+  std::uint64_t seed_ = 0;           // the run's seed (the checkpoint's on --resume)
+  std::int64_t start_position_ = 0;  // the sampler position in start_epoch_ (a mid-epoch checkpoint)
+  EpochTotals resumed_totals_;       // rank 0: that epoch's sums over all ranks before the checkpoint
+  std::string resumed_from_;         // the checkpoint loaded for training, or ""
+  std::string mid_epoch_file_;       // the newest mid-epoch checkpoint written (removed after the next save)
 };
 
 }  // namespace engine::apps

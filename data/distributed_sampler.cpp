@@ -59,10 +59,18 @@ std::int64_t DistributedSampler::total_size() const {
   return 0;
 }
 
+void DistributedSampler::set_position(std::int64_t position) {
+  ENGINE_CHECK(position >= 0 && position <= total_size() && position % world_size_ == 0,
+               "DistributedSampler: position {} is not a multiple of the world size {} in [0, {}]", position,
+               world_size_, total_size());
+  position_ = position;
+}
+
 std::int64_t DistributedSampler::num_samples() const {
   const std::int64_t w = world_size_;
-  if (mode_ == Mode::EvalNoPad) return rank_ < dataset_size_ ? (dataset_size_ - rank_ + w - 1) / w : 0;
-  return total_size() / w;
+  const std::int64_t first = position_ + rank_;  // this rank's first position in the list
+  const std::int64_t end = mode_ == Mode::EvalNoPad ? dataset_size_ : total_size();
+  return first < end ? (end - first + w - 1) / w : 0;
 }
 
 std::vector<std::int64_t> DistributedSampler::permutation() const {
@@ -79,7 +87,7 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
   const std::int64_t total = total_size();
   std::vector<std::int64_t> mine;
   mine.reserve(static_cast<std::size_t>(num_samples()));
-  for (std::int64_t p = rank_; p < total; p += world_size_) {
+  for (std::int64_t p = position_ + rank_; p < total; p += world_size_) {
     mine.push_back(order[static_cast<std::size_t>(p % dataset_size_)]);
   }
   return mine;

@@ -11,6 +11,11 @@
 //    cyclically when the padding exceeds N (torch: indices += (indices * ceil(padding / N))[:padding]).
 //    Mode::DropLast (drop_last = true): the list is cut to floor(N / W) * W.
 //  - Rank r takes positions r, r + W, r + 2W, ... of that list, so every rank gets total_size / W indices.
+//  - The position (our addition, for resuming mid-epoch, as torchdata's StatefulDistributedSampler): the
+//    first `position` entries of the epoch's padded list are skipped, so rank r takes positions
+//    position + r, position + r + W, ... A training step of B samples per rank consumes B * W consecutive
+//    entries of that list, so after k steps position = k * B * W and the ranks continue exactly where they
+//    stopped. set_epoch() resets it to 0.
 //  - Mode::EvalNoPad (our addition, for evaluation): no padding and no trimming; rank r takes positions
 //    r, r + W, ... < N. The shares are disjoint and their union is exactly the dataset, so a metric summed
 //    over ranks (correct count, loss sum) equals the single-process metric exactly. Shares may differ in size
@@ -36,15 +41,24 @@ class DistributedSampler {
 
   // Selects the epoch's permutation (PyTorch: call before each epoch, or every epoch repeats epoch 0's
   // order).
-  void set_epoch(std::uint64_t epoch) { epoch_ = epoch; }
+  void set_epoch(std::uint64_t epoch) {
+    epoch_ = epoch;
+    position_ = 0;
+  }
   std::uint64_t epoch() const { return epoch_; }
+
+  // Skips the first `position` entries of the current epoch's list (see above). Throws engine::Error unless
+  // 0 <= position <= total_size() and position is a multiple of the world size (the ranks' shares stay
+  // equal).
+  void set_position(std::int64_t position);
+  std::int64_t position() const { return position_; }
 
   // This rank's dataset indices for the current epoch, in visiting order; size() == num_samples().
   std::vector<std::int64_t> indices() const;
   // The epoch's order of 0..N-1 before padding or trimming, the same on every rank.
   std::vector<std::int64_t> permutation() const;
 
-  std::int64_t num_samples() const;  // this rank's share
+  std::int64_t num_samples() const;  // this rank's share (after the position)
   std::int64_t total_size() const;   // the padded (or trimmed) list length; N in EvalNoPad mode
   std::int64_t dataset_size() const { return dataset_size_; }
   int world_size() const { return world_size_; }
@@ -64,6 +78,7 @@ class DistributedSampler {
   bool shuffle_;
   std::uint64_t seed_;
   std::uint64_t epoch_ = 0;
+  std::int64_t position_ = 0;
 };
 
 // Fisher-Yates permutation of 0..n-1 from Philox keyed by `key` (the sampler passes seed + epoch).

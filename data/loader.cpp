@@ -123,10 +123,11 @@ void Loader::assemble(std::int64_t batch, int slot) {
   backend_->fill(slot, ids, sampler_.epoch());
 }
 
-void Loader::start_epoch(std::uint64_t epoch) {
+void Loader::start_epoch(std::uint64_t epoch, std::int64_t position) {
   prefetcher_.reset();  // abandons an unfinished epoch: stops and joins its workers
   started_ = false;
   sampler_.set_epoch(epoch);
+  sampler_.set_position(position);
   indices_ = sampler_.indices();
   next_batch_ = 0;
   backend_->begin_epoch(indices_, epoch);

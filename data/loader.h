@@ -75,13 +75,14 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // Starts `epoch` (the sampler's permutation and the augmentation draws both follow it). An unfinished
-  // previous epoch is abandoned.
-  void start_epoch(std::uint64_t epoch);
+  // previous epoch is abandoned. `position` > 0 resumes the epoch mid-way (DistributedSampler::set_position:
+  // entries of the epoch's list already consumed by every rank); batches are then numbered from 0 again.
+  void start_epoch(std::uint64_t epoch, std::int64_t position = 0);
   // The next batch of the epoch, or false after the last. Starts the sampler's current epoch if
   // start_epoch() was not called. Throws engine::Error when assembling the batch failed.
   bool next(Batch& batch);
 
-  std::int64_t num_batches() const;  // in an epoch (the same for every epoch)
+  std::int64_t num_batches() const;  // in an epoch (the same for every epoch; fewer after a position)
   std::uint64_t epoch() const { return sampler_.epoch(); }
   const DistributedSampler& sampler() const { return sampler_; }
   const LoaderOptions& options() const { return options_; }

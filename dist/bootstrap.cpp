@@ -73,6 +73,16 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
     d.world_size = env.required(world_var, "set by srun with SLURM_PROCID");
     d.local_rank = env.integer(local_var).value_or(d.rank);
     multi_node = env.integer("SLURM_NNODES").value_or(1) > 1;
+    for (const char* list : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+      if (const char* v = env.get(list); v != nullptr && !env.has("MASTER_ADDR")) {
+        d.master_addr = first_slurm_host(v, list);
+        d.master_from = list;
+        break;
+      }
+    }
+    if (const char* job = env.get("SLURM_JOB_ID"); job != nullptr && !env.has("MASTER_PORT")) {
+      d.master_port = slurm_job_port(job);
+    }
   } else {
     return d;  // a single process
   }
@@ -87,7 +97,9 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
                d.local_rank, rank_var, d.rank);
   if (const char* addr = env.get("MASTER_ADDR")) {
     d.master_addr = addr;
-  } else {
+    d.master_from = "MASTER_ADDR";
+  } else if (d.master_from.empty()) {
+    d.master_from = "default";
     ENGINE_CHECK(!multi_node,
                  "environment variable MASTER_ADDR is not set, and this {} job spans several nodes: export "
                  "MASTER_ADDR (the host of rank 0) and MASTER_PORT",
@@ -98,11 +110,53 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
                  "environment variable MASTER_PORT={} is not a TCP port (1..65535)", *port);
     d.master_port = *port;
   }
+  if (d.source == "torchrun") {
+    // PyTorch's test (torch/distributed/rendezvous.py): the variable equals str(True).
+    const char* agent = env.get("TORCHELASTIC_USE_AGENT_STORE");
+    d.agent_store = agent != nullptr && std::string_view(agent) == "True";
+    d.restart_count = env.integer("TORCHELASTIC_RESTART_COUNT").value_or(0);
+    ENGINE_CHECK(d.restart_count >= 0, "environment variable TORCHELASTIC_RESTART_COUNT={} is negative",
+                 d.restart_count);
+    if (d.agent_store) d.store_prefix = fmt::format("/worker/attempt_{}", d.restart_count);
+  }
   if (const std::optional<int> gpu = env.integer("ENGINE_GPU")) {
     ENGINE_CHECK(*gpu >= 0, "environment variable ENGINE_GPU={} is not a GPU id", *gpu);
     d.gpu = *gpu;
   }
   return d;
+}
+
+std::string first_slurm_host(std::string_view nodelist, std::string_view variable) {
+  std::string host;
+  for (std::size_t i = 0; i < nodelist.size(); ++i) {
+    const char ch = nodelist[i];
+    if (ch == ',') break;  // the end of the first item
+    ENGINE_CHECK(ch != ']', "environment variable {}='{}': a ']' without its '['", variable, nodelist);
+    if (ch != '[') {
+      host += ch;
+      continue;
+    }
+    // A range list "01-04,07": its first number, as written (zero padding kept).
+    const std::size_t close = nodelist.find(']', i);
+    ENGINE_CHECK(close != std::string_view::npos, "environment variable {}='{}': a '[' without its ']'",
+                 variable, nodelist);
+    const std::string_view ranges = nodelist.substr(i + 1, close - i - 1);
+    const std::string_view first = ranges.substr(0, ranges.find_first_of(",-"));
+    ENGINE_CHECK(!first.empty() && first.find_first_not_of("0123456789") == std::string_view::npos,
+                 "environment variable {}='{}': '[{}]' is not a list of numbers and ranges", variable,
+                 nodelist, ranges);
+    host += first;
+    i = close;
+  }
+  ENGINE_CHECK(!host.empty(), "environment variable {}='{}' names no host", variable, nodelist);
+  return host;
+}
+
+int slurm_job_port(std::string_view job_id) {
+  ENGINE_CHECK(!job_id.empty() && job_id.find_first_not_of("0123456789") == std::string_view::npos,
+               "environment variable SLURM_JOB_ID='{}' is not a number", job_id);
+  const std::string_view last4 = job_id.substr(job_id.size() > 4 ? job_id.size() - 4 : 0);
+  return 15000 + std::stoi(std::string(last4));
 }
 
 std::string_view backend_name(Backend b) { return b == Backend::Nccl ? "nccl" : "gloo"; }
@@ -123,7 +177,9 @@ int rank_cuda_device(const DistEnv& env) {
 
 std::unique_ptr<ProcessGroup> init_process_group(const DistEnv& env, Backend backend,
                                                  std::chrono::milliseconds timeout, int cuda_device) {
-  auto store = std::make_shared<TcpStore>(env.master_addr, env.master_port, env.rank == 0, timeout);
+  // Under torchrun's agent store nobody else serves; otherwise rank 0 does.
+  auto store = std::make_shared<TcpStore>(env.master_addr, env.master_port, env.rank == 0 && !env.agent_store,
+                                          timeout, env.store_prefix);
   if (backend == Backend::Gloo) {
     const std::string local = store->local_address();
     return make_gloo_process_group(std::move(store), env.rank, env.world_size, timeout, local);

@@ -1,6 +1,8 @@
 #include "dist/launcher.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -23,6 +25,35 @@ namespace engine::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Stop signals the launcher got (SIGTERM, SIGINT, SIGUSR1): counted by the handler, forwarded by the loop.
+std::atomic<int> g_stop_signals{0};
+std::atomic<int> g_last_stop_signal{0};
+
+extern "C" void on_launcher_stop_signal(int signal) {
+  g_last_stop_signal.store(signal);
+  g_stop_signals.fetch_add(1);
+}
+
+// Installs the forwarding handlers for the launcher's lifetime and restores the previous ones after.
+class StopSignalForwarding {
+ public:
+  StopSignalForwarding() {
+    g_stop_signals = 0;
+    struct sigaction action {};
+    action.sa_handler = on_launcher_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~StopSignalForwarding() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGTERM, SIGINT, SIGUSR1};
+  std::array<struct sigaction, 3> previous_{};
+};
 
 struct Worker {
   int rank = 0;
@@ -200,6 +231,9 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);  // the launcher died before the prctl
+      // A process group of its own: Ctrl-C at a terminal reaches the launcher alone, which forwards it once
+      // (the workers would otherwise get it twice: a first signal saves, a second exits at once).
+      ::setpgid(0, 0);
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       ::execve(options.executable.c_str(), args.data(), envp.data());
@@ -226,6 +260,12 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   std::thread reader(pump_output, std::move(streams), options.log_all_ranks);
 
   LaunchResult result;
+  // A stop signal to the launcher (Ctrl-C, Slurm's or torchrun's SIGTERM) is forwarded to every worker, each
+  // time it comes: the first lets the ranks save and stop together (apps/stop_signal.h), a second makes them
+  // exit at once. Meanwhile a rank that ends is not a failure to act on: the others are stopping too, and
+  // killing one that is still writing its checkpoint would lose it.
+  const StopSignalForwarding forwarding;
+  int forwarded = 0;
   // Failures before the launcher stops anyone are the workers' own; the likelier cause among them is named
   // first: a signal (a killed rank makes its peers fail a moment later), then any status but the
   // peer-failure status (a worker's way to say its process group failed because of another rank), then that.
@@ -240,6 +280,10 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   bool terminating = false;
   for (;;) {
     reap(false);
+    if (const int got = g_stop_signals.load(); got > forwarded) {
+      forwarded = got;
+      kill_all(g_last_stop_signal.load());
+    }
     bool any_running = false;
     for (const Worker& w : workers) {
       any_running = any_running || w.running;
@@ -249,7 +293,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
         failures.push_back(&w);
       }
     }
-    if (!failures.empty() && !terminating) {
+    if (!failures.empty() && !terminating && forwarded == 0) {
       const auto best =
           std::min_element(failures.begin(), failures.end(),
                            [&](const Worker* a, const Worker* b) { return cause_rank(*a) < cause_rank(*b); });
@@ -273,6 +317,18 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   reader.join();
+  if (forwarded > 0) {  // stopped on request: report the first rank that did not exit 0 (rank 0 saves)
+    for (const Worker& w : workers) {
+      if (WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0) continue;
+      result.failed_rank = w.rank;
+      result.exit_code = exit_code_of(w.status);
+      result.message = fmt::format("rank {} (pid {}) {}", w.rank, w.pid, describe_status(w.status));
+      write_all(2, fmt::format("launcher: stopped by signal {} (forwarded to every rank); {}\n",
+                               g_last_stop_signal.load(), result.message));
+      return result;
+    }
+    return result;
+  }
   if (result.failed_rank >= 0) {
     write_all(2, fmt::format("launcher: {}; the other ranks were stopped\n", result.message));
   }

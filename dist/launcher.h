@@ -19,6 +19,10 @@
 // (ranks failing at the same moment are all named, the likelier cause first: a signal, then any status but
 // `peer_failure_status`, a worker's way to say its process group failed because of another rank).
 // Workers also get SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG), so none is orphaned.
+// Stop signals: SIGTERM, SIGINT or SIGUSR1 sent to the launcher are forwarded to every worker (each time one
+// comes), and the launcher then waits for all of them instead of killing the rest when one ends: the
+// workers stop together after a checkpoint (apps/stop_signal.h). The result is the first rank's non-zero
+// status.
 
 #include <chrono>
 #include <string>

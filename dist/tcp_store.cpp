@@ -2,187 +2,53 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <fcntl.h>
-#include <list>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
+#include <random>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "dist/c10d_store_protocol.h"
+#include "dist/socket_io.h"
+#include "dist/tcp_store_server.h"
 
 namespace engine::dist {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kPollSlice{200};  // how often blocked server threads look at `stop`
-constexpr char kMagic[8] = {'E', 'N', 'G', 'S', 'T', 'O', 'R', '1'};  // the handshake reply
+using net::Clock;
 
-std::string errno_text(int err) { return fmt::format("{} ({})", std::strerror(err), err); }
-
-// Waits until `fd` is ready for `events` or `deadline` passes; false on timeout.
-bool poll_until(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
-    if (r > 0) return true;
-    ENGINE_CHECK(r == 0 || errno == EINTR, "store: poll failed: {}", errno_text(errno));
+// A request in c10d's framing: the query byte, then values, strings and byte vectors (u64 length first).
+class Request {
+ public:
+  explicit Request(c10d::Query q) { bytes_.push_back(static_cast<std::uint8_t>(q)); }
+  template <typename T>
+  Request& value(T v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    return *this;
   }
-}
-
-// Blocking helpers for the server side, which polls in slices so that it can stop.
-bool server_recv(int fd, void* data, std::size_t n, const std::atomic<bool>& stop) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    pollfd pfd{fd, POLLIN, 0};
-    const int r = ::poll(&pfd, 1, static_cast<int>(kPollSlice.count()));
-    if (stop) return false;
-    if (r <= 0) continue;
-    const ssize_t got = ::recv(fd, p, n, 0);
-    if (got <= 0) return false;  // closed or reset: the client is gone
-    p += got;
-    n -= static_cast<std::size_t>(got);
+  Request& bytes(const char* data, std::size_t n) {
+    value<std::uint64_t>(n);
+    bytes_.insert(bytes_.end(), data, data + n);
+    return *this;
   }
-  return true;
-}
+  Request& string(const std::string& s) { return bytes(s.data(), s.size()); }
+  const std::vector<std::uint8_t>& data() const { return bytes_; }
 
-bool server_send(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t sent = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (sent <= 0) return false;
-    p += sent;
-    n -= static_cast<std::size_t>(sent);
-  }
-  return true;
-}
+ private:
+  std::vector<std::uint8_t> bytes_;
+};
 
 }  // namespace
 
-// The server: a map, a condition variable for waiters, one thread accepting and one per client.
-class TcpStoreServer {
- public:
-  explicit TcpStoreServer(int port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ENGINE_CHECK(listen_fd_ >= 0, "store: socket() failed: {}", errno_text(errno));
-    const int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      const int err = errno;
-      ::close(listen_fd_);
-      ENGINE_FAIL(
-          "rank 0 cannot serve the rendezvous store on MASTER_PORT {}: {}{}", port, errno_text(err),
-          err == EADDRINUSE ? " - the port is in use (another job?); choose another MASTER_PORT" : "");
-    }
-    ENGINE_CHECK(::listen(listen_fd_, 128) == 0, "store: listen on port {} failed: {}", port,
-                 errno_text(errno));
-    accept_thread_ = std::thread([this] { accept_loop(); });
-  }
-
-  ~TcpStoreServer() {
-    stop_ = true;
-    cv_.notify_all();
-    if (accept_thread_.joinable()) accept_thread_.join();
-    for (std::thread& t : client_threads_) t.join();
-    for (int fd : client_fds_) ::close(fd);
-    ::close(listen_fd_);
-  }
-
- private:
-  void accept_loop() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(kPollSlice.count())) <= 0) continue;
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      const int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      client_fds_.push_back(fd);
-      client_threads_.emplace_back([this, fd] { serve(fd); });
-    }
-  }
-
-  bool read_string(int fd, std::string& s) {
-    std::uint32_t n = 0;
-    if (!server_recv(fd, &n, sizeof(n), stop_)) return false;
-    s.resize(n);
-    return n == 0 || server_recv(fd, s.data(), n, stop_);
-  }
-
-  // Waits until every key is present or the timeout passes (or the server stops).
-  bool wait_keys(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, timeout, [&] {
-      if (stop_) return true;
-      for (const std::string& k : keys)
-        if (!data_.contains(k)) return false;
-      return true;
-    }) && !stop_;
-  }
-
-  void serve(int fd) {
-    for (;;) {
-      char op = 0;
-      if (!server_recv(fd, &op, 1, stop_)) return;
-      if (op == 'H') {  // handshake: prove this is our store
-        if (!server_send(fd, kMagic, sizeof(kMagic))) return;
-      } else if (op == 'S') {
-        std::string key, value;
-        if (!read_string(fd, key) || !read_string(fd, value)) return;
-        {
-          std::lock_guard lock(mutex_);
-          data_[key] = std::move(value);
-        }
-        cv_.notify_all();
-        const char ok = 1;
-        if (!server_send(fd, &ok, 1)) return;
-      } else if (op == 'G' || op == 'W') {
-        std::uint32_t count = 1;
-        if (op == 'W' && !server_recv(fd, &count, sizeof(count), stop_)) return;
-        std::vector<std::string> keys(count);
-        for (std::string& k : keys)
-          if (!read_string(fd, k)) return;
-        std::uint64_t timeout_ms = 0;
-        if (!server_recv(fd, &timeout_ms, sizeof(timeout_ms), stop_)) return;
-        const char ok = wait_keys(keys, std::chrono::milliseconds(timeout_ms)) ? 1 : 0;
-        if (!server_send(fd, &ok, 1)) return;
-        if (op == 'G' && ok) {
-          std::string value;
-          {
-            std::lock_guard lock(mutex_);
-            value = data_[keys[0]];
-          }
-          const auto n = static_cast<std::uint32_t>(value.size());
-          if (!server_send(fd, &n, sizeof(n)) || !server_send(fd, value.data(), n)) return;
-        }
-      } else {
-        return;  // not our protocol: drop the connection
-      }
-    }
-  }
-
-  int listen_fd_ = -1;
-  std::atomic<bool> stop_{false};
-  std::thread accept_thread_;
-  std::list<std::thread> client_threads_;  // touched by the accept thread only, until the destructor
-  std::vector<int> client_fds_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> data_;
-};
-
-TcpStore::TcpStore(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout)
-    : host_(host), port_(port), timeout_(timeout) {
+TcpStore::TcpStore(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout,
+                   std::string key_prefix)
+    : host_(host), port_(port), timeout_(timeout), prefix_(key_prefix.empty() ? "" : key_prefix + "/") {
   ENGINE_CHECK(port > 0 && port < 65536, "MASTER_PORT {} is not a TCP port (1..65535)", port);
   if (is_server) server_ = std::make_unique<TcpStoreServer>(port);
 
@@ -196,17 +62,17 @@ TcpStore::TcpStore(const std::string& host, int port, bool is_server, std::chron
   const sockaddr_in target = *reinterpret_cast<const sockaddr_in*>(found->ai_addr);
   ::freeaddrinfo(found);
 
-  // Retry until the deadline: rank 0 may not be listening yet.
+  // Retry until the deadline: the server may not be listening yet.
   const auto deadline = Clock::now() + timeout;
   std::string last_error = "no attempt";
   while (fd_ < 0) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    ENGINE_CHECK(fd >= 0, "store: socket() failed: {}", errno_text(errno));
+    ENGINE_CHECK(fd >= 0, "store: socket() failed: {}", net::errno_text(errno));
     int err = 0;
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&target), sizeof(target)) != 0) {
       err = errno;
       if (err == EINPROGRESS) {
-        if (poll_until(fd, POLLOUT, deadline)) {
+        if (net::poll_until(fd, POLLOUT, deadline)) {
           socklen_t len = sizeof(err);
           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
         } else {
@@ -219,36 +85,26 @@ TcpStore::TcpStore(const std::string& host, int port, bool is_server, std::chron
       break;
     }
     ::close(fd);
-    last_error = errno_text(err);
+    last_error = net::errno_text(err);
     if (Clock::now() + std::chrono::milliseconds(100) >= deadline) {
       ENGINE_FAIL(
           "could not reach the rendezvous store at {}:{} (MASTER_ADDR:MASTER_PORT) within {} ms: {}. Is "
-          "MASTER_ADDR an address of the rank-0 host, is rank 0 running, and is the port open?",
+          "MASTER_ADDR an address of the rank-0 host (or of torchrun's agent), is it running, and is the "
+          "port open?",
           host, port, timeout.count(), last_error);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   // Blocking from here; every receive is bounded by poll().
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
-  const int one = 1;
-  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  net::set_no_delay(fd_);
   sockaddr_in local{};
   socklen_t len = sizeof(local);
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len);
   char text[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
   local_address_ = text;
-
-  // Handshake: something else listening there (or a proxy accepting any connection) is refused here.
-  const char op = 'H';
-  send_all(&op, 1);
-  char magic[sizeof(kMagic)] = {};
-  recv_all(magic, sizeof(magic), timeout);
-  ENGINE_CHECK(
-      std::memcmp(magic, kMagic, sizeof(kMagic)) == 0,
-      "{}:{} (MASTER_ADDR:MASTER_PORT) answered, but not as this program's rendezvous store (another "
-      "service on that port?)",
-      host, port);
+  handshake();
 }
 
 TcpStore::~TcpStore() {
@@ -258,87 +114,124 @@ TcpStore::~TcpStore() {
 
 std::string TcpStore::endpoint() const { return fmt::format("{}:{}", host_, port_); }
 
-void TcpStore::send_all(const void* data, std::size_t n) {
-  ENGINE_CHECK(server_send(fd_, data, n),
-               "rendezvous store {} (MASTER_ADDR:MASTER_PORT): the connection was lost (rank 0 gone, or not "
-               "our store?)",
-               endpoint());
+// c10d's TCPStore client puts "/" before every key it sends (its keyPrefix_), PrefixStore's joins come
+// inside that: a PyTorch worker's "k" under PrefixStore("/worker/attempt_0") is "//worker/attempt_0/k" on the
+// wire. Ours are the same, so both kinds of client can share keys on one server.
+std::string TcpStore::full_key(const std::string& key) const { return "/" + prefix_ + key; }
+
+// VALIDATE has no answer; PING proves that a TCPStore (ours or PyTorch's, 2.5 or newer) is listening.
+void TcpStore::handshake() {
+  std::random_device random;
+  const std::uint32_t nonce = random();
+  std::vector<std::uint8_t> hello = Request(c10d::Query::Validate).value(c10d::kValidationMagic).data();
+  const std::vector<std::uint8_t> ping = Request(c10d::Query::Ping).value(nonce).data();
+  hello.insert(hello.end(), ping.begin(), ping.end());
+  std::uint32_t echoed = ~nonce;
+  const bool sent = net::send_all(fd_, hello.data(), hello.size());
+  const net::IoResult r =
+      sent ? net::recv_all(fd_, &echoed, 4, Clock::now() + timeout_) : net::IoResult::Closed;
+  ENGINE_CHECK(r == net::IoResult::Ok && echoed == nonce,
+               "{} (MASTER_ADDR:MASTER_PORT) {}, but not as a c10d TCPStore (another service on that port? "
+               "torchrun's agent store needs PyTorch 2.5 or newer)",
+               endpoint(),
+               r == net::IoResult::TimedOut ? "accepted the connection but did not answer" : "answered");
 }
 
-void TcpStore::recv_all(void* data, std::size_t n, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    ENGINE_CHECK(poll_until(fd_, POLLIN, deadline),
-                 "rendezvous store {} (MASTER_ADDR:MASTER_PORT): no answer within {} ms. Is MASTER_ADDR the "
-                 "rank-0 host, and is rank 0 running?",
-                 endpoint(), timeout.count());
-    const ssize_t got = ::recv(fd_, p, n, 0);
-    ENGINE_CHECK(got > 0,
-                 "rendezvous store {} (MASTER_ADDR:MASTER_PORT): the connection was lost (rank 0 gone, or "
-                 "not our store?)",
-                 endpoint());
-    p += got;
-    n -= static_cast<std::size_t>(got);
-  }
+[[noreturn]] void TcpStore::lost() const {
+  ENGINE_FAIL(
+      "rendezvous store {} (MASTER_ADDR:MASTER_PORT): the connection was lost (the store's host "
+      "- rank 0 or torchrun's agent - is gone?)",
+      endpoint());
 }
 
-void TcpStore::send_string(const std::string& s) {
-  const auto n = static_cast<std::uint32_t>(s.size());
-  send_all(&n, sizeof(n));
-  send_all(s.data(), n);
+void TcpStore::send(const std::vector<std::uint8_t>& request) {
+  if (!net::send_all(fd_, request.data(), request.size())) lost();
+}
+
+void TcpStore::receive(void* data, std::size_t n, std::chrono::milliseconds timeout) {
+  const net::IoResult r = net::recv_all(fd_, data, n, Clock::now() + timeout);
+  ENGINE_CHECK(r != net::IoResult::TimedOut,
+               "rendezvous store {} (MASTER_ADDR:MASTER_PORT): no answer within {} ms. Is MASTER_ADDR the "
+               "store's host, and is it running?",
+               endpoint(), timeout.count());
+  if (r == net::IoResult::Closed) lost();
 }
 
 void TcpStore::set(const std::string& key, const std::vector<char>& data) {
   std::lock_guard lock(mutex_);
-  const char op = 'S';
-  send_all(&op, 1);
-  send_string(key);
-  send_string(std::string(data.begin(), data.end()));
-  char ok = 0;
-  recv_all(&ok, 1, timeout_);
+  send(Request(c10d::Query::Set).string(full_key(key)).bytes(data.data(), data.size()).data());
 }
 
 std::vector<char> TcpStore::get(const std::string& key) {
   std::lock_guard lock(mutex_);
-  const char op = 'G';
-  send_all(&op, 1);
-  send_string(key);
-  const auto timeout_ms = static_cast<std::uint64_t>(timeout_.count());
-  send_all(&timeout_ms, sizeof(timeout_ms));
-  char ok = 0;
-  recv_all(&ok, 1, timeout_ + std::chrono::seconds(5));
-  ENGINE_CHECK(ok == 1,
-               "rendezvous store {}: key '{}' was not set within {} ms (a rank did not start or "
-               "died during start-up?)",
-               endpoint(), key, timeout_.count());
-  std::uint32_t n = 0;
-  recv_all(&n, sizeof(n), timeout_);
+  const std::string k = full_key(key);
+  wait_full_keys({k}, timeout_);
+  send(Request(c10d::Query::Get).string(k).data());
+  std::uint64_t n = 0;
+  receive(&n, 8, timeout_);
+  ENGINE_CHECK(n <= c10d::kMaxValueBytes,
+               "rendezvous store {}: key '{}' has a value of {} bytes (corrupt reply?)", endpoint(), k, n);
   std::vector<char> value(n);
-  if (n > 0) recv_all(value.data(), n, timeout_);
+  if (n > 0) receive(value.data(), n, timeout_);
   return value;
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   std::lock_guard lock(mutex_);
-  const char op = 'W';
-  send_all(&op, 1);
-  const auto count = static_cast<std::uint32_t>(keys.size());
-  send_all(&count, sizeof(count));
-  for (const std::string& k : keys) send_string(k);
-  const auto timeout_ms = static_cast<std::uint64_t>(timeout.count());
-  send_all(&timeout_ms, sizeof(timeout_ms));
-  char ok = 0;
-  recv_all(&ok, 1, timeout + std::chrono::seconds(5));
-  ENGINE_CHECK(ok == 1,
-               "rendezvous store {}: {} key(s) starting with '{}' not set within {} ms (a rank did "
-               "not start or died during start-up?)",
-               endpoint(), keys.size(), keys.empty() ? "" : keys[0], timeout.count());
+  std::vector<std::string> full;
+  for (const std::string& k : keys) full.push_back(full_key(k));
+  wait_full_keys(full, timeout);
+}
+
+// WAIT has no timeout on the wire: after ours, CANCEL_WAIT, and the server's answer says whether the keys
+// came in the meantime (STOP_WAITING first) or not.
+void TcpStore::wait_full_keys(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  Request request(c10d::Query::Wait);
+  request.value<std::uint64_t>(keys.size());
+  for (const std::string& k : keys) request.string(k);
+  send(request.data());
+  c10d::WaitResponse response{};
+  const net::IoResult r = net::recv_all(fd_, &response, 1, Clock::now() + timeout);
+  if (r == net::IoResult::Closed) lost();
+  if (r == net::IoResult::Ok) {
+    ENGINE_CHECK(response == c10d::WaitResponse::StopWaiting,
+                 "rendezvous store {}: unexpected answer {} to WAIT", endpoint(), static_cast<int>(response));
+    return;
+  }
+  send(Request(c10d::Query::CancelWait).data());
+  receive(&response, 1, timeout_);
+  if (response == c10d::WaitResponse::StopWaiting) receive(&response, 1, timeout_);
+  ENGINE_CHECK(response == c10d::WaitResponse::WaitCanceled,
+               "rendezvous store {}: unexpected answer {} to CANCEL_WAIT", endpoint(),
+               static_cast<int>(response));
+  ENGINE_FAIL(
+      "rendezvous store {}: {} key(s) starting with '{}' not set within {} ms (a rank did not start or died "
+      "during start-up?)",
+      endpoint(), keys.size(), keys.empty() ? "" : keys[0], timeout.count());
+}
+
+std::int64_t TcpStore::add(const std::string& key, std::int64_t delta) {
+  std::lock_guard lock(mutex_);
+  send(Request(c10d::Query::Add).string(full_key(key)).value(delta).data());
+  std::int64_t value = 0;
+  receive(&value, 8, timeout_);
+  return value;
+}
+
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  std::lock_guard lock(mutex_);
+  Request request(c10d::Query::Check);
+  request.value<std::uint64_t>(keys.size());
+  for (const std::string& k : keys) request.string(full_key(k));
+  send(request.data());
+  c10d::CheckResponse response{};
+  receive(&response, 1, timeout_);
+  return response == c10d::CheckResponse::Ready;
 }
 
 int find_free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ENGINE_CHECK(fd >= 0, "socket() failed: {}", errno_text(errno));
+  ENGINE_CHECK(fd >= 0, "socket() failed: {}", net::errno_text(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -348,7 +241,7 @@ int find_free_port() {
                   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   const int err = errno;
   ::close(fd);
-  ENGINE_CHECK(ok, "could not find a free TCP port: {}", errno_text(err));
+  ENGINE_CHECK(ok, "could not find a free TCP port: {}", net::errno_text(err));
   return ntohs(addr.sin_port);
 }
 

@@ -121,6 +121,7 @@ void save_checkpoint(const std::string& path, const Model& model, const Sgd* sgd
   metadata["dropout_offset"] = std::to_string(state.dropout_offset);
   metadata["sampler_seed"] = std::to_string(state.sampler_seed);
   metadata["sampler_epoch"] = std::to_string(state.sampler_epoch);
+  metadata["sampler_position"] = std::to_string(state.sampler_position);
   write_safetensors(path, records, metadata, options);
 }
 
@@ -174,9 +175,10 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
     out.state.dropout_offset = metadata_u64(file, "dropout_offset");
     out.state.sampler_seed = metadata_u64(file, "sampler_seed");
     out.state.sampler_epoch = metadata_u64(file, "sampler_epoch");
+    out.state.sampler_position = metadata_u64(file, "sampler_position");  // absent before mid-epoch saves: 0
     for (const auto& [k, v] : meta) {
       if (k != "format" && k != "model" && k != "epoch" && k != "step" && k != "seed" &&
-          k != "dropout_offset" && k != "sampler_seed" && k != "sampler_epoch") {
+          k != "dropout_offset" && k != "sampler_seed" && k != "sampler_epoch" && k != "sampler_position") {
         out.state.extra[k] = v;
       }
     }

@@ -8,8 +8,9 @@
 //       state[p]['momentum_buffer'])
 //   the training state, as strings in the header's "__metadata__":
 //       format = "cnn_engine.checkpoint.v1", model, epoch (epochs completed), step (optimizer steps taken),
-//       seed, dropout_offset, sampler_seed, sampler_epoch, plus whatever `extra` the trainer adds (dataset,
-//       ...)
+//       seed, dropout_offset, sampler_seed, sampler_epoch, sampler_position (entries of the sampler's epoch
+//       already consumed: > 0 for a checkpoint written mid-epoch), plus whatever `extra` the trainer adds
+//       (dataset, ...)
 //
 // In PyTorch (docs/MODELS.md has the modules):
 //   sd = safetensors.torch.load_file("ckpt.safetensors")
@@ -42,7 +43,8 @@ struct TrainingState {
   std::uint64_t dropout_offset =
       0;  // ExecutionContext::dropout_offset: the next dropout call's Philox offset
   std::uint64_t sampler_seed = 0;
-  std::uint64_t sampler_epoch = 0;                // the sampler's epoch at save time
+  std::uint64_t sampler_epoch = 0;     // the sampler's epoch at save time
+  std::uint64_t sampler_position = 0;  // entries of sampler_epoch's list consumed (0: at an epoch boundary)
   std::map<std::string, std::string> extra = {};  // informational metadata (dataset, lr, ...), kept as is
 };
 

@@ -12,10 +12,12 @@ packages=(
   clang-format gnuplot-nox
   clang libclang-rt-14-dev
   dataset-fashion-mnist
+  openmpi-bin
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
 # curl: scripts/download-data.sh and cnn_train --download.
+# openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

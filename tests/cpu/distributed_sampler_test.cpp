@@ -227,6 +227,36 @@ void expect_error_mentioning(const std::function<void()>& f, const std::string& 
   }
 }
 
+// Resuming mid-epoch: after k steps of B samples per rank, every rank continues with the tail of its own
+// uninterrupted list (for any world size, padded or trimmed); a new epoch starts from the beginning again.
+TEST(DistributedSampler, APositionContinuesEachRanksListWhereKStepsLeftIt) {
+  for (const bool drop_last : {false, true}) {
+    for (const int world : {1, 2, 3}) {
+      for (int rank = 0; rank < world; ++rank) {
+        DistributedSampler full(23, world, rank, true, 5, drop_last);
+        full.set_epoch(4);
+        const Indices all = full.indices();
+        for (const std::int64_t batch : {1, 2, 4}) {
+          for (std::int64_t k = 0; k * batch <= static_cast<std::int64_t>(all.size()); ++k) {
+            DistributedSampler resumed(23, world, rank, true, 5, drop_last);
+            resumed.set_epoch(4);
+            resumed.set_position(k * batch * world);
+            const Indices tail(all.begin() + k * batch, all.end());
+            EXPECT_EQ(resumed.indices(), tail) << world << " " << rank << " " << batch << " " << k;
+            EXPECT_EQ(resumed.num_samples(), static_cast<std::int64_t>(tail.size()));
+            resumed.set_epoch(5);
+            EXPECT_EQ(resumed.position(), 0);
+          }
+        }
+      }
+    }
+  }
+  DistributedSampler s(10, 2, 0);
+  expect_error_mentioning([&] { s.set_position(3); }, "position 3");    // not a multiple of 2
+  expect_error_mentioning([&] { s.set_position(12); }, "position 12");  // past the list
+  expect_error_mentioning([&] { s.set_position(-2); }, "position -2");
+}
+
 TEST(DistributedSampler, BadArgumentsThrow) {
   expect_error_mentioning([] { DistributedSampler(10, 0, 0); }, "world_size is 0");
   expect_error_mentioning([] { DistributedSampler(10, -2, 0); }, "world_size is -2");

@@ -121,6 +121,81 @@ TEST(DistBootstrap, ReadsEveryLauncherFamily) {
   EXPECT_EQ(parse({}).source, "none");
 }
 
+// srun sets no MASTER_ADDR: every task takes the first host of the step's node list (Slurm's compressed
+// form expanded) and a port from the job id, so all agree without talking.
+TEST(DistBootstrap, SlurmDerivesTheStoreAddressFromTheNodeListAndThePortFromTheJobId) {
+  EXPECT_EQ(first_slurm_host("node[01-04,07]", "L"), "node01");
+  EXPECT_EQ(first_slurm_host("gpu7,gpu[1-3]", "L"), "gpu7");
+  EXPECT_EQ(first_slurm_host("rack[2-3]-n[08,11]", "L"), "rack2-n08");
+  EXPECT_EQ(first_slurm_host("a[5]", "L"), "a5");
+  EXPECT_EQ(first_slurm_host("host.example.org", "L"), "host.example.org");
+  EXPECT_NE(
+      error_of([] { first_slurm_host("node[01-04", "SLURM_NODELIST"); }).find("SLURM_NODELIST='node[01-04'"),
+      std::string::npos);
+  EXPECT_NE(error_of([] { first_slurm_host("node[a-b]", "L"); }).find("[a-b]"), std::string::npos);
+  EXPECT_NE(error_of([] { first_slurm_host("", "L"); }).find("names no host"), std::string::npos);
+  EXPECT_EQ(slurm_job_port("7"), 15007);
+  EXPECT_EQ(slurm_job_port("123456"), 18456);
+  EXPECT_NE(error_of([] { slurm_job_port("12x"); }).find("SLURM_JOB_ID='12x'"), std::string::npos);
+
+  const Vars two_nodes = {{"SLURM_PROCID", "3"},
+                          {"SLURM_NTASKS", "4"},
+                          {"SLURM_LOCALID", "1"},
+                          {"SLURM_NNODES", "2"},
+                          {"SLURM_JOB_ID", "4242"},
+                          {"SLURM_JOB_NODELIST", "node[01-02]"},
+                          {"SLURM_STEP_NODELIST", "node[05,09]"}};
+  DistEnv e = parse(two_nodes);
+  EXPECT_EQ(e.master_addr, "node05");  // the step's list first: a step may run on part of the job's nodes
+  EXPECT_EQ(e.master_from, "SLURM_STEP_NODELIST");
+  EXPECT_EQ(e.master_port, 19242);
+  Vars job_only = two_nodes;
+  job_only.erase("SLURM_STEP_NODELIST");
+  EXPECT_EQ(parse(job_only).master_addr, "node01");
+  Vars exported = two_nodes;  // what the user exports wins
+  exported["MASTER_ADDR"] = "10.1.1.1";
+  exported["MASTER_PORT"] = "23456";
+  e = parse(exported);
+  EXPECT_EQ(e.master_addr, "10.1.1.1");
+  EXPECT_EQ(e.master_port, 23456);
+  EXPECT_FALSE(e.agent_store);
+}
+
+// torchrun tells its workers that its agent serves the store; PyTorch compares with str(True).
+TEST(DistBootstrap, TorchrunsAgentStoreIsJoinedUnderTheAttemptsPrefix) {
+  Vars vars = {{"RANK", "1"},
+               {"WORLD_SIZE", "2"},
+               {"MASTER_ADDR", "h0"},
+               {"MASTER_PORT", "29400"},
+               {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+               {"TORCHELASTIC_RESTART_COUNT", "3"}};
+  DistEnv e = parse(vars);
+  EXPECT_TRUE(e.agent_store);
+  EXPECT_EQ(e.restart_count, 3);
+  EXPECT_EQ(e.store_prefix, "/worker/attempt_3");
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  e = parse(vars);
+  EXPECT_FALSE(e.agent_store);
+  EXPECT_EQ(e.store_prefix, "");
+  vars.erase("TORCHELASTIC_USE_AGENT_STORE");
+  EXPECT_FALSE(parse(vars).agent_store);
+  vars["TORCHELASTIC_RESTART_COUNT"] = "x";
+  EXPECT_NE(error_of([&] { parse(vars); }).find("TORCHELASTIC_RESTART_COUNT='x'"), std::string::npos);
+}
+
+// Under the agent store nobody but torchrun serves: rank 0 is a client too, so a port nobody serves is
+// "could not reach" on rank 0 as well (not "in use", not served by rank 0 itself).
+TEST(DistBootstrap, UnderTheAgentStoreRank0IsAClient) {
+  DistEnv e;
+  e.world_size = 2;
+  e.master_port = find_free_port();
+  e.agent_store = true;
+  e.store_prefix = "/worker/attempt_0";
+  const std::string msg =
+      error_of([&] { init_process_group(e, Backend::Gloo, std::chrono::milliseconds(800)); });
+  EXPECT_NE(msg.find("could not reach"), std::string::npos) << msg;
+}
+
 TEST(DistBootstrap, BadValuesNameTheVariable) {
   EXPECT_NE(error_of([] {
               parse({{"RANK", "x"}, {"WORLD_SIZE", "2"}});
