@@ -94,9 +94,9 @@ TEST_P(ZooStep, IsFiniteAndRepeatsBitwise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SanitizerCases, ZooStep, ::testing::ValuesIn(kZoo),
-                         [](const ::testing::TestParamInfo<ZooCase>& info) {
-                           return std::string(info.param.name) +
-                                  (info.param.conv == ConvAlgorithm::Cudnn ? "_cudnn" : "_handwritten");
+                         [](const ::testing::TestParamInfo<ZooCase>& case_info) {
+                           return std::string(case_info.param.name) +
+                                  (case_info.param.conv == ConvAlgorithm::Cudnn ? "_cudnn" : "_handwritten");
                          });
 
 data::Dataset tiny_dataset() {
