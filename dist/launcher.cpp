@@ -167,6 +167,11 @@ std::vector<int> parse_gpu_list(std::string_view text, int device_count, bool al
   return ids;
 }
 
+int threads_per_worker(int workers, unsigned hardware_threads) {
+  ENGINE_CHECK(workers >= 1, "threads_per_worker: {} workers", workers);
+  return std::max(1, static_cast<int>(hardware_threads) / workers);
+}
+
 LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOptions& options) {
   const int world = options.gpus.empty() ? options.nproc : static_cast<int>(options.gpus.size());
   ENGINE_CHECK(world >= 1, "launch_workers: {} workers requested; need at least 1", world);
@@ -184,6 +189,12 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
     const std::string entry(*e);
     if (!ours.contains(entry.substr(0, entry.find('=')))) base_env.push_back(entry);
   }
+  const bool user_set_threads = std::any_of(base_env.begin(), base_env.end(), [](const std::string& e) {
+    return e.starts_with("OMP_NUM_THREADS=");
+  });
+  if (!user_set_threads)
+    base_env.push_back(
+        fmt::format("OMP_NUM_THREADS={}", threads_per_worker(world, std::thread::hardware_concurrency())));
   std::vector<std::vector<std::string>> envs(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
     std::vector<std::string>& env = envs[static_cast<std::size_t>(r)];

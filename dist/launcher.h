@@ -60,6 +60,11 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
 // Parses `--gpus` ("0,1,3"): throws engine::Error naming the value for an empty list or item, a non-integer,
 // an id >= device_count, or an id listed twice unless `allow_repeats` (only the gloo backend can put two
 // ranks on one GPU).
+// OMP_NUM_THREADS for each of `workers` processes on a machine of `hardware_threads` when the user set none:
+// an equal share, at least 1, so the ranks' OpenMP/oneDNN threads do not oversubscribe the cores (torchrun
+// sets 1 in the same case).
+int threads_per_worker(int workers, unsigned hardware_threads);
+
 std::vector<int> parse_gpu_list(std::string_view text, int device_count, bool allow_repeats);
 
 }  // namespace engine::dist

@@ -226,6 +226,13 @@ TEST(DistBootstrap, BadValuesNameTheVariable) {
   EXPECT_NE(error_of([] { parse_backend("mpi"); }).find("'mpi'"), std::string::npos);
 }
 
+TEST(DistLauncher, WorkersShareTheCoresEvenly) {
+  EXPECT_EQ(threads_per_worker(2, 16), 8);
+  EXPECT_EQ(threads_per_worker(3, 16), 5);
+  EXPECT_EQ(threads_per_worker(4, 2), 1);  // never 0: OpenMP would take every core again
+  EXPECT_EQ(threads_per_worker(1, 0), 1);  // hardware_concurrency() may answer 0
+}
+
 TEST(DistLauncher, GpuListsAreValidatedBeforeAnythingStarts) {
   EXPECT_EQ(parse_gpu_list("0,1", 2, false), (std::vector<int>{0, 1}));
   EXPECT_EQ(parse_gpu_list("0,0", 1, true), (std::vector<int>{0, 0}));
