@@ -26,6 +26,7 @@
 #include "layers/relu.h"
 #include "layers/residual.h"
 #include "layers/sequential.h"
+#include "tests/common/error_of.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
@@ -343,14 +344,7 @@ TEST(LayerContract, ResidualAddsTheBranchesAndSumsTheirGradients) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using engine::testing::error_of;
 
 TEST(LayerContract, ErrorsNameTheLayer) {
   Model m = finalized_small_net();

@@ -14,6 +14,7 @@
 #include "dist/tcp_store.h"
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/common/error_of.h"
 #include "tests/dist/dist_test_models.h"
 #include "tests/dist/timeline_checks.h"
 
@@ -29,14 +30,7 @@ DistEnv parse(const Vars& vars) {
   });
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const engine::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using engine::testing::error_of;
 
 TEST(DistBuckets, ZooModelsAreTiledInReverseOrderWithASmallFirstBucket) {
   for (const std::string& name : layers::model_names()) {

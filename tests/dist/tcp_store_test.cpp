@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/common/error_of.h"
 #include "tests/common/pytorch_tools.h"
 
 namespace engine::dist {
@@ -28,14 +29,7 @@ using std::chrono::milliseconds;
 std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 std::string text(const std::vector<char>& v) { return {v.begin(), v.end()}; }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const engine::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using engine::testing::error_of;
 
 TEST(TcpStore, ClientsOfOneServerShareKeysAndCounters) {
   const int port = find_free_port();
