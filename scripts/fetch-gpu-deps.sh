@@ -7,17 +7,18 @@
 #                           prefix
 #   .deps/cuda-include/     cuDNN and NCCL headers from this machine's CUDA, a fallback for a pip cuDNN/NCCL
 #                           without headers (gpu-build-env.sh uses them only then)
-#   .deps/requires.txt      the newest glibc and libstdc++ symbol versions these libraries need (gpu-check.sh
-#                           compares them with the machine's before building) and the packages' versions
-#   .deps-pack/deps.tar.xz  all of .deps, xz-compressed (7 MB instead of 48: OpenBLAS is 37 MB of kernels for
-#                           every x86 CPU); this is what travels, and gpu-build-env.sh unpacks it there
+#   .deps/requires.txt      the newest glibc, libstdc++ and libgomp symbol versions these libraries need
+#                           (gpu-check.sh compares them with the machine's before building), the packages' versions
+#   .deps-pack/deps.tar.xz  all of .deps, xz-compressed (8.3 MiB instead of 48: libdnnl.so alone is 38 MiB of
+#                           kernels and JIT generators); this is what travels, gpu-build-env.sh unpacks it there
 #
 # Self-contained: no environment variable is needed to run what is built from it. Each shared library here
 # finds its own needs through an $ORIGIN run path (patchelf), and the engine's binaries find these libraries
 # through the run path CMake gives them; so LD_LIBRARY_PATH stays free of .deps (PyTorch and every other
 # program keep the image's libraries).
 # Small: only what the build and the tests link or include. No static archive where a shared library exists,
-# no docs, no googletest sources, no reference BLAS/LAPACK, no pkg-config files.
+# no docs, no googletest sources, no pkg-config files, no CMake config that cannot load here (oneDNN's asks for
+# the OpenCL headers; cmake/Dependencies.cmake finds its header and library directly).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v patchelf >/dev/null || { echo "fetch-gpu-deps: needs patchelf (apt-get install patchelf)" >&2; exit 1; }
@@ -29,15 +30,11 @@ packages=(
   libcli11-dev nlohmann-json3-dev libstb-dev     # header-only (stb: one translation unit defines the code)
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # gloo + its runtime needs
   zlib1g-dev zlib1g                              # zlib headers, libz.so and its target
+  # oneDNN (kernels/cpu_fast) and the OpenCL loader libdnnl.so.2 links (its GPU runtime, never used by the CPU
+  # path, but the loader must find it). Not libgomp1: its OpenMP runtime is the compiler's (every gcc brings
+  # libgomp, and the engine's -fopenmp code links that one); a second, older copy here would shadow it.
+  libdnnl-dev libdnnl2 ocl-icd-libopencl1
 )
-# The CPU GEMM library: whichever cmake/Dependencies.cmake asks for (OpenBLAS, or oneDNN, which is replacing it
-# in kernels/cpu_fast), with the libraries it loads (libgomp is the image's compiler's, but travels too).
-if grep -q 'require_package(OpenBLAS' cmake/Dependencies.cmake; then
-  packages+=(libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0)
-fi
-if grep -q 'DNNL_LIBRARY' cmake/Dependencies.cmake; then
-  packages+=(libdnnl-dev libdnnl2 libgomp1 ocl-icd-libopencl1)
-fi
 
 rm -rf .deps
 mkdir -p .deps/debs .deps/root .deps/cuda-include
@@ -54,7 +51,6 @@ if [ -d .deps/root/lib ]; then
   rm -rf .deps/root/lib
 fi
 lib=$usr/lib/x86_64-linux-gnu
-blas=$lib/openblas-pthread
 
 # Trim what no build step reads.
 rm -rf "$usr/share/doc" "$usr/share/man" "$usr/share/lintian" "$usr/src" "$usr/share/bug"
@@ -64,36 +60,12 @@ find .deps/root -name '*.a' | while read -r a; do
   if ls "${a%.a}".so* >/dev/null 2>&1; then rm "$a"; fi
 done
 find .deps/root -name pkgconfig -type d -prune -exec rm -rf {} +
-rm -rf "$blas"/libblas.* "$blas"/liblapack.* "$blas/cmake"  # BLAS/LAPACK alternatives' names; its config below
+rm -rf "$lib/cmake/dnnl"  # asks for OpenCL's headers (not here); Dependencies.cmake finds oneDNN directly
 
 # Gloo's exported targets name /usr/lib/libgloo.so.0.5.0 absolutely; point them into this prefix.
 gloo_targets=$usr/share/cmake/Gloo/GlooTargets-relwithdebinfo.cmake
 if [ -f "$gloo_targets" ]; then
   sed -i 's|"/usr/lib/libgloo|"${_IMPORT_PREFIX}/lib/libgloo|g' "$gloo_targets"
-fi
-
-# OpenBLAS: Debian's config names /usr paths, and its generic names (libopenblas.so in $lib, cblas.h in
-# include/x86_64-linux-gnu) are alternatives made at install time. A config relative to its own place instead,
-# where find_package(OpenBLAS CONFIG) looks (<prefix>/lib/<arch>/cmake/openblas).
-if [ -d "$blas" ]; then
-  blas_version=$(sed -n 's/^libopenblas0-pthread \([0-9.]*\).*/\1/p' <<<"$versions")
-  mkdir -p "$lib/cmake/openblas"
-  cat >"$lib/cmake/openblas/OpenBLASConfig.cmake" <<'EOF'
-# Written by scripts/fetch-gpu-deps.sh: Debian's pthread OpenBLAS, found relative to this file.
-get_filename_component(_openblas_prefix "${CMAKE_CURRENT_LIST_DIR}/../../../.." ABSOLUTE)
-set(OpenBLAS_VERSION "@VERSION@")
-set(OpenBLAS_INCLUDE_DIRS "${_openblas_prefix}/include/x86_64-linux-gnu/openblas-pthread")
-set(OpenBLAS_LIBRARIES "${_openblas_prefix}/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so")
-unset(_openblas_prefix)
-EOF
-  sed -i "s/@VERSION@/$blas_version/" "$lib/cmake/openblas/OpenBLASConfig.cmake"
-  cat >"$lib/cmake/openblas/OpenBLASConfigVersion.cmake" <<EOF
-set(PACKAGE_VERSION "$blas_version")
-set(PACKAGE_VERSION_COMPATIBLE TRUE)
-if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
-  set(PACKAGE_VERSION_EXACT TRUE)
-endif()
-EOF
 fi
 
 # Absolute symlinks (rare in these packages) would point outside the prefix: make them relative.
@@ -106,7 +78,7 @@ find .deps/root -type l | while read -r link; do
 done
 
 # Run paths: each library looks beside itself and in $lib for its needs (libgloo in usr/lib needs
-# libhiredis and libibverbs from $lib; libopenblas in $lib/openblas-pthread needs libgfortran from $lib).
+# libhiredis and libibverbs from $lib; libdnnl needs libOpenCL beside it).
 find .deps/root -type f -name '*.so*' | while read -r so; do
   rel=$(realpath --relative-to="$(dirname "$so")" "$lib")
   patchelf --set-rpath "\$ORIGIN:\$ORIGIN/$rel" "$so"
@@ -124,6 +96,7 @@ newest() { # PREFIX: the newest version of PREFIX_x.y... that any shared library
 {
   echo "glibc $(newest GLIBC | sed 's/GLIBC_//')"
   echo "glibcxx $(newest GLIBCXX | sed 's/GLIBCXX_//')"
+  echo "gomp $(newest GOMP | sed 's/GOMP_//')"
   echo "built-with $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
   echo "$versions" | sed 's/^/package /'
 } >.deps/requires.txt
@@ -133,4 +106,4 @@ mkdir -p .deps-pack
 tar -cJf .deps-pack/deps.tar.xz .deps
 touch .deps/requires.txt  # newer than the pack: gpu-build-env.sh unpacks only a newer pack
 echo "fetch-gpu-deps: $(du -sh .deps-pack/deps.tar.xz | cut -f1) in .deps-pack/deps.tar.xz, $(du -sh .deps | cut -f1) in .deps ($(find .deps -type f | wc -l) files);" \
-  "needs $(head -2 .deps/requires.txt | paste -sd' ')"
+  "needs $(head -3 .deps/requires.txt | paste -sd' ')"

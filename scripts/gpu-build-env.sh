@@ -31,18 +31,23 @@ if [ -d .deps/root ]; then
   cmake_args+=(-DCMAKE_PREFIX_PATH="$root/.deps/root/usr")
 fi
 
-# deps_runtime_check: the newest glibc / libstdc++ symbol versions .deps needs (requires.txt) against this
-# machine's; prints both and returns 1 with a clear message when they are not met.
+# deps_runtime_check: the newest glibc / libstdc++ / libgomp symbol versions .deps needs (requires.txt) against
+# this machine's; prints both and returns 1 with a clear message when they are not met. libgomp does not travel
+# (libdnnl uses the compiler's OpenMP runtime, as the engine's -fopenmp code does), so its version counts too.
 deps_runtime_check() {
   [ -f .deps/requires.txt ] || { echo "deps: no .deps/requires.txt (run scripts/fetch-gpu-deps.sh here)"; return 1; }
-  local need_c need_cxx have_c have_cxx libstdcxx ok=0
+  local need_c need_cxx need_gomp have_c have_cxx have_gomp libstdcxx libgomp ok=0
   need_c=$(sed -n 's/^glibc //p' .deps/requires.txt)
   need_cxx=$(sed -n 's/^glibcxx //p' .deps/requires.txt)
+  need_gomp=$(sed -n 's/^gomp //p' .deps/requires.txt)
   have_c=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
   libstdcxx=$(${CXX:-g++} -print-file-name=libstdc++.so.6 2>/dev/null)
   have_cxx=$(grep -ao 'GLIBCXX_[0-9][0-9.]*[0-9]' "$libstdcxx" 2>/dev/null | sed 's/GLIBCXX_//' | sort -uV | tail -1)
+  libgomp=$(${CXX:-g++} -print-file-name=libgomp.so.1 2>/dev/null)
+  have_gomp=$(grep -ao 'GOMP_[0-9][0-9.]*[0-9]' "$libgomp" 2>/dev/null | sed 's/GOMP_//' | sort -uV | tail -1)
   echo "deps: .deps ($(sed -n 's/^built-with //p' .deps/requires.txt)) needs glibc >= $need_c, libstdc++" \
-    "GLIBCXX >= $need_cxx; this machine has glibc ${have_c:-?}, GLIBCXX ${have_cxx:-?} ($libstdcxx)"
+    "GLIBCXX >= $need_cxx, libgomp GOMP >= ${need_gomp:-none}; this machine has glibc ${have_c:-?}," \
+    "GLIBCXX ${have_cxx:-?} ($libstdcxx), GOMP ${have_gomp:-?} ($libgomp)"
   if [ -z "$have_c" ] || [ "$(printf '%s\n' "$need_c" "$have_c" | sort -V | head -1)" != "$need_c" ]; then
     echo "deps: FAILED: glibc ${have_c:-unknown} is older than $need_c: Debian 12's libraries cannot load here;" \
       "fetch the packages of a release as old as this machine's OS instead (scripts/fetch-gpu-deps.sh)"
@@ -51,6 +56,12 @@ deps_runtime_check() {
   if [ -z "$have_cxx" ] || [ "$(printf '%s\n' "$need_cxx" "$have_cxx" | sort -V | head -1)" != "$need_cxx" ]; then
     echo "deps: FAILED: the host compiler's libstdc++ (GLIBCXX ${have_cxx:-unknown}) is older than $need_cxx" \
       "(g++ 12): the .deps libraries built by g++ 12 cannot link here"
+    ok=1
+  fi
+  if [ -n "$need_gomp" ] && { [ -z "$have_gomp" ] ||
+    [ "$(printf '%s\n' "$need_gomp" "$have_gomp" | sort -V | head -1)" != "$need_gomp" ]; }; then
+    echo "deps: FAILED: the host compiler's libgomp (GOMP ${have_gomp:-unknown}, ${libgomp:-not found}) is" \
+      "older than $need_gomp: oneDNN (libdnnl, built by g++ 12) cannot load here"
     ok=1
   fi
   return "$ok"
