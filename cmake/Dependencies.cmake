@@ -1,5 +1,6 @@
 # Third-party libraries, all from Debian's packages (scripts/install-deps.sh installs them; on a GPU machine
 # without them, the same packages unpacked in .deps/root by scripts/fetch-gpu-deps.sh are the first prefix).
+# A missing one stops the configure step with the package to install.
 
 function(engine_require_package pkg debian_package)
   find_package(${pkg} ${ARGN} QUIET)
