@@ -50,8 +50,10 @@ Tensor SoftmaxCrossEntropy::evaluate(const ExecutionContext& context, const Tens
   return loss;
 }
 
-Tensor SoftmaxCrossEntropy::run(const ExecutionContext& context, const Tensor& logits, const Tensor& labels,
-                                const LossAccumulators& accumulators, bool with_gradient) {
+Tensor SoftmaxCrossEntropy::run(
+    const ExecutionContext& context, const Tensor& logits, const Tensor& labels,
+    const LossAccumulators& accumulators,
+    [[maybe_unused]] bool with_gradient) {  // the CPU computes dlogits in backward
   ENGINE_CHECK(logits.defined() && logits.ndim() == 2 && logits.dim(0) > 0 && logits.dim(1) > 0,
                "{}: expects logits [N, K], got {}", kWho, logits.str());
   ENGINE_CHECK(labels.defined() && labels.ndim() == 1 && labels.dim(0) == logits.dim(0) &&
