@@ -280,8 +280,9 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   // Failures before the launcher stops anyone are the workers' own; the likelier cause among them is named
   // first: a signal (a killed rank makes its peers fail a moment later), then any status but the
   // peer-failure status (a worker's way to say its process group failed because of another rank), then that.
-  // While every failure so far is a peer failure, the launcher waits up to `settle` for the rank that caused
-  // it, which may still be on its way out.
+  // The launcher waits up to `settle` after the first failure before stopping anyone: the rank that caused a
+  // peer failure may still be on its way out, and the peers of a rank that failed on its own usually notice
+  // the broken group at once and exit by themselves, so the report lists every rank's own status.
   auto cause_rank = [&](const Worker& w) {
     if (WIFSIGNALED(w.status)) return 0;
     return WEXITSTATUS(w.status) == options.peer_failure_status ? 2 : 1;
@@ -308,7 +309,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
       const auto best =
           std::min_element(failures.begin(), failures.end(),
                            [&](const Worker* a, const Worker* b) { return cause_rank(*a) < cause_rank(*b); });
-      if (cause_rank(**best) < 2 || !any_running || Clock::now() - first_failure >= options.settle) {
+      if (!any_running || Clock::now() - first_failure >= options.settle) {
         const Worker& cause = **best;
         result.failed_rank = cause.rank;
         result.exit_code = exit_code_of(cause.status);

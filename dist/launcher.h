@@ -14,15 +14,15 @@
 //   stderr of every rank, tagged "[rank N] ";
 //   stdout of rank 0, untagged (the epoch lines read as a single-process run's), and stdout of the other
 //   ranks dropped; with log_all_ranks every rank's stdout is shown, tagged.
-// Failure: when a worker exits non-zero or is killed by a signal, the others get SIGTERM, then SIGKILL after
-// `grace`; the result is non-zero and its message names the first failing rank and its status or signal
-// (ranks failing at the same moment are all named, the likelier cause first: a signal, then any status but
-// `peer_failure_status`, a worker's way to say its process group failed because of another rank).
-// Workers also get SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG), so none is orphaned.
-// Stop signals: SIGTERM, SIGINT or SIGUSR1 sent to the launcher are forwarded to every worker (each time one
-// comes), and the launcher then waits for all of them instead of killing the rest when one ends: the
-// workers stop together after a checkpoint (apps/stop_signal.h). The result is the first rank's non-zero
-// status.
+// Failure: when a worker exits non-zero or is killed by a signal, the others may end on their own for up to
+// `settle`, then get SIGTERM, then SIGKILL after `grace`; the result is non-zero and its message names the
+// first failing rank and its status or signal (ranks failing at the same moment are all named, the likelier
+// cause first: a signal, then any status but `peer_failure_status`, a worker's way to say its process group
+// failed because of another rank). Workers also get SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG),
+// so none is orphaned. Stop signals: SIGTERM, SIGINT or SIGUSR1 sent to the launcher are forwarded to every
+// worker (each time one comes), and the launcher then waits for all of them instead of killing the rest when
+// one ends: the workers stop together after a checkpoint (apps/stop_signal.h). The result is the first rank's
+// non-zero status.
 
 #include <chrono>
 #include <string>
@@ -42,7 +42,8 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free port (dist::find_free_port)
   std::chrono::milliseconds grace{5000};
-  std::chrono::milliseconds settle{2000};  // how long a peer failure waits for the rank that caused it
+  std::chrono::milliseconds settle{
+      2000};  // after the first failure, how long the others may end on their own
   std::vector<std::pair<std::string, std::string>> extra_env;  // more variables for every worker
   int peer_failure_status = kPeerFailureExitStatus;            // dist/process_group.h
 };
