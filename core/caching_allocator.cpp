@@ -10,6 +10,11 @@ CachingAllocator::CachingAllocator(std::unique_ptr<RawAllocator> raw) : raw_(std
   ENGINE_CHECK(raw_ != nullptr, "CachingAllocator needs a raw allocator");
 }
 
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard lock(mutex_);
+  release_cached_locked();
+}
+
 void* CachingAllocator::take_cached_locked(const Key& key) {
   auto it = free_.find(key);
   if (it == free_.end() || it->second.empty()) return nullptr;

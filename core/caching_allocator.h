@@ -38,6 +38,11 @@ class RawAllocator {
 class CachingAllocator final : public Allocator {
  public:
   explicit CachingAllocator(std::unique_ptr<RawAllocator> raw);
+  // Returns the cached blocks to the raw allocator; blocks still handed out stay their owners' (the device
+  // caches live until the process ends, core/allocator.cpp, so this runs for the ones tests make).
+  ~CachingAllocator() override;
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   void* allocate(std::size_t bytes, void* stream) override;
   void deallocate(void* ptr) override;
