@@ -159,8 +159,6 @@ int slurm_job_port(std::string_view job_id) {
   return 15000 + std::stoi(std::string(last4));
 }
 
-std::string_view backend_name(Backend b) { return b == Backend::Nccl ? "nccl" : "gloo"; }
-
 Backend parse_backend(std::string_view name) {
   if (name == "gloo") return Backend::Gloo;
   if (name == "nccl") return Backend::Nccl;

@@ -68,8 +68,7 @@ std::string first_slurm_host(std::string_view nodelist, std::string_view variabl
 // Throws engine::Error naming SLURM_JOB_ID when it is not a number.
 int slurm_job_port(std::string_view job_id);
 
-enum class Backend { Gloo, Nccl };
-std::string_view backend_name(Backend b);
+// Backend and backend_name: dist/process_group.h.
 Backend parse_backend(std::string_view name);  // "gloo" or "nccl", else engine::Error naming the value
 
 // The CUDA device this rank uses: ENGINE_GPU when the launcher set it, else LOCAL_RANK (torchrun's

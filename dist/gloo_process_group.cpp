@@ -97,7 +97,7 @@ class GlooProcessGroup final : public ProcessGroup {
     thread_.join();
   }
 
-  std::string_view backend() const override { return "gloo"; }
+  Backend backend_kind() const override { return Backend::Gloo; }
   bool failed() const override { return failed_; }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op, void* stream) override {

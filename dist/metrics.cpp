@@ -13,7 +13,7 @@ EvalTotals all_reduce_totals(ProcessGroup& pg, const EvalTotals& local, Device d
   Tensor t = Tensor::from_vector(std::vector<double>{local.loss_sum, static_cast<double>(local.correct),
                                                      static_cast<double>(local.count)},
                                  {3});
-  if (pg.backend() == "nccl" && device.is_cuda()) {
+  if (pg.backend_kind() == Backend::Nccl && device.is_cuda()) {
     Tensor d = t.to(device, stream);
     pg.all_reduce(d, ReduceOp::Sum, stream);
     t = d.to(Device::cpu(), stream);

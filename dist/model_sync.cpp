@@ -18,7 +18,7 @@ static_assert(sizeof(ModelFacts) == 24, "ModelFacts is sent as bytes");
 
 // The gloo group reduces host tensors; the NCCL group needs device tensors.
 Device collective_device(const ProcessGroup& pg, const layers::Model& model) {
-  return pg.backend() == "nccl" ? model.context().device : Device::cpu();
+  return pg.backend_kind() == Backend::Nccl ? model.context().device : Device::cpu();
 }
 
 // Every rank's `mine` (a plain value), rank 0's first: one all-gather of its bytes.

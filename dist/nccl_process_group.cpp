@@ -134,7 +134,7 @@ class NcclProcessGroup final : public ProcessGroup {
   // Destroys the communicator after a clean finish, aborts it on an error path (dist/comm_supervisor.h).
   ~NcclProcessGroup() override { supervisor_.shutdown(std::uncaught_exceptions() > 0); }
 
-  std::string_view backend() const override { return "nccl"; }
+  Backend backend_kind() const override { return Backend::Nccl; }
   bool failed() const override { return supervisor_.failed(); }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op, void* stream) override {

@@ -4,6 +4,15 @@
 
 namespace engine::dist {
 
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::Nccl: return "nccl";
+    case Backend::Gloo: return "gloo";
+    case Backend::Single: return "single";
+  }
+  return "?";
+}
+
 std::string_view reduce_op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
 
 ProcessGroup::ProcessGroup(int rank, int world_size, std::chrono::milliseconds timeout)

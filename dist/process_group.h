@@ -52,6 +52,13 @@ class Work {
   virtual std::optional<HostSpan> host_span() const { return std::nullopt; }
 };
 
+// Which implementation carries the collectives. NCCL queues them on the caller's CUDA stream
+// (stream-ordered); gloo runs them on its own thread (CUDA tensors through host copies); Single is a world of
+// one.
+enum class Backend { Nccl, Gloo, Single };
+
+std::string_view backend_name(Backend b);
+
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
@@ -61,7 +68,8 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  virtual std::string_view backend() const = 0;  // "nccl" or "gloo"
+  virtual Backend backend_kind() const = 0;
+  std::string_view backend() const { return backend_name(backend_kind()); }  // "nccl", "gloo" or "single"
 
   // In place: every rank's `tensor` becomes the elementwise sum (or mean) over ranks. F32, F64 and BF16
   // (BF16 is summed in float and rounded once per step of the reduction).

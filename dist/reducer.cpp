@@ -1,14 +1,14 @@
 #include "dist/reducer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 #include "core/error.h"
+#include "dist/reducer_timeline.h"
+#include "kernels/ops/cast.h"
+#include "kernels/ops/residual_add.h"
 #if ENGINE_HAVE_CUDA
-#include "core/stream.h"
-#include "kernels/cuda/cast.h"
-#include "kernels/cuda/residual_add.h"
+#include "core/stream.h"  // the communication stream and its events (core/stream.cpp: CUDA builds only)
 #endif
 
 namespace engine::dist {
@@ -53,201 +53,6 @@ struct Reducer::Impl {
 #endif
 };
 
-// The timeline's records (ReducerOptions::record_timeline): host clock readings, or CUDA timing events read
-// once the step is done.
-struct Reducer::Timeline {
-  using Clock = std::chrono::steady_clock;
-
-  Timeline(std::vector<std::size_t> bucket_bytes, [[maybe_unused]] bool cuda)
-      : bytes(std::move(bucket_bytes)) {
-    const std::size_t n = bytes.size();
-    ready.resize(n);
-    queued.resize(n);
-#if ENGINE_HAVE_CUDA
-    if (cuda) {
-      events.emplace();
-      for (auto* v : {&events->ready, &events->queued, &events->start, &events->end}) {
-        v->reserve(n);
-        for (std::size_t b = 0; b < n; ++b) v->emplace_back(/*enable_timing=*/true);
-      }
-    }
-#endif
-  }
-
-  void mark([[maybe_unused]] void* compute) {
-#if ENGINE_HAVE_CUDA
-    if (events) {
-      if (pending) read();  // the previous step's events are about to be recorded again
-      events->step_start.record(static_cast<cudaStream_t>(compute));
-      marked = true;
-      return;
-    }
-#endif
-    step_start = Clock::now();
-    marked = true;
-  }
-
-  void on_ready(std::size_t b, [[maybe_unused]] void* compute) {
-#if ENGINE_HAVE_CUDA
-    if (events) {
-      events->ready[b].record(static_cast<cudaStream_t>(compute));
-      return;
-    }
-#endif
-    ready[b] = Clock::now();
-  }
-
-  void on_queued(std::size_t b, [[maybe_unused]] void* compute) {
-#if ENGINE_HAVE_CUDA
-    if (events) {
-      events->queued[b].record(static_cast<cudaStream_t>(compute));
-      return;
-    }
-#endif
-    queued[b] = Clock::now();
-  }
-
-  // CUDA: around the all-reduce on the communication stream (the host-side times come from the Work).
-  void on_comm_start([[maybe_unused]] std::size_t b, [[maybe_unused]] void* comm) {
-#if ENGINE_HAVE_CUDA
-    if (events) events->start[b].record(static_cast<cudaStream_t>(comm));
-#endif
-  }
-  void on_comm_end([[maybe_unused]] std::size_t b, [[maybe_unused]] void* comm) {
-#if ENGINE_HAVE_CUDA
-    if (events) events->end[b].record(static_cast<cudaStream_t>(comm));
-#endif
-  }
-
-  void on_backward_end([[maybe_unused]] void* compute) {
-#if ENGINE_HAVE_CUDA
-    if (events) {
-      events->backward_end.record(static_cast<cudaStream_t>(compute));
-      return;
-    }
-#endif
-    backward_end = Clock::now();
-  }
-
-  // After the step's works were waited on: the host records become `last`; CUDA events are read later.
-  void end_step(const std::vector<std::unique_ptr<Work>>& works) {
-    marked = false;
-#if ENGINE_HAVE_CUDA
-    if (events) {
-      pending = true;
-      return;
-    }
-#endif
-    auto ms = [this](Clock::time_point t) {
-      return std::chrono::duration<double, std::milli>(t - step_start).count();
-    };
-    last.buckets.clear();
-    for (std::size_t b = 0; b < bytes.size(); ++b) {
-      const std::optional<Work::HostSpan> span = works[b]->host_span();
-      last.buckets.push_back(BucketTiming{.bucket = b,
-                                          .bytes = bytes[b],
-                                          .ready_ms = ms(ready[b]),
-                                          .queued_ms = ms(queued[b]),
-                                          .start_ms = ms(span ? span->start : queued[b]),
-                                          .end_ms = ms(span ? span->end : queued[b])});
-    }
-    last.backward_end_ms = ms(backward_end);
-  }
-
-  const StepTimeline& read() {
-#if ENGINE_HAVE_CUDA
-    if (events && pending) {
-      const Event& t0 = events->step_start;
-      auto ms = [&t0](const Event& e) {
-        e.synchronize();
-        return static_cast<double>(e.elapsed_ms_since(t0));
-      };
-      last.buckets.clear();
-      for (std::size_t b = 0; b < bytes.size(); ++b) {
-        last.buckets.push_back(BucketTiming{.bucket = b,
-                                            .bytes = bytes[b],
-                                            .ready_ms = ms(events->ready[b]),
-                                            .queued_ms = ms(events->queued[b]),
-                                            .start_ms = ms(events->start[b]),
-                                            .end_ms = ms(events->end[b])});
-      }
-      last.backward_end_ms = ms(events->backward_end);
-      pending = false;
-    }
-#endif
-    return last;
-  }
-
-  std::vector<std::size_t> bytes;  // per bucket, on the wire
-  bool marked = false;             // the coming synced backward has its step start
-  Clock::time_point step_start, backward_end;
-  std::vector<Clock::time_point> ready, queued;
-  StepTimeline last;
-#if ENGINE_HAVE_CUDA
-  struct Events {
-    Event step_start{true}, backward_end{true};
-    std::vector<Event> ready, queued, start, end;  // per bucket
-  };
-  std::optional<Events> events;  // CUDA gradients
-  bool pending = false;          // `events` hold a finished step not yet read into `last`
-#endif
-};
-
-namespace {
-
-// dst += src elementwise on the CPU (float or double) or, for float, on the GPU in `stream`.
-void add_into(const Tensor& dst, const Tensor& src, [[maybe_unused]] void* stream) {
-  const std::int64_t n = dst.numel();
-  if (dst.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    ENGINE_CHECK(dst.dtype() == DType::F32, "gradient accumulation on CUDA needs float32, got {}", dst.str());
-    cuda::residual_add_forward(static_cast<cudaStream_t>(stream), dst.data<float>(), src.data<float>(),
-                               dst.data<float>(), n);
-    return;
-#endif
-  }
-  if (dst.dtype() == DType::F64) {
-    double* d = dst.data<double>();
-    const double* s = src.data<double>();
-    for (std::int64_t i = 0; i < n; ++i) d[i] += s[i];
-  } else {
-    float* d = dst.data<float>();
-    const float* s = src.data<float>();
-    for (std::int64_t i = 0; i < n; ++i) d[i] += s[i];
-  }
-}
-
-// wire = bf16(grads), rounded to nearest even; on CUDA queued on `stream`.
-void compress(const Tensor& grads, const Tensor& wire, [[maybe_unused]] void* stream) {
-  const std::int64_t n = grads.numel();
-  if (grads.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    cuda::cast_f32_to_bf16(static_cast<cudaStream_t>(stream), grads.data<float>(), wire.data<bfloat16>(), n);
-    return;
-#endif
-  }
-  const float* g = grads.data<float>();
-  bfloat16* w = wire.data<bfloat16>();
-  for (std::int64_t i = 0; i < n; ++i) w[i] = to_bfloat16(g[i]);
-}
-
-// grads = float(wire) * scale; on CUDA queued on `stream`.
-void decompress(const Tensor& wire, const Tensor& grads, float scale, [[maybe_unused]] void* stream) {
-  const std::int64_t n = grads.numel();
-  if (grads.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    cuda::cast_bf16_to_f32_scaled(static_cast<cudaStream_t>(stream), wire.data<bfloat16>(),
-                                  grads.data<float>(), n, scale);
-    return;
-#endif
-  }
-  float* g = grads.data<float>();
-  const bfloat16* w = wire.data<bfloat16>();
-  for (std::int64_t i = 0; i < n; ++i) g[i] = from_bfloat16(w[i]) * scale;
-}
-
-}  // namespace
-
 Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& options)
     : pg_(pg), model_(model), options_(options), impl_(std::make_unique<Impl>()) {
   ENGINE_CHECK(model.finalized(), "Reducer: model '{}' is not finalized", model.name());
@@ -281,12 +86,12 @@ Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& o
   }
 #endif
   if (options.record_timeline) {
-    ENGINE_CHECK(!grads.is_cuda() || pg.backend() != "gloo",
+    ENGINE_CHECK(!grads.is_cuda() || pg.backend_kind() != Backend::Gloo,
                  "Reducer: the timeline of CUDA gradients needs a stream-ordered backend (nccl); gloo copies "
                  "them on its own thread, which stream events cannot time");
     std::vector<std::size_t> bytes;
     for (const Tensor& w : impl_->wire) bytes.push_back(w.nbytes());
-    timeline_ = std::make_unique<Timeline>(std::move(bytes), grads.is_cuda());
+    timeline_ = std::make_unique<ReducerTimeline>(std::move(bytes), grads.is_cuda());
   }
   model.set_grad_ready_hook([this](std::size_t i) { on_grad_ready(i); });
 }
@@ -343,18 +148,20 @@ void Reducer::bucket_ready(std::size_t b) {
     }
     Tensor acc = impl_->accumulation.flat_range(bk.offset, {bk.numel});
     if (accumulated_) {
-      add_into(acc, slice, compute);
+      ops::residual_add(model_.context(), acc, slice, acc);
     } else {
       acc.copy_from(slice, compute);
     }
     return;
   }
-  if (accumulated_) add_into(slice, impl_->accumulation.flat_range(bk.offset, {bk.numel}), compute);
+  if (accumulated_) {  // the micro-batches' sum joins this backward's gradients
+    ops::residual_add(model_.context(), slice, impl_->accumulation.flat_range(bk.offset, {bk.numel}), slice);
+  }
 
   const Tensor& wire = impl_->wire[b];
   ReduceOp op = ReduceOp::Avg;
   if (impl_->compressed.defined()) {  // round to bf16 and sum; finish() widens and divides
-    compress(slice, wire, compute);
+    ops::cast_to_bf16(model_.context(), slice, wire);
     op = ReduceOp::Sum;
   }
   if (timeline_) timeline_->on_queued(b, compute);
@@ -408,8 +215,8 @@ void Reducer::finish() {
 #endif
   // After the wait: on CUDA the widening is queued on the compute stream behind the all-reduces.
   if (impl_->compressed.defined()) {
-    decompress(impl_->compressed, model_.flat_gradients(), 1.0f / static_cast<float>(pg_.world_size()),
-               model_.context().stream);
+    ops::cast_from_bf16_scaled(model_.context(), impl_->compressed, model_.flat_gradients(),
+                               1.0f / static_cast<float>(pg_.world_size()));
   }
 }
 

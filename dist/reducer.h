@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "dist/reducer_timeline.h"
 #include "layers/model.h"
 
 namespace engine::dist {
@@ -77,21 +78,6 @@ struct ReducerOptions {
   double bucket_mb = 25.0;
   GradCompression compression = GradCompression::None;
   bool record_timeline = false;  // Reducer::timeline(); costs a few clock readings (CUDA: events) per bucket
-};
-
-// One bucket of a step's timeline; times in ms from the step start (Reducer::mark_step_start).
-struct BucketTiming {
-  std::size_t bucket = 0;  // index in Reducer::buckets(): bucket 0 launches first
-  std::size_t bytes = 0;   // bytes all-reduced (the bf16 copy's under compression)
-  double ready_ms = 0;     // the bucket's last gradient was written (grad-ready hook; CUDA: compute stream)
-  double queued_ms = 0;    // its all-reduce was queued (buckets queue in order, so possibly after ready)
-  double start_ms = 0;     // the all-reduce started (gloo: on the communication thread; CUDA: comm stream)
-  double end_ms = 0;       // the all-reduce ended
-};
-
-struct StepTimeline {
-  std::vector<BucketTiming> buckets;  // in launch order; empty before the first synced step
-  double backward_end_ms = 0;         // finish() was called (CUDA: the compute stream reached that point)
 };
 
 class Reducer {
@@ -124,7 +110,6 @@ class Reducer {
 
  private:
   struct Impl;
-  struct Timeline;
   void on_grad_ready(std::size_t param_index);
   void bucket_ready(std::size_t b);
 
@@ -140,7 +125,7 @@ class Reducer {
   bool accumulated_ = false;  // the accumulation buffer holds micro-batch gradients
   std::int64_t allreduce_count_ = 0;
   std::unique_ptr<Impl> impl_;
-  std::unique_ptr<Timeline> timeline_;  // only with record_timeline
+  std::unique_ptr<ReducerTimeline> timeline_;  // only with record_timeline
 };
 
 }  // namespace engine::dist

@@ -14,7 +14,7 @@ class SingleProcessGroup final : public ProcessGroup {
  public:
   SingleProcessGroup() : ProcessGroup(0, 1, std::chrono::hours(24)) {}
 
-  std::string_view backend() const override { return "single"; }
+  Backend backend_kind() const override { return Backend::Single; }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp /*op*/, void* /*stream*/) override {
     ENGINE_CHECK(tensor.defined(), "all_reduce of an undefined tensor");

@@ -32,7 +32,7 @@ void write_back(const Tensor& dst, const Tensor& src, void* stream) {
 // The collective's tensor: host memory for gloo, the data's device for NCCL.
 Tensor all_reduce_f64(ProcessGroup& pg, const std::vector<double>& values, Device device, void* stream) {
   Tensor t = Tensor::from_vector(values, {static_cast<std::int64_t>(values.size())});
-  if (pg.backend() == "nccl") {
+  if (pg.backend_kind() == Backend::Nccl) {
     Tensor d = t.to(device, stream);
     pg.all_reduce(d, ReduceOp::Sum, stream);
     return d.to(Device::cpu(), stream);
@@ -44,7 +44,7 @@ Tensor all_reduce_f64(ProcessGroup& pg, const std::vector<double>& values, Devic
 Tensor all_gather_f64(ProcessGroup& pg, const std::vector<double>& values, Device device, void* stream) {
   const auto n = static_cast<std::int64_t>(values.size());
   Tensor in = Tensor::from_vector(values, {n});
-  const bool nccl = pg.backend() == "nccl";
+  const bool nccl = pg.backend_kind() == Backend::Nccl;
   const Device dev = nccl ? device : Device::cpu();
   Tensor out = Tensor::empty({n * pg.world_size()}, DType::F64, dev, stream);
   pg.all_gather(nccl ? in.to(dev, stream) : in, out, stream);
@@ -168,7 +168,7 @@ void backward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, 
 // Work::wait returns at once for NCCL (stream-ordered) and after the host copies for gloo: no host
 // synchronization with NCCL. The scratch tensors come from the caching allocator on `stream`, so their
 // memory is not reused before the stream has passed the collective.
-cpu::BatchNorm2dShape device_shape(const Tensor& x) {
+BatchNorm2dShape device_shape(const Tensor& x) {
   ENGINE_CHECK(x.dtype() == DType::F32, "SyncBatchNorm on CUDA runs float32, not {}", dtype_name(x.dtype()));
   return {static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)), static_cast<int>(x.dim(2)),
           static_cast<int>(x.dim(3))};
@@ -180,7 +180,7 @@ float* f32_or_null_mut(const Tensor& t) { return t.defined() ? t.data<float>() :
 void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                   const Tensor& save_mean, const Tensor& save_invstd, const Tensor& running_mean,
                   const Tensor& running_var, double momentum, double eps, void* stream) {
-  const cpu::BatchNorm2dShape s = device_shape(x);
+  const BatchNorm2dShape s = device_shape(x);
   const auto st = static_cast<cudaStream_t>(stream);
   const std::int64_t size = cuda::sync_batchnorm_moments_size(s.c);
   const Tensor local = Tensor::empty({size}, DType::F64, x.device(), stream);
@@ -196,7 +196,7 @@ void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const 
 void backward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
                    const Tensor& save_invstd, const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
                    const Tensor& dbeta, void* stream) {
-  const cpu::BatchNorm2dShape s = device_shape(x);
+  const BatchNorm2dShape s = device_shape(x);
   const auto st = static_cast<cudaStream_t>(stream);
   const Tensor local =
       Tensor::empty({cuda::sync_batchnorm_grad_sums_size(s.c)}, DType::F64, x.device(), stream);

@@ -1,34 +1,39 @@
 #pragma once
-// SyncBatchNorm2d: a Layer with BatchNorm2d's parameters, buffers, counter and state-dict names, whose
-// training-mode statistics span every rank of a ProcessGroup (dist/sync_batchnorm.h). Eval mode is plain
-// BatchNorm with the running statistics (nothing to synchronize). It lives in dist/ because it needs a
-// ProcessGroup; a model that should synchronize its batch norms is built with this layer in place of
-// layers::BatchNorm2d (checkpoints are interchangeable: same names, same shapes).
+// SyncBatchNorm2d: layers::BatchNorm2d whose training-mode statistics span every rank of a ProcessGroup
+// (dist/sync_batchnorm.h), PyTorch's nn.SyncBatchNorm. Same parameters, buffers, counter and state-dict
+// names, same checks and the same eval mode (plain batch norm with the running statistics, nothing to
+// synchronize), so checkpoints are interchangeable. It lives in dist/ because it needs a ProcessGroup.
 
 #include "dist/process_group.h"
-#include "layers/layer.h"
+#include "layers/batchnorm2d.h"
 
 namespace engine::dist {
 
-class SyncBatchNorm2d final : public layers::Layer {
+// The statistics step of SyncBatchNorm: one all-gather of the per-rank moments forward, one all-reduce of
+// the sums backward, queued on the context's stream. `pg` must outlive it.
+class AllReducedBatchNormStatistics final : public layers::BatchNormStatistics {
  public:
-  // `pg` must outlive the layer.
-  SyncBatchNorm2d(ProcessGroup& pg, int num_features, double eps = 1e-5, double momentum = 0.1);
+  explicit AllReducedBatchNormStatistics(ProcessGroup& pg) : pg_(pg) {}
 
-  std::string_view kind() const override { return "SyncBatchNorm2d"; }
-  int num_features() const { return num_features_; }
-
- protected:
-  Tensor forward_impl(const Tensor& x, layers::Mode mode) override;
-  Tensor backward_impl(const Tensor& dy, layers::Mode mode) override;
-  Shape output_shape_impl(const Shape& input_shape) const override;
+  std::string_view layer_kind() const override { return "SyncBatchNorm2d"; }
+  bool local() const override { return false; }
+  void forward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
+                        const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& save_mean,
+                        const Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var,
+                        double momentum, double eps) override;
+  void backward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
+                         const Tensor& gamma, const Tensor& save_mean, const Tensor& save_invstd,
+                         const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
+                         const Tensor& dbeta) override;
 
  private:
   ProcessGroup& pg_;
-  int num_features_;
-  double eps_, momentum_;
-  std::size_t weight_ = 0, bias_ = 0, running_mean_ = 0, running_var_ = 0, num_batches_tracked_ = 0;
-  Tensor x_, save_mean_, save_invstd_;
+};
+
+class SyncBatchNorm2d final : public layers::BatchNorm2d {
+ public:
+  // `pg` must outlive the layer.
+  SyncBatchNorm2d(ProcessGroup& pg, int num_features, double eps = 1e-5, double momentum = 0.1);
 };
 
 }  // namespace engine::dist

@@ -12,16 +12,24 @@
 // backward, and updates the running statistics with the UNBIASED variance, as PyTorch. Eval mode normalizes
 // with the running statistics and leaves them alone. Backward uses the formula of the mode of the last
 // forward. Training needs more than one value per channel (N*H*W > 1), as PyTorch.
+//
+// The training-mode statistics step is pluggable (layers/batchnorm_statistics.h): this process's batch by
+// default, or every rank's through a process group (dist::SyncBatchNorm2d is this class with that step).
 
+#include <memory>
+
+#include "layers/batchnorm_statistics.h"
 #include "layers/layer.h"
 
 namespace engine::layers {
 
-class BatchNorm2d final : public Layer {
+class BatchNorm2d : public Layer {
  public:
-  explicit BatchNorm2d(int num_features, double eps = 1e-5, double momentum = 0.1);
+  // `statistics` null: LocalBatchNormStatistics.
+  explicit BatchNorm2d(int num_features, double eps = 1e-5, double momentum = 0.1,
+                       std::unique_ptr<BatchNormStatistics> statistics = nullptr);
 
-  std::string_view kind() const override { return "BatchNorm2d"; }
+  std::string_view kind() const override { return statistics_->layer_kind(); }
   int num_features() const { return num_features_; }
   const Tensor& running_mean() const { return buffer_slots()[running_mean_].value; }
   const Tensor& running_var() const { return buffer_slots()[running_var_].value; }
@@ -36,6 +44,7 @@ class BatchNorm2d final : public Layer {
   Shape output_shape_impl(const Shape& input_shape) const override;
 
  private:
+  std::unique_ptr<BatchNormStatistics> statistics_;
   int num_features_;
   double eps_, momentum_;
   std::size_t weight_ = 0, bias_ = 0, running_mean_ = 0, running_var_ = 0, num_batches_tracked_ = 0;

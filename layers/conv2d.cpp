@@ -1,15 +1,7 @@
 #include "layers/conv2d.h"
 
-#include <type_traits>
-
-#include "kernels/cpu/conv2d.h"
-#include "kernels/cpu_fast/conv2d.h"
-#include "layers/dispatch.h"
-
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/conv2d_cudnn.h"
-#include "kernels/cuda/conv2d_direct.h"
-#endif
+#include "kernels/ops/conv2d.h"
+#include "layers/detail.h"
 
 namespace engine::layers {
 
@@ -26,8 +18,8 @@ Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
 
 namespace {
 
-cpu::Conv2dShape geometry(const Conv2dOptions& o, const Shape& x) {
-  cpu::Conv2dShape s;
+Conv2dShape geometry(const Conv2dOptions& o, const Shape& x) {
+  Conv2dShape s;
   s.n = detail::to_int(x[0]);
   s.c = detail::to_int(x[1]);
   s.h = detail::to_int(x[2]);
@@ -49,74 +41,25 @@ Shape Conv2d::output_shape_impl(const Shape& in) const {
   const std::int64_t span = options_.kernel_size - 2 * options_.padding;
   LAYER_CHECK(in[2] >= span && in[3] >= span, "a {}x{} kernel with padding {} does not fit in the input {}",
               options_.kernel_size, options_.kernel_size, options_.padding, shape_str(in));
-  const cpu::Conv2dShape s = geometry(options_, in);
+  const Conv2dShape s = geometry(options_, in);
   return {in[0], options_.out_channels, s.p(), s.q()};
 }
 
 Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
-  const cpu::Conv2dShape s = geometry(options_, x.shape());
+  const Conv2dShape s = geometry(options_, x.shape());
   Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
   const Tensor& w = param(weight_).value;
-  if (x.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    const ExecutionContext& ctx = context();
-    const float* b = options_.bias ? param(bias_).value.data<float>() : nullptr;
-    if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
-      cuda::conv2d_forward_cudnn(detail::cuda_handles(*this, ctx), detail::cuda_stream(ctx), s,
-                                 x.data<float>(), w.data<float>(), b, y.data<float>());
-    } else {
-      cuda::conv2d_forward_direct(detail::cuda_stream(ctx), s, x.data<float>(), w.data<float>(), b,
-                                  y.data<float>());
-    }
-#else
-    detail::fail_without_cuda(*this);
-#endif
-  } else {
-    detail::with_cpu_scalar(*this, x.dtype(), [&]<typename T>() {
-      const T* b = options_.bias ? param(bias_).value.data<T>() : nullptr;
-      if constexpr (std::is_same_v<T, float>) {  // float32: im2col + GEMM; float64 keeps the reference
-        cpu_fast::conv2d_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>());
-      } else {
-        cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
-      }
-    });
-  }
+  ops::conv2d_forward(context(), s, x, w, options_.bias ? param(bias_).value : Tensor(), y);
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
 
 Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
-  const cpu::Conv2dShape s = geometry(options_, x_.shape());
+  const Conv2dShape s = geometry(options_, x_.shape());
   Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
-  if (dy.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    const ExecutionContext& ctx = context();
-    float* db = options_.bias ? param(bias_).grad.data<float>() : nullptr;
-    float* dx_data = dx.defined() ? dx.data<float>() : nullptr;
-    if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
-      cuda::conv2d_backward_cudnn(detail::cuda_handles(*this, ctx), detail::cuda_stream(ctx), s,
-                                  x_.data<float>(), w.data<float>(), dy.data<float>(), dx_data,
-                                  dw.data<float>(), db);
-    } else {
-      cuda::conv2d_backward_direct(detail::cuda_stream(ctx), s, x_.data<float>(), w.data<float>(),
-                                   dy.data<float>(), dx_data, dw.data<float>(), db);
-    }
-#else
-    detail::fail_without_cuda(*this);
-#endif
-  } else {
-    detail::with_cpu_scalar(*this, dy.dtype(), [&]<typename T>() {
-      T* db = options_.bias ? param(bias_).grad.data<T>() : nullptr;
-      T* dx_data = dx.defined() ? dx.data<T>() : nullptr;
-      if constexpr (std::is_same_v<T, float>) {
-        cpu_fast::conv2d_backward(s, x_.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db);
-      } else {
-        cpu::conv2d_backward<T>(s, x_.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db);
-      }
-    });
-  }
+  ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, options_.bias ? param(bias_).grad : Tensor());
   x_ = Tensor();  // one backward per forward: the saved input is released as soon as it is used
   return dx;
 }

@@ -4,11 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "kernels/ops/dispatch.h"
 #include "layers/init.h"
-
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/handles.h"
-#endif
 
 namespace engine::layers {
 
@@ -71,16 +68,8 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   ENGINE_CHECK(cpu_ok || cuda_ok,
                "model '{}': {} does not run {} (the CPU runs float32 and float64, CUDA float32)", name_,
                context.device.str(), dtype_name(context.dtype));
-  if (context.device.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    ENGINE_CHECK(context.handles != nullptr, "model '{}': a CUDA context needs cuDNN/cuBLAS handles", name_);
-    ENGINE_CHECK(context.handles->device() == context.device.index,
-                 "model '{}': the handles belong to cuda:{}, the context to {}", name_,
-                 context.handles->device(), context.device.str());
-    ENGINE_CHECK(context.handles->allow_tf32() == context.allow_tf32,
-                 "model '{}': the context says allow_tf32 = {} but its handles were made with {}", name_,
-                 context.allow_tf32, context.handles->allow_tf32());
-#endif
+  if constexpr (kHaveCuda) {
+    if (context.device.is_cuda()) ops::check_cuda_context(fmt::format("model '{}'", name_), context);
   }
   context_ = std::make_shared<ExecutionContext>(context);
 

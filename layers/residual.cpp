@@ -1,14 +1,6 @@
 #include "layers/residual.h"
 
-#include <type_traits>
-
-#include "kernels/cpu/residual_add.h"
-#include "kernels/cpu_fast/residual_add.h"
-#include "layers/dispatch.h"
-
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/residual_add.h"
-#endif
+#include "kernels/ops/residual_add.h"
 
 namespace engine::layers {
 
@@ -45,22 +37,7 @@ Shape Residual::output_shape_impl(const Shape& in) const {
 
 Tensor Residual::add(const Tensor& a, const Tensor& b) const {
   Tensor y = new_tensor(a.shape());
-  if (a.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    cuda::residual_add_forward(detail::cuda_stream(context()), a.data<float>(), b.data<float>(),
-                               y.data<float>(), a.numel());
-#else
-    detail::fail_without_cuda(*this);
-#endif
-  } else {
-    detail::with_cpu_scalar(*this, a.dtype(), [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float>) {  // float32: the fast path
-        cpu_fast::residual_add_forward(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
-      } else {
-        cpu::residual_add_forward<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
-      }
-    });
-  }
+  ops::residual_add(context(), a, b, y);
   return y;
 }
 

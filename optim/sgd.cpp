@@ -2,11 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/cpu_fast/sgd.h"
-
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/sgd.h"
-#endif
+#include "kernels/ops/sgd.h"
 
 namespace engine::optim {
 
@@ -37,21 +33,7 @@ void Sgd::step(double lr) {
   const Tensor& p = model_.flat_parameters();
   const Tensor& g = model_.flat_gradients();
   const bool first = !has_state_;
-  if (p.is_cuda()) {
-#if ENGINE_HAVE_CUDA
-    cuda::sgd_step(static_cast<cudaStream_t>(model_.context().stream), options, p.data<float>(),
-                   g.data<float>(), momentum_.defined() ? momentum_.data<float>() : nullptr, p.numel(),
-                   first);
-#else
-    ENGINE_FAIL("Sgd: a CUDA model in a build without CUDA");
-#endif
-  } else if (p.dtype() == DType::F64) {
-    cpu::sgd_step<double>(options, p.data<double>(), g.data<double>(),
-                          momentum_.defined() ? momentum_.data<double>() : nullptr, p.numel(), first);
-  } else {
-    cpu_fast::sgd_step(options, p.data<float>(), g.data<float>(),
-                       momentum_.defined() ? momentum_.data<float>() : nullptr, p.numel(), first);
-  }
+  ops::sgd_step(model_.context(), options, p, g, momentum_, first);
   if (momentum_.defined()) has_state_ = true;
   ++steps_;
 }

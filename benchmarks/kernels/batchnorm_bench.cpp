@@ -16,8 +16,6 @@ namespace engine::bench {
 
 namespace {
 
-using cpu::BatchNorm2dShape;
-
 Check check(GpuBench* g, const BatchNorm2dShape& s) {
   const auto n = static_cast<std::int64_t>(s.x_size());
   const auto c = static_cast<std::size_t>(s.c);

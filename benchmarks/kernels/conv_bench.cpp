@@ -33,7 +33,7 @@ const char* algo_name(Algo a) {
 
 struct ConvCase {
   std::string label;
-  cpu::Conv2dShape s;
+  Conv2dShape s;
   bool bias, needs_dx;
 };
 
@@ -41,7 +41,7 @@ struct Tensors {
   std::vector<float> x, w, b, dy;
 };
 
-Tensors inputs(const cpu::Conv2dShape& s, bool bias) {
+Tensors inputs(const Conv2dShape& s, bool bias) {
   return {random_floats(static_cast<std::int64_t>(s.x_size()), 36),
           random_floats(static_cast<std::int64_t>(s.w_size()), 37, -0.1f, 0.1f),
           bias ? random_floats(s.k, 38) : std::vector<float>{},
@@ -51,7 +51,7 @@ Tensors inputs(const cpu::Conv2dShape& s, bool bias) {
 // One algorithm's outputs (y, dx, dw, db) on `c` (batch already reduced), checked against `ref`.
 Check check_one(GpuBench* g, Algo algo, const ConvCase& c, const Tensors& in,
                 const std::vector<double>* ref) {
-  const cpu::Conv2dShape& s = c.s;
+  const Conv2dShape& s = c.s;
   std::vector<float> y(s.y_size()), dx(c.needs_dx ? s.x_size() : 0), dw(s.w_size()), db(c.bias ? s.k : 0);
 #if ENGINE_HAVE_CUDA
   if (g != nullptr) {
@@ -96,7 +96,7 @@ Check check_one(GpuBench* g, Algo algo, const ConvCase& c, const Tensors& in,
 // Checks every algorithm on the case at a small batch; returns one Check per algorithm.
 std::vector<Check> check(GpuBench* g, ConvCase c, int small_batch) {
   c.s.n = small_batch;
-  const cpu::Conv2dShape& s = c.s;
+  const Conv2dShape& s = c.s;
   const Tensors in = inputs(s, c.bias);
   const std::vector<double> x = to_double(in.x), w = to_double(in.w), b = to_double(in.b),
                             dy = to_double(in.dy);
@@ -122,17 +122,17 @@ void run(Report& r, GpuBench* g) {
   std::vector<LayerCost> costs;
   for (const ZooLayer& z : zoo_layers("Conv2d")) {
     const Shape& i = z.layer.in;
-    cpu::Conv2dShape s{.n = static_cast<int>(i[0]),
-                       .c = static_cast<int>(i[1]),
-                       .h = static_cast<int>(i[2]),
-                       .w = static_cast<int>(i[3]),
-                       .k = z.layer.out_channels,
-                       .r = z.layer.kernel,
-                       .s = z.layer.kernel,
-                       .stride_h = z.layer.stride,
-                       .stride_w = z.layer.stride,
-                       .pad_h = z.layer.padding,
-                       .pad_w = z.layer.padding};
+    Conv2dShape s{.n = static_cast<int>(i[0]),
+                  .c = static_cast<int>(i[1]),
+                  .h = static_cast<int>(i[2]),
+                  .w = static_cast<int>(i[3]),
+                  .k = z.layer.out_channels,
+                  .r = z.layer.kernel,
+                  .s = z.layer.kernel,
+                  .stride_h = z.layer.stride,
+                  .stride_w = z.layer.stride,
+                  .pad_h = z.layer.padding,
+                  .pad_w = z.layer.padding};
     cases.push_back({z.label(), s, z.layer.bias, z.layer.needs_input_grad});
     costs.push_back(z.layer);
   }
@@ -140,17 +140,17 @@ void run(Report& r, GpuBench* g) {
     const ModelCost resnet = zoo_model_cost("resnet18", 512);
     for (const LayerCost& c : resnet.layers) {
       if (c.path != "layer1.0.conv1") continue;
-      cpu::Conv2dShape s{.n = 512,
-                         .c = 64,
-                         .h = 32,
-                         .w = 32,
-                         .k = 64,
-                         .r = 3,
-                         .s = 3,
-                         .stride_h = 1,
-                         .stride_w = 1,
-                         .pad_h = 1,
-                         .pad_w = 1};
+      Conv2dShape s{.n = 512,
+                    .c = 64,
+                    .h = 32,
+                    .w = 32,
+                    .k = 64,
+                    .r = 3,
+                    .s = 3,
+                    .stride_h = 1,
+                    .stride_w = 1,
+                    .pad_h = 1,
+                    .pad_w = 1};
       cases.push_back({shape_str(c.in) + " fill resnet18 " + c.path, s, false, true});
       costs.push_back(c);
     }
@@ -178,7 +178,7 @@ void run(Report& r, GpuBench* g) {
               .check = checks[a]};
 #if ENGINE_HAVE_CUDA
       if (g != nullptr) {
-        const cpu::Conv2dShape& s = k.s;
+        const Conv2dShape& s = k.s;
         const auto nx = static_cast<std::int64_t>(s.x_size()), nw = static_cast<std::int64_t>(s.w_size()),
                    ny = static_cast<std::int64_t>(s.y_size());
         const Tensor x = g->upload(random_floats(nx, 40), {nx}), dy = g->upload(random_floats(ny, 41), {ny});

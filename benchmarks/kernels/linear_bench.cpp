@@ -18,7 +18,7 @@ namespace engine::bench {
 
 namespace {
 
-Check check(GpuBench* g, const cpu::LinearShape& s, bool tf32) {
+Check check(GpuBench* g, const LinearShape& s, bool tf32) {
   const std::vector<float> x = random_floats(static_cast<std::int64_t>(s.x_size()), 44),
                            w = random_floats(static_cast<std::int64_t>(s.w_size()), 45, -0.05f, 0.05f),
                            b = random_floats(s.out_features, 46),
@@ -61,7 +61,7 @@ Check check(GpuBench* g, const cpu::LinearShape& s, bool tf32) {
 void run(Report& r, GpuBench* g) {
   struct Case {
     std::string label;
-    cpu::LinearShape s;
+    LinearShape s;
   };
   std::vector<Case> cases;
   for (const ZooLayer& z : zoo_layers("Linear")) {
@@ -74,7 +74,7 @@ void run(Report& r, GpuBench* g) {
   for (const Case& k : cases) {
     // The double reference is plain loops: fewer rows for the fill GEMM keep the check to seconds.
     const int check_rows = std::min(k.s.n, k.s.in_features * k.s.out_features > (1 << 22) ? 8 : 64);
-    const cpu::LinearShape small{check_rows, k.s.in_features, k.s.out_features};
+    const LinearShape small{check_rows, k.s.in_features, k.s.out_features};
     const double macs = static_cast<double>(k.s.n) * k.s.in_features * k.s.out_features;
     const double nx = static_cast<double>(k.s.x_size()), nw = static_cast<double>(k.s.w_size()),
                  ny = static_cast<double>(k.s.y_size());
@@ -98,7 +98,7 @@ void run(Report& r, GpuBench* g) {
               .check = c};
 #if ENGINE_HAVE_CUDA
       if (g != nullptr) {
-        const cpu::LinearShape& s = k.s;
+        const LinearShape& s = k.s;
         const auto n_x = static_cast<std::int64_t>(s.x_size()), n_w = static_cast<std::int64_t>(s.w_size()),
                    n_y = static_cast<std::int64_t>(s.y_size());
         const Tensor x = g->upload(random_floats(n_x, 48), {n_x}),

@@ -31,17 +31,6 @@ void check_eps(double eps) { ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not
 
 }  // namespace
 
-std::size_t BatchNorm2dShape::count() const {
-  return static_cast<std::size_t>(n) * static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
-}
-
-std::size_t BatchNorm2dShape::x_size() const { return count() * static_cast<std::size_t>(c); }
-
-void BatchNorm2dShape::validate() const {
-  ENGINE_CHECK(n > 0 && c > 0 && h > 0 && w > 0, "batchnorm2d: sizes must be positive, got x[{}, {}, {}, {}]",
-               n, c, h, w);
-}
-
 template <typename T>
 void batchnorm2d_forward_training(const BatchNorm2dShape& g, const T* x, const T* gamma, const T* beta, T* y,
                                   T* save_mean, T* save_invstd, T* running_mean, T* running_var,

@@ -12,20 +12,12 @@
 
 #include <cstddef>
 
+#include "kernels/shapes.h"
+
 namespace engine::cpu {
 
 inline constexpr double kBatchNormDefaultMomentum = 0.1;
 inline constexpr double kBatchNormDefaultEps = 1e-5;
-
-struct BatchNorm2dShape {
-  int n = 0, c = 0, h = 0, w = 0;
-
-  std::size_t count() const;   // M = N*H*W, the values per channel
-  std::size_t x_size() const;  // N*C*H*W
-
-  // Throws engine::Error unless every size is positive.
-  void validate() const;
-};
 
 // Training mode. Per channel c, with the batch statistics
 //   mean = sum x / M,   var = sum (x - mean)^2 / M   (biased: the one that normalizes),

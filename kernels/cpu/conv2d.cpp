@@ -17,34 +17,6 @@ inline std::size_t offset4(int a, int b, int c, int d, int dim_b, int dim_c, int
 
 }  // namespace
 
-std::size_t Conv2dShape::x_size() const {
-  return static_cast<std::size_t>(n) * static_cast<std::size_t>(c) * static_cast<std::size_t>(h) *
-         static_cast<std::size_t>(w);
-}
-
-std::size_t Conv2dShape::w_size() const {
-  return static_cast<std::size_t>(k) * static_cast<std::size_t>(c) * static_cast<std::size_t>(r) *
-         static_cast<std::size_t>(s);
-}
-
-std::size_t Conv2dShape::y_size() const {
-  return static_cast<std::size_t>(n) * static_cast<std::size_t>(k) * static_cast<std::size_t>(p()) *
-         static_cast<std::size_t>(q());
-}
-
-void Conv2dShape::validate() const {
-  ENGINE_CHECK(n > 0 && c > 0 && h > 0 && w > 0,
-               "conv2d: input sizes must be positive, got x[{}, {}, {}, {}]", n, c, h, w);
-  ENGINE_CHECK(k > 0 && r > 0 && s > 0, "conv2d: weight sizes must be positive, got w[{}, {}, {}, {}]", k, c,
-               r, s);
-  ENGINE_CHECK(stride_h > 0 && stride_w > 0, "conv2d: stride must be positive, got ({}, {})", stride_h,
-               stride_w);
-  ENGINE_CHECK(pad_h >= 0 && pad_w >= 0, "conv2d: padding must not be negative, got ({}, {})", pad_h, pad_w);
-  ENGINE_CHECK(h + 2 * pad_h >= r && w + 2 * pad_w >= s,
-               "conv2d: kernel {}x{} is larger than the padded input {}x{} (input {}x{}, padding ({}, {}))",
-               r, s, h + 2 * pad_h, w + 2 * pad_w, h, w, pad_h, pad_w);
-}
-
 Conv2dShape conv2d_shape(const std::array<int, 4>& x_dims, const std::array<int, 4>& w_dims, int stride_h,
                          int stride_w, int pad_h, int pad_w) {
   ENGINE_CHECK(x_dims[1] == w_dims[1],

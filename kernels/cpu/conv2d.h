@@ -16,25 +16,9 @@
 #include <array>
 #include <cstddef>
 
+#include "kernels/shapes.h"
+
 namespace engine::cpu {
-
-struct Conv2dShape {
-  int n = 0, c = 0, h = 0, w = 0;  // input x[N, C, H, W]
-  int k = 0, r = 0, s = 0;         // weight w[K, C, R, S]
-  int stride_h = 1, stride_w = 1;
-  int pad_h = 0, pad_w = 0;
-
-  int p() const { return (h + 2 * pad_h - r) / stride_h + 1; }  // output height
-  int q() const { return (w + 2 * pad_w - s) / stride_w + 1; }  // output width
-
-  std::size_t x_size() const;  // N*C*H*W
-  std::size_t w_size() const;  // K*C*R*S
-  std::size_t y_size() const;  // N*K*P*Q
-
-  // Throws engine::Error unless every size is positive, strides are positive, padding is not negative and
-  // the kernel fits in the padded input.
-  void validate() const;
-};
 
 // The geometry of a convolution of x[x_dims] by w[w_dims]; throws engine::Error when the weight's input
 // channels differ from the input's, or when the result does not validate().

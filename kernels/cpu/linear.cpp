@@ -13,22 +13,6 @@ inline std::size_t offset2(int row, int col, int cols) {
 
 }  // namespace
 
-std::size_t LinearShape::x_size() const {
-  return static_cast<std::size_t>(n) * static_cast<std::size_t>(in_features);
-}
-std::size_t LinearShape::w_size() const {
-  return static_cast<std::size_t>(out_features) * static_cast<std::size_t>(in_features);
-}
-std::size_t LinearShape::y_size() const {
-  return static_cast<std::size_t>(n) * static_cast<std::size_t>(out_features);
-}
-
-void LinearShape::validate() const {
-  ENGINE_CHECK(n > 0 && in_features > 0 && out_features > 0,
-               "linear: sizes must be positive, got x[{}, {}] and w[{}, {}]", n, in_features, out_features,
-               in_features);
-}
-
 LinearShape linear_shape(const std::array<int, 2>& x_dims, const std::array<int, 2>& w_dims) {
   ENGINE_CHECK(x_dims[1] == w_dims[1], "linear: x[{}, {}] has {} features, weight [{}, {}] expects {}",
                x_dims[0], x_dims[1], x_dims[1], w_dims[0], w_dims[1], w_dims[1]);

@@ -13,20 +13,9 @@
 #include <array>
 #include <cstddef>
 
+#include "kernels/shapes.h"
+
 namespace engine::cpu {
-
-struct LinearShape {
-  int n = 0;             // rows of x and y
-  int in_features = 0;   // columns of x and w
-  int out_features = 0;  // rows of w, columns of y
-
-  std::size_t x_size() const;  // N*in
-  std::size_t w_size() const;  // out*in
-  std::size_t y_size() const;  // N*out
-
-  // Throws engine::Error unless every size is positive.
-  void validate() const;
-};
 
 // The geometry of x[x_dims] times w[w_dims]^T; throws engine::Error when their `in` sizes differ or a size is
 // not positive.

@@ -9,24 +9,6 @@
 
 namespace engine::cpu {
 
-void Pool2dShape::validate() const {
-  ENGINE_CHECK(n > 0 && c > 0 && h > 0 && w > 0,
-               "maxpool2d: input sizes must be positive, got n={} c={} h={} w={}", n, c, h, w);
-  ENGINE_CHECK(kernel_h > 0 && kernel_w > 0, "maxpool2d: kernel must be positive, got {}x{}", kernel_h,
-               kernel_w);
-  ENGINE_CHECK(stride_h > 0 && stride_w > 0, "maxpool2d: stride must be positive, got {}x{}", stride_h,
-               stride_w);
-  ENGINE_CHECK(pad_h >= 0 && pad_w >= 0, "maxpool2d: padding must be non-negative, got {}x{}", pad_h, pad_w);
-  ENGINE_CHECK(pad_h <= kernel_h / 2 && pad_w <= kernel_w / 2,
-               "maxpool2d: padding {}x{} must be at most half the kernel {}x{}", pad_h, pad_w, kernel_h,
-               kernel_w);
-  ENGINE_CHECK(kernel_h <= h + 2 * pad_h && kernel_w <= w + 2 * pad_w,
-               "maxpool2d: kernel {}x{} is larger than the padded input {}x{} (input {}x{}, padding {}x{})",
-               kernel_h, kernel_w, h + 2 * pad_h, w + 2 * pad_w, h, w, pad_h, pad_w);
-  ENGINE_CHECK(static_cast<std::int64_t>(h) * w <= std::numeric_limits<std::int32_t>::max(),
-               "maxpool2d: input plane {}x{} is too large for int32 argmax indices", h, w);
-}
-
 template <typename T>
 void maxpool2d_forward(const Pool2dShape& s, const T* x, T* y, std::int32_t* argmax) {
   s.validate();

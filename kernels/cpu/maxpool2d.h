@@ -19,22 +19,9 @@
 
 #include <cstdint>
 
+#include "kernels/shapes.h"
+
 namespace engine::cpu {
-
-struct Pool2dShape {
-  int n = 0, c = 0, h = 0, w = 0;
-  int kernel_h = 0, kernel_w = 0;
-  int stride_h = 0, stride_w = 0;
-  int pad_h = 0, pad_w = 0;
-
-  int p() const { return (h + 2 * pad_h - kernel_h) / stride_h + 1; }  // output height
-  int q() const { return (w + 2 * pad_w - kernel_w) / stride_w + 1; }  // output width
-  std::int64_t input_size() const { return static_cast<std::int64_t>(n) * c * h * w; }
-  std::int64_t output_size() const { return static_cast<std::int64_t>(n) * c * p() * q(); }
-  // Throws engine::Error naming the bad field: non-positive sizes/kernel/stride, negative padding,
-  // padding above half the kernel, a kernel larger than the padded input, a plane too big for int32.
-  void validate() const;
-};
 
 // x: [n, c, h, w]; y and argmax: [n, c, p, q].
 template <typename T>

@@ -32,7 +32,7 @@ double sum_sq_dev(const float* v, int64_t n, double mean) {
 
 }  // namespace
 
-void batchnorm2d_forward_training(const cpu::BatchNorm2dShape& g, const float* x, const float* gamma,
+void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
                                   float* running_mean, float* running_var, double momentum, double eps) {
   g.validate();
@@ -83,7 +83,7 @@ void batchnorm2d_forward_training(const cpu::BatchNorm2dShape& g, const float* x
   }
 }
 
-void batchnorm2d_backward_training(const cpu::BatchNorm2dShape& g, const float* x, const float* gamma,
+void batchnorm2d_backward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
                                    const float* save_mean, const float* save_invstd, const float* dy,
                                    float* dx, float* dgamma, float* dbeta) {
   g.validate();

@@ -12,13 +12,13 @@
 
 namespace engine::cpu_fast {
 
-void batchnorm2d_forward_training(const cpu::BatchNorm2dShape& shape, const float* x, const float* gamma,
+void batchnorm2d_forward_training(const BatchNorm2dShape& shape, const float* x, const float* gamma,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
                                   float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
                                   double eps = cpu::kBatchNormDefaultEps);
 
-void batchnorm2d_backward_training(const cpu::BatchNorm2dShape& shape, const float* x, const float* gamma,
+void batchnorm2d_backward_training(const BatchNorm2dShape& shape, const float* x, const float* gamma,
                                    const float* save_mean, const float* save_invstd, const float* dy,
                                    float* dx, float* dgamma, float* dbeta);
 

@@ -43,11 +43,11 @@ struct ConvPlan {
 
 using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, bool>;
 
-Key key_of(const cpu::Conv2dShape& g, bool bias) {
+Key key_of(const Conv2dShape& g, bool bias) {
   return {g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride_h, g.stride_w, g.pad_h, g.pad_w, bias};
 }
 
-ConvPlan make_plan(const cpu::Conv2dShape& g, bool bias) {
+ConvPlan make_plan(const Conv2dShape& g, bool bias) {
   ConvPlan p;
   const memory::dims x{g.n, g.c, g.h, g.w}, w{g.k, g.c, g.r, g.s}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
   p.x_plain = memory::desc(x, kF32, Tag::nchw);
@@ -105,7 +105,7 @@ void prepare_backward_data(ConvPlan& p) {
 }
 
 // The plans of this thread, by shape (a model has a handful of shapes; each plan holds its blocked buffers).
-ConvPlan& plan_for(const cpu::Conv2dShape& g, bool bias) {
+ConvPlan& plan_for(const Conv2dShape& g, bool bias) {
   thread_local std::map<Key, std::unique_ptr<ConvPlan>> plans;
   std::unique_ptr<ConvPlan>& slot = plans[key_of(g, bias)];
   if (!slot) slot = std::make_unique<ConvPlan>(make_plan(g, bias));
@@ -114,7 +114,7 @@ ConvPlan& plan_for(const cpu::Conv2dShape& g, bool bias) {
 
 }  // namespace
 
-void conv2d_forward(const cpu::Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
+void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
   dnnl_rt::run("conv2d_forward", [&] {
@@ -134,7 +134,7 @@ void conv2d_forward(const cpu::Conv2dShape& g, const float* x, const float* w, c
   });
 }
 
-void conv2d_backward(const cpu::Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
+void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
                      float* dw, float* db) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,

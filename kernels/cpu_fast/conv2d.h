@@ -14,10 +14,9 @@
 
 namespace engine::cpu_fast {
 
-void conv2d_forward(const cpu::Conv2dShape& shape, const float* x, const float* w, const float* bias,
-                    float* y);
+void conv2d_forward(const Conv2dShape& shape, const float* x, const float* w, const float* bias, float* y);
 
-void conv2d_backward(const cpu::Conv2dShape& shape, const float* x, const float* w, const float* dy,
-                     float* dx, float* dw, float* db);
+void conv2d_backward(const Conv2dShape& shape, const float* x, const float* w, const float* dy, float* dx,
+                     float* dw, float* db);
 
 }  // namespace engine::cpu_fast

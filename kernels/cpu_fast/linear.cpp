@@ -8,7 +8,7 @@
 
 namespace engine::cpu_fast {
 
-void linear_forward(const cpu::LinearShape& g, const float* x, const float* w, const float* bias, float* y) {
+void linear_forward(const LinearShape& g, const float* x, const float* w, const float* bias, float* y) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "linear_forward: x, w and y must not be null");
   const std::int64_t n = g.n, in = g.in_features, out = g.out_features;
@@ -18,7 +18,7 @@ void linear_forward(const cpu::LinearShape& g, const float* x, const float* w, c
   sgemm(Trans::No, Trans::Yes, n, out, in, 1.0f, x, in, w, in, bias != nullptr ? 1.0f : 0.0f, y, out);
 }
 
-void linear_backward(const cpu::LinearShape& g, const float* x, const float* w, const float* dy, float* dx,
+void linear_backward(const LinearShape& g, const float* x, const float* w, const float* dy, float* dx,
                      float* dw, float* db) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,

@@ -10,10 +10,9 @@
 
 namespace engine::cpu_fast {
 
-void linear_forward(const cpu::LinearShape& shape, const float* x, const float* w, const float* bias,
-                    float* y);
+void linear_forward(const LinearShape& shape, const float* x, const float* w, const float* bias, float* y);
 
-void linear_backward(const cpu::LinearShape& shape, const float* x, const float* w, const float* dy,
-                     float* dx, float* dw, float* db);
+void linear_backward(const LinearShape& shape, const float* x, const float* w, const float* dy, float* dx,
+                     float* dw, float* db);
 
 }  // namespace engine::cpu_fast

@@ -9,7 +9,7 @@
 
 namespace engine::cpu_fast {
 
-void maxpool2d_forward(const cpu::Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
+void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
   s.validate();
   const int p = s.p(), q = s.q();
   const std::int64_t planes = static_cast<std::int64_t>(s.n) * s.c;
@@ -44,7 +44,7 @@ void maxpool2d_forward(const cpu::Pool2dShape& s, const float* x, float* y, std:
   }
 }
 
-void maxpool2d_backward(const cpu::Pool2dShape& s, const float* dy, const std::int32_t* argmax, float* dx) {
+void maxpool2d_backward(const Pool2dShape& s, const float* dy, const std::int32_t* argmax, float* dx) {
   s.validate();
   const std::int64_t plane_in = static_cast<std::int64_t>(s.h) * s.w;
   const std::int64_t plane_out = static_cast<std::int64_t>(s.p()) * s.q();

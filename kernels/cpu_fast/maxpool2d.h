@@ -12,7 +12,7 @@
 
 namespace engine::cpu_fast {
 
-void maxpool2d_forward(const cpu::Pool2dShape& s, const float* x, float* y, std::int32_t* argmax);
-void maxpool2d_backward(const cpu::Pool2dShape& s, const float* dy, const std::int32_t* argmax, float* dx);
+void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax);
+void maxpool2d_backward(const Pool2dShape& s, const float* dy, const std::int32_t* argmax, float* dx);
 
 }  // namespace engine::cpu_fast

@@ -3,7 +3,7 @@
 // dx[n, c, i, j] = dy[n, c] / (h*w), OVERWRITTEN. One warp per plane (a plane is small: 8x8 in a CIFAR
 // ResNet), summed in double and rounded once, so the result is within one float ulp of the reference.
 
-#include <cuda_runtime_api.h>
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 

@@ -107,7 +107,7 @@ __global__ void finish_grad_kernel(GradArgs a) {
   k[4] = a.batch_terms ? static_cast<float>(sum_dy_xhat / a.m) : 0.0f;
 }
 
-void check_shape(const char* op, const cpu::BatchNorm2dShape& s, double eps) {
+void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
   s.validate();
   ENGINE_CHECK(eps >= 0.0, "{}: eps must not be negative, got {}", op, eps);
   detail::check_fits_int(static_cast<std::int64_t>(s.h) * s.w, "H*W", op);
@@ -115,7 +115,7 @@ void check_shape(const char* op, const cpu::BatchNorm2dShape& s, double eps) {
 }
 
 // The shared backward: training (saved mean/invstd, batch terms) or eval (running stats, no batch terms).
-void backward(cudaStream_t stream, const char* op, const cpu::BatchNorm2dShape& s, const float* x,
+void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, const float* x,
               const float* gamma, const float* mean_in, const float* invstd_in, const float* running_var,
               double eps, bool batch_terms, const float* dy, float* dx, float* dgamma, float* dbeta) {
   ENGINE_CHECK(x != nullptr && dy != nullptr && mean_in != nullptr,
@@ -157,7 +157,7 @@ void backward(cudaStream_t stream, const char* op, const cpu::BatchNorm2dShape& 
 
 }  // namespace
 
-void batchnorm2d_forward_training(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum, double eps) {
@@ -199,7 +199,7 @@ void batchnorm2d_forward_training(cudaStream_t stream, const cpu::BatchNorm2dSha
   ENGINE_LAUNCH_CHECK();
 }
 
-void batchnorm2d_forward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,
                               const float* running_var, float* y, double eps) {
   const char* op = "batchnorm2d_forward_eval";
@@ -217,7 +217,7 @@ void batchnorm2d_forward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& 
   ENGINE_LAUNCH_CHECK();
 }
 
-void batchnorm2d_backward_training(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta) {
   const char* op = "batchnorm2d_backward_training";
@@ -227,7 +227,7 @@ void batchnorm2d_backward_training(cudaStream_t stream, const cpu::BatchNorm2dSh
            dgamma, dbeta);
 }
 
-void batchnorm2d_backward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta, double eps) {
   const char* op = "batchnorm2d_backward_eval";

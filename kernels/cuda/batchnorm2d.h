@@ -1,5 +1,5 @@
 #pragma once
-// BatchNorm2d on the GPU, the semantics of kernels/cpu/batchnorm2d.h exactly (cpu::BatchNorm2dShape):
+// BatchNorm2d on the GPU, the semantics of kernels/cpu/batchnorm2d.h exactly (BatchNorm2dShape):
 // biased variance normalizes, the UNBIASED variance (sum / (M - 1)) goes into running_var, momentum 0.1 by
 // default, save_mean / save_invstd hold the batch mean and 1 / sqrt(var + eps) for backward. gamma/beta may
 // be nullptr (affine = false), and then dgamma/dbeta must be nullptr. Backward OVERWRITES dx, dgamma, dbeta
@@ -18,27 +18,26 @@
 // Backward reduces sum dy and sum dy * xhat the same way (double, fixed order), then dx elementwise.
 // Scratch (a few KB) comes from the caching allocator on `stream`.
 
-#include <cuda_runtime_api.h>
-
 #include "kernels/cpu/batchnorm2d.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
-void batchnorm2d_forward_training(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
                                   double eps = cpu::kBatchNormDefaultEps);
 
-void batchnorm2d_forward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,
                               const float* running_var, float* y, double eps = cpu::kBatchNormDefaultEps);
 
-void batchnorm2d_backward_training(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta);
 
-void batchnorm2d_backward_eval(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta,
                                double eps = cpu::kBatchNormDefaultEps);

@@ -6,7 +6,7 @@
 // and finished in a fixed order by a second kernel: deterministic, and accurate to the final rounding. They
 // OVERWRITE db. The adds are y += b in float (each element rounded once).
 
-#include <cuda_runtime_api.h>
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 

@@ -6,9 +6,8 @@
 
 #include <cstdint>
 
-#include <cuda_runtime_api.h>
-
 #include "core/dtype.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/conv2d_cudnn_plan.h"
+#include "kernels/cuda/handles.h"
 #include "kernels/cuda/scratch.h"
 
 namespace engine::cuda {
@@ -19,7 +20,7 @@ namespace {
 
 using detail::CudnnConvPlan;
 
-CudnnConvPlan& plan_for(CudaHandles& handles, const cpu::Conv2dShape& s) {
+CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s) {
   auto& plans = handles.conv_plans().plans;
   const detail::ConvKey key = detail::conv_key(s);
   auto it = plans.find(key);
@@ -58,7 +59,7 @@ bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_dete
 
 template <typename Perf>
 Perf pick(const std::vector<Perf>& perfs, int returned, const CudaHandlesOptions& o,
-          bool must_be_deterministic, const char* direction, const cpu::Conv2dShape& s) {
+          bool must_be_deterministic, const char* direction, const Conv2dShape& s) {
   for (int i = 0; i < returned; ++i) {
     if (acceptable(perfs[static_cast<std::size_t>(i)], o, must_be_deterministic)) {
       return perfs[static_cast<std::size_t>(i)];
@@ -96,7 +97,7 @@ std::size_t max_workspace(int count, std::size_t limit, SizeOf size_of) {
   return most;
 }
 
-void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const cpu::Conv2dShape& s,
+void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& s,
                     const float* x, const float* w, float* y) {
   reset_search_math_type(h, plan);
   const CudaHandlesOptions& o = h.options();
@@ -127,7 +128,7 @@ void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, co
   plan.forward = {true, perf.algo, math, bytes};
 }
 
-void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const cpu::Conv2dShape& s,
+void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& s,
                           const float* w, const float* dy, float* dx) {
   reset_search_math_type(h, plan);
   const CudaHandlesOptions& o = h.options();
@@ -159,8 +160,8 @@ void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& pl
   plan.backward_data = {true, perf.algo, math, bytes};
 }
 
-void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan,
-                            const cpu::Conv2dShape& s, const float* x, const float* dy, float* dw) {
+void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& s,
+                            const float* x, const float* dy, float* dw) {
   reset_search_math_type(h, plan);
   const CudaHandlesOptions& o = h.options();
   int count = 0, returned = 0;
@@ -193,8 +194,8 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
 
 }  // namespace
 
-void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::Conv2dShape& shape,
-                          const float* x, const float* w, const float* bias, float* y) {
+void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                          const float* w, const float* bias, float* y) {
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_forward_cudnn: x, w and y must not be null");
@@ -211,7 +212,7 @@ void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::
   if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
 }
 
-void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::Conv2dShape& shape,
+void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                            const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,

@@ -1,5 +1,5 @@
 #pragma once
-// Conv2d through cuDNN, the semantics of kernels/cpu/conv2d.h (cpu::Conv2dShape): cross-correlation, zero
+// Conv2d through cuDNN, the semantics of kernels/cpu/conv2d.h (Conv2dShape): cross-correlation, zero
 // padding, any stride, NCHW fp32, weight [K, C, R, S], optional bias.
 //
 // The first call for a shape builds a plan in the handles (tensor/filter/convolution descriptors, the math
@@ -11,17 +11,15 @@
 // Backward OVERWRITES dx, dw, db; dx may be nullptr (first layer), db may be nullptr (no bias); dw is
 // required.
 
-#include <cuda_runtime_api.h>
-
 #include "kernels/cpu/conv2d.h"
-#include "kernels/cuda/handles.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
-void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::Conv2dShape& shape,
-                          const float* x, const float* w, const float* bias, float* y);
+void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                          const float* w, const float* bias, float* y);
 
-void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const cpu::Conv2dShape& shape,
+void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                            const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
 
 }  // namespace engine::cuda

@@ -3,7 +3,7 @@
 //
 // A plan owns its descriptors (RAII) and remembers, per direction, the algorithm chosen the first time that
 // direction ran for this shape and the workspace size it needs. The cache is a std::map keyed by every
-// field of cpu::Conv2dShape; it lives in CudaHandles because the choice depends on the device and the math
+// field of Conv2dShape; it lives in CudaHandles because the choice depends on the device and the math
 // mode the handles stand for.
 
 #include <array>
@@ -82,7 +82,7 @@ struct CudnnConvPlan {
 
 using ConvKey = std::array<int, 11>;
 
-inline ConvKey conv_key(const cpu::Conv2dShape& s) {
+inline ConvKey conv_key(const Conv2dShape& s) {
   return {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
 }
 

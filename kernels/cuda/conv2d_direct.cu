@@ -28,7 +28,7 @@ struct Geometry {
   int n, c, h, w, k, r, s, p, q, sh, sw, ph, pw;
 };
 
-Geometry geometry_of(const cpu::Conv2dShape& g) {
+Geometry geometry_of(const Conv2dShape& g) {
   return {g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.p(), g.q(), g.stride_h, g.stride_w, g.pad_h, g.pad_w};
 }
 
@@ -235,7 +235,7 @@ void launch_gemm(cudaStream_t stream, int m_size, int n_size, int k_size, int sp
 }
 
 // Every index the kernels form fits in int: the tensors, and the GEMM dimensions.
-void check_sizes(const cpu::Conv2dShape& s, const char* op) {
+void check_sizes(const Conv2dShape& s, const char* op) {
   s.validate();
   detail::check_fits_int(static_cast<std::int64_t>(s.x_size()), "N*C*H*W", op);
   detail::check_fits_int(static_cast<std::int64_t>(s.w_size()), "K*C*R*S", op);
@@ -246,7 +246,7 @@ void check_sizes(const cpu::Conv2dShape& s, const char* op) {
 
 }  // namespace
 
-void conv2d_forward_direct(cudaStream_t stream, const cpu::Conv2dShape& shape, const float* x, const float* w,
+void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
                            const float* bias, float* y) {
   const char* op = "conv2d_forward_direct";
   check_sizes(shape, op);
@@ -257,8 +257,8 @@ void conv2d_forward_direct(cudaStream_t stream, const cpu::Conv2dShape& shape, c
               ForwardStore{y, bias, g.k, pq});
 }
 
-void conv2d_backward_direct(cudaStream_t stream, const cpu::Conv2dShape& shape, const float* x,
-                            const float* w, const float* dy, float* dx, float* dw, float* db) {
+void conv2d_backward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
+                            const float* dy, float* dx, float* dw, float* db) {
   const char* op = "conv2d_backward_direct";
   check_sizes(shape, op);
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,

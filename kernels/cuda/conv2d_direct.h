@@ -11,16 +11,15 @@
 // a fixed order by a second kernel, so every output is deterministic. Bias add and bias grad: bias.h.
 // Backward OVERWRITES dx, dw, db; dx and db may be nullptr.
 
-#include <cuda_runtime_api.h>
-
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
-void conv2d_forward_direct(cudaStream_t stream, const cpu::Conv2dShape& shape, const float* x, const float* w,
+void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
                            const float* bias, float* y);
 
-void conv2d_backward_direct(cudaStream_t stream, const cpu::Conv2dShape& shape, const float* x,
-                            const float* w, const float* dy, float* dx, float* dw, float* db);
+void conv2d_backward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
+                            const float* dy, float* dx, float* dw, float* db);
 
 }  // namespace engine::cuda

@@ -13,6 +13,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/cuda/bias.h"
+#include "kernels/cuda/handles.h"
 
 namespace engine::cuda {
 namespace {
@@ -27,7 +28,7 @@ void gemm(CudaHandles& h, cublasOperation_t op_a, cublasOperation_t op_b, int m,
 
 }  // namespace
 
-void linear_forward(CudaHandles& handles, cudaStream_t stream, const cpu::LinearShape& s, const float* x,
+void linear_forward(CudaHandles& handles, cudaStream_t stream, const LinearShape& s, const float* x,
                     const float* w, const float* bias, float* y) {
   s.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "linear_forward: x, w and y must not be null");
@@ -37,7 +38,7 @@ void linear_forward(CudaHandles& handles, cudaStream_t stream, const cpu::Linear
   if (bias != nullptr) bias_add_rows(stream, y, bias, s.n, s.out_features);
 }
 
-void linear_backward(CudaHandles& handles, cudaStream_t stream, const cpu::LinearShape& s, const float* x,
+void linear_backward(CudaHandles& handles, cudaStream_t stream, const LinearShape& s, const float* x,
                      const float* w, const float* dy, float* dx, float* dw, float* db) {
   s.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,

@@ -17,7 +17,7 @@ struct PoolGeom {
   int h, w, p, q, kh, kw, sh, sw, ph, pw;
 };
 
-PoolGeom geom_of(const cpu::Pool2dShape& s) {
+PoolGeom geom_of(const Pool2dShape& s) {
   return {s.h, s.w, s.p(), s.q(), s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
 }
 
@@ -78,7 +78,7 @@ __global__ void maxpool_backward_kernel(PoolGeom g, const float* dy, const std::
 
 }  // namespace
 
-void maxpool2d_forward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* x, float* y,
+void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const float* x, float* y,
                        std::int32_t* argmax) {
   shape.validate();
   ENGINE_CHECK(x != nullptr && y != nullptr && argmax != nullptr, "maxpool2d_forward: null pointer");
@@ -88,7 +88,7 @@ void maxpool2d_forward(cudaStream_t stream, const cpu::Pool2dShape& shape, const
   ENGINE_LAUNCH_CHECK();
 }
 
-void maxpool2d_backward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* dy,
+void maxpool2d_backward(cudaStream_t stream, const Pool2dShape& shape, const float* dy,
                         const std::int32_t* argmax, float* dx) {
   shape.validate();
   ENGINE_CHECK(dy != nullptr && argmax != nullptr && dx != nullptr, "maxpool2d_backward: null pointer");

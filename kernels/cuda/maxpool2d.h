@@ -1,5 +1,5 @@
 #pragma once
-// 2-D max pooling on the GPU, the geometry and rules of kernels/cpu/maxpool2d.h (cpu::Pool2dShape):
+// 2-D max pooling on the GPU, the geometry and rules of kernels/cpu/maxpool2d.h (Pool2dShape):
 // padding is -inf, the FIRST maximum in row-major window order wins a tie (`v > best || isnan(v)`), the
 // argmax is the int32 index ih * w + iw in the input plane. Forward is bitwise equal to the CPU.
 //
@@ -9,17 +9,16 @@
 
 #include <cstdint>
 
-#include <cuda_runtime_api.h>
-
 #include "kernels/cpu/maxpool2d.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
 // x: [n, c, h, w]; y and argmax: [n, c, p, q].
-void maxpool2d_forward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* x, float* y,
+void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const float* x, float* y,
                        std::int32_t* argmax);
 // dy and argmax: [n, c, p, q]; dx: [n, c, h, w], overwritten.
-void maxpool2d_backward(cudaStream_t stream, const cpu::Pool2dShape& shape, const float* dy,
+void maxpool2d_backward(cudaStream_t stream, const Pool2dShape& shape, const float* dy,
                         const std::int32_t* argmax, float* dx);
 
 }  // namespace engine::cuda

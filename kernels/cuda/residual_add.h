@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include <cuda_runtime_api.h>
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 

@@ -10,9 +10,8 @@
 
 #include <cstdint>
 
-#include <cuda_runtime_api.h>
-
 #include "kernels/cpu/sgd.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 

@@ -102,7 +102,7 @@ __global__ void backward_global_coef_kernel(const double* reduced, int c_count, 
   k[4] = static_cast<float>(reduced[c_count + c] / count);
 }
 
-void check(const char* op, const cpu::BatchNorm2dShape& s) {
+void check(const char* op, const BatchNorm2dShape& s) {
   s.validate();
   ENGINE_CHECK(s.count() >= 2,
                "{}: each rank needs at least 2 values per channel, got an input [{}, {}, {}, {}]", op, s.n,
@@ -113,7 +113,7 @@ void check(const char* op, const cpu::BatchNorm2dShape& s) {
 
 }  // namespace
 
-void sync_batchnorm_local_moments(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   double* local) {
   const char* op = "sync_batchnorm_local_moments";
   check(op, shape);
@@ -128,10 +128,10 @@ void sync_batchnorm_local_moments(cudaStream_t stream, const cpu::BatchNorm2dSha
   ENGINE_LAUNCH_CHECK();
 }
 
-void sync_batchnorm_forward_global(cudaStream_t stream, const cpu::BatchNorm2dShape& shape,
-                                   const double* gathered, int world_size, const float* x, const float* gamma,
-                                   const float* beta, float* y, float* save_mean, float* save_invstd,
-                                   float* running_mean, float* running_var, double momentum, double eps) {
+void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* gathered,
+                                   int world_size, const float* x, const float* gamma, const float* beta,
+                                   float* y, float* save_mean, float* save_invstd, float* running_mean,
+                                   float* running_var, double momentum, double eps) {
   const char* op = "sync_batchnorm_forward_global";
   check(op, shape);
   ENGINE_CHECK(world_size >= 1, "{}: world size {} must be at least 1", op, world_size);
@@ -154,7 +154,7 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const cpu::BatchNorm2dSh
   ENGINE_LAUNCH_CHECK();
 }
 
-void sync_batchnorm_local_grad_sums(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                     const float* dy, const float* save_mean, const float* save_invstd,
                                     double* local, float* dgamma, float* dbeta) {
   const char* op = "sync_batchnorm_local_grad_sums";
@@ -179,10 +179,9 @@ void sync_batchnorm_local_grad_sums(cudaStream_t stream, const cpu::BatchNorm2dS
   ENGINE_LAUNCH_CHECK();
 }
 
-void sync_batchnorm_backward_global(cudaStream_t stream, const cpu::BatchNorm2dShape& shape,
-                                    const double* reduced, const float* x, const float* gamma,
-                                    const float* save_mean, const float* save_invstd, const float* dy,
-                                    float* dx) {
+void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* reduced,
+                                    const float* x, const float* gamma, const float* save_mean,
+                                    const float* save_invstd, const float* dy, float* dx) {
   const char* op = "sync_batchnorm_backward_global";
   check(op, shape);
   if (dx == nullptr) return;

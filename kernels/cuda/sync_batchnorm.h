@@ -19,9 +19,8 @@
 // Reductions are the fixed-order, atomic-free ones of channel_reduce.cuh: deterministic. Each rank's share
 // must hold at least 2 values per channel (checked), so the global count is always > 1.
 
-#include <cuda_runtime_api.h>
-
 #include "kernels/cpu/batchnorm2d.h"
+#include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
@@ -33,23 +32,22 @@ inline std::int64_t sync_batchnorm_grad_sums_size(int channels) {
   return 2 * static_cast<std::int64_t>(channels) + 1;
 }
 
-void sync_batchnorm_local_moments(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   double* local);
 
 // `gathered`: world_size consecutive `local` buffers, rank 0 first.
-void sync_batchnorm_forward_global(cudaStream_t stream, const cpu::BatchNorm2dShape& shape,
-                                   const double* gathered, int world_size, const float* x, const float* gamma,
-                                   const float* beta, float* y, float* save_mean, float* save_invstd,
-                                   float* running_mean, float* running_var, double momentum, double eps);
+void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* gathered,
+                                   int world_size, const float* x, const float* gamma, const float* beta,
+                                   float* y, float* save_mean, float* save_invstd, float* running_mean,
+                                   float* running_var, double momentum, double eps);
 
-void sync_batchnorm_local_grad_sums(cudaStream_t stream, const cpu::BatchNorm2dShape& shape, const float* x,
+void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                     const float* dy, const float* save_mean, const float* save_invstd,
                                     double* local, float* dgamma, float* dbeta);
 
 // `reduced`: the all-reduced (summed) `local` of local_grad_sums. `dx` may be null (nothing to do then).
-void sync_batchnorm_backward_global(cudaStream_t stream, const cpu::BatchNorm2dShape& shape,
-                                    const double* reduced, const float* x, const float* gamma,
-                                    const float* save_mean, const float* save_invstd, const float* dy,
-                                    float* dx);
+void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* reduced,
+                                    const float* x, const float* gamma, const float* save_mean,
+                                    const float* save_invstd, const float* dy, float* dx);
 
 }  // namespace engine::cuda

@@ -121,7 +121,7 @@ TEST(CpuFastMaxPool2d, EqualsTheReference) {
   // 2x2/2 as in the zoo (odd sizes drop the last row/column), 3x3/2 with padding (overlapping windows: dx
   // sums in float, still exact here since at most a few terms meet... compared with a tolerance), 3x3/1.
   struct Case {
-    cpu::Pool2dShape s;
+    Pool2dShape s;
     bool overlap;
   };
   const Case cases[] = {
@@ -142,7 +142,7 @@ TEST(CpuFastMaxPool2d, EqualsTheReference) {
       {{.n = 2, .c = 17, .h = 10, .w = 9, .kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1}, true},
   };
   for (const Case& c : cases) {
-    const cpu::Pool2dShape& s = c.s;
+    const Pool2dShape& s = c.s;
     auto x = random_values(static_cast<std::size_t>(s.input_size()), 16);
     x[1] = x[0];  // a tie: the first in scan order must win in both
     const auto dy = random_values(static_cast<std::size_t>(s.output_size()), 17);
@@ -164,7 +164,7 @@ TEST(CpuFastMaxPool2d, EqualsTheReference) {
 }
 
 TEST(CpuFastMaxPool2d, RejectsAnArgmaxOutsideThePlane) {
-  const cpu::Pool2dShape s{
+  const Pool2dShape s{
       .n = 1, .c = 1, .h = 4, .w = 4, .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
   const std::vector<float> dy(4, 1.0f);
   const std::vector<std::int32_t> arg = {0, 2, 16, 10};
@@ -173,10 +173,10 @@ TEST(CpuFastMaxPool2d, RejectsAnArgmaxOutsideThePlane) {
 }
 
 TEST(CpuFastBatchNorm2d, TrainingMatchesTheReference) {
-  const cpu::BatchNorm2dShape shapes[] = {{.n = 3, .c = 5, .h = 7, .w = 9},
-                                          {.n = 8, .c = 64, .h = 13, .w = 11},
-                                          {.n = 2, .c = 3, .h = 1, .w = 1}};
-  for (const cpu::BatchNorm2dShape& g : shapes) {
+  const BatchNorm2dShape shapes[] = {{.n = 3, .c = 5, .h = 7, .w = 9},
+                                     {.n = 8, .c = 64, .h = 13, .w = 11},
+                                     {.n = 2, .c = 3, .h = 1, .w = 1}};
+  for (const BatchNorm2dShape& g : shapes) {
     for (const bool affine : {true, false}) {
       // An offset mean (3) against a spread of 1: the centring must happen before the scaling.
       const auto x = random_values(g.x_size(), 18, 2.0f, 4.0f), dy = random_values(g.x_size(), 19);

@@ -55,14 +55,14 @@ void expect_close(const std::vector<float>& fast, const std::vector<float>& refe
 }
 
 struct ConvCase {
-  cpu::Conv2dShape shape;
+  Conv2dShape shape;
   bool bias;
   bool dx;
 };
 
 // A stable, readable name for a case ("n3c5h7w9k4r3s1p1_bias_dx"): test names and ctest's listing use it.
 std::string case_name(const ConvCase& c) {
-  const cpu::Conv2dShape& g = c.shape;
+  const Conv2dShape& g = c.shape;
   return fmt::format("n{}c{}h{}w{}k{}r{}s{}p{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r, g.stride_h, g.pad_h,
                      c.bias ? "_bias" : "", c.dx ? "_dx" : "");
 }
@@ -72,7 +72,7 @@ class CpuFastConv2d : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(CpuFastConv2d, MatchesTheReference) {
   const ConvCase& c = GetParam();
-  const cpu::Conv2dShape& g = c.shape;
+  const Conv2dShape& g = c.shape;
   const auto x = random_values(g.x_size(), 1), w = random_values(g.w_size(), 2);
   const auto b = random_values(static_cast<std::size_t>(g.k), 3), dy = random_values(g.y_size(), 4);
   const float* bias = c.bias ? b.data() : nullptr;
@@ -98,7 +98,7 @@ TEST_P(CpuFastConv2d, MatchesTheReference) {
   if (c.bias) expect_close(db_fast, db_ref, db_mag, "db");
 }
 
-cpu::Conv2dShape conv(int n, int c, int h, int w, int k, int r, int stride, int pad) {
+Conv2dShape conv(int n, int c, int h, int w, int k, int r, int stride, int pad) {
   return {.n = n,
           .c = c,
           .h = h,
@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
 // The primitives are cached per shape: a second call with other buffers and values must use them, not the
 // first call's (a plan that kept a pointer would give the first result again).
 TEST(CpuFastConv2d, CachedPlanUsesEachCallsBuffers) {
-  const cpu::Conv2dShape g = conv(2, 6, 10, 10, 8, 3, 1, 1);
+  const Conv2dShape g = conv(2, 6, 10, 10, 8, 3, 1, 1);
   for (std::uint32_t seed = 30; seed < 33; ++seed) {
     const auto x = random_values(g.x_size(), seed), w = random_values(g.w_size(), seed + 10);
     std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
@@ -139,7 +139,7 @@ TEST(CpuFastConv2d, CachedPlanUsesEachCallsBuffers) {
 
 TEST(CpuFastLinear, MatchesTheReference) {
   for (const bool with_bias : {true, false}) {
-    const cpu::LinearShape g{.n = 7, .in_features = 33, .out_features = 11};
+    const LinearShape g{.n = 7, .in_features = 33, .out_features = 11};
     const auto x = random_values(g.x_size(), 5), w = random_values(g.w_size(), 6);
     const auto b = random_values(static_cast<std::size_t>(g.out_features), 7),
                dy = random_values(g.y_size(), 8);

@@ -316,8 +316,8 @@ TEST(LayerContract, ResidualAddsTheBranchesAndSumsTheirGradients) {
     const std::vector<double> y = host_values(m.forward(x, Mode::Train));
     const std::vector<double> dx = host_values(m.backward(dy));
 
-    const cpu::Conv2dShape s3{.n = 1, .c = 2, .h = 3, .w = 3, .k = 2, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
-    const cpu::Conv2dShape s1{.n = 1, .c = 2, .h = 3, .w = 3, .k = 2, .r = 1, .s = 1};
+    const Conv2dShape s3{.n = 1, .c = 2, .h = 3, .w = 3, .k = 2, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
+    const Conv2dShape s1{.n = 1, .c = 2, .h = 3, .w = 3, .k = 2, .r = 1, .s = 1};
     const double* w3 = m.parameters()[0].value.data<double>();
     std::vector<double> a(18), b(18), sum(18), want_y(18), ds(18), da(18), db(18), dw(36), want_dx(18);
     const double* xp = x.data<double>();

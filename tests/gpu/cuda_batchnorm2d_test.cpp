@@ -80,7 +80,7 @@ class CudaBatchNorm2d : public ::testing::TestWithParam<BnCase> {
     return (i / static_cast<std::size_t>(shape.h * shape.w)) % static_cast<std::size_t>(shape.c);
   }
 
-  cpu::BatchNorm2dShape shape;
+  BatchNorm2dShape shape;
   std::size_t size = 0;
   std::vector<float> x, dy, gamma, beta, running_mean, running_var;
 };
@@ -258,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaBatchNorm2d,
 TEST(CudaBatchNorm2dRules, TrainingRejectsOneValuePerChannel) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
-  const cpu::BatchNorm2dShape shape{.n = 1, .c = 2, .h = 1, .w = 1};
+  const BatchNorm2dShape shape{.n = 1, .c = 2, .h = 1, .w = 1};
   Tensor buf = poisoned<float>(16, stream.get());
   float* p = buf.data<float>();
   EXPECT_THROW(cuda::batchnorm2d_forward_training(stream.get(), shape, p, nullptr, nullptr, p + 2, p + 4,

@@ -46,7 +46,7 @@ void PrintTo(const ConvCase& p, std::ostream* os) {
                      p.c, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.bias ? " bias" : "");
 }
 
-cpu::Conv2dShape shape_of(const ConvCase& p) {
+Conv2dShape shape_of(const ConvCase& p) {
   return {.n = p.n,
           .c = p.c,
           .h = p.h,
@@ -62,7 +62,7 @@ cpu::Conv2dShape shape_of(const ConvCase& p) {
 
 // One convolution's inputs, float64 reference, magnitudes, and the device copies of the inputs.
 struct ConvProblem {
-  cpu::Conv2dShape shape;
+  Conv2dShape shape;
   std::vector<float> x, w, b, dy;
   std::vector<double> y_ref, dx_ref, dw_ref, db_ref;
   std::vector<double> y_mag, dx_mag, dw_mag, db_mag;
@@ -225,7 +225,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CudaConv2dRules, RejectsAKernelLargerThanThePaddedInput) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
-  const cpu::Conv2dShape bad{.n = 1, .c = 1, .h = 2, .w = 2, .k = 1, .r = 5, .s = 5};
+  const Conv2dShape bad{.n = 1, .c = 1, .h = 2, .w = 2, .k = 1, .r = 5, .s = 5};
   Tensor buf = poisoned<float>(64, stream.get());
   float* p = buf.data<float>();
   EXPECT_THROW(cuda::conv2d_forward_direct(stream.get(), bad, p, p, nullptr, p), Error);

@@ -42,7 +42,7 @@ TEST_P(CudaLinear, ForwardAndBackwardMatchTheReference) {
   cuda::CudaHandlesOptions options;
   options.allow_tf32 = p.tf32;
   cuda::CudaHandles handles(0, s, options);
-  const cpu::LinearShape shape{.n = p.n, .in_features = p.in, .out_features = p.out};
+  const LinearShape shape{.n = p.n, .in_features = p.in, .out_features = p.out};
   const auto x = nonzero_floats(shape.x_size(), 201), w = nonzero_floats(shape.w_size(), 202);
   const auto b = nonzero_floats(static_cast<std::size_t>(p.out), 203),
              dy = nonzero_floats(shape.y_size(), 204);
@@ -105,7 +105,7 @@ TEST(CudaLinearRules, NullDxAndNullBiasAreAllowed) {
   Stream stream(0);
   const cudaStream_t s = stream.get();
   cuda::CudaHandles handles(0, s);
-  const cpu::LinearShape shape{.n = 3, .in_features = 7, .out_features = 5};
+  const LinearShape shape{.n = 3, .in_features = 7, .out_features = 5};
   const auto x = nonzero_floats(shape.x_size(), 211), w = nonzero_floats(shape.w_size(), 212);
   const auto dy = nonzero_floats(shape.y_size(), 213);
   std::vector<double> y_ref(shape.y_size()), dw_ref(shape.w_size());

@@ -44,16 +44,16 @@ TEST_P(CudaMaxPool2d, ForwardArgmaxAndBackwardEqualTheReferenceBitwise) {
   Stream stream(0);
   const cudaStream_t s = stream.get();
   const PoolCase pc = GetParam();
-  const cpu::Pool2dShape shape{.n = 3,
-                               .c = 5,
-                               .h = 7,
-                               .w = 9,
-                               .kernel_h = pc.kernel_h,
-                               .kernel_w = pc.kernel_w,
-                               .stride_h = pc.stride_h,
-                               .stride_w = pc.stride_w,
-                               .pad_h = pc.pad_h,
-                               .pad_w = pc.pad_w};
+  const Pool2dShape shape{.n = 3,
+                          .c = 5,
+                          .h = 7,
+                          .w = 9,
+                          .kernel_h = pc.kernel_h,
+                          .kernel_w = pc.kernel_w,
+                          .stride_h = pc.stride_h,
+                          .stride_w = pc.stride_w,
+                          .pad_h = pc.pad_h,
+                          .pad_w = pc.pad_w};
   const auto in_size = static_cast<std::size_t>(shape.input_size());
   const auto out_size = static_cast<std::size_t>(shape.output_size());
   const auto x = tied_values(in_size, 21);
@@ -92,16 +92,16 @@ TEST(CudaMaxPool2dRules, NanWinsTheLastNanWinsAndTheFirstMaximumWins) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
   const cudaStream_t s = stream.get();
-  const cpu::Pool2dShape shape{.n = 1,
-                               .c = 1,
-                               .h = 2,
-                               .w = 4,
-                               .kernel_h = 2,
-                               .kernel_w = 2,
-                               .stride_h = 2,
-                               .stride_w = 2,
-                               .pad_h = 0,
-                               .pad_w = 0};
+  const Pool2dShape shape{.n = 1,
+                          .c = 1,
+                          .h = 2,
+                          .w = 4,
+                          .kernel_h = 2,
+                          .kernel_w = 2,
+                          .stride_h = 2,
+                          .stride_w = 2,
+                          .pad_h = 0,
+                          .pad_w = 0};
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // The scan takes `v > best || isnan(v)` in row-major window order (PyTorch's rule,
   // kernels/cpu/maxpool2d.h). Window 0: 1, 3 / 3, 2 -> the first 3 (index 1): an equal value does not replace
@@ -123,16 +123,16 @@ TEST(CudaMaxPool2dRules, NanWinsTheLastNanWinsAndTheFirstMaximumWins) {
 TEST(CudaMaxPool2dRules, RejectsPaddingAboveHalfTheKernel) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
-  const cpu::Pool2dShape shape{.n = 1,
-                               .c = 1,
-                               .h = 4,
-                               .w = 4,
-                               .kernel_h = 2,
-                               .kernel_w = 2,
-                               .stride_h = 2,
-                               .stride_w = 2,
-                               .pad_h = 2,
-                               .pad_w = 0};
+  const Pool2dShape shape{.n = 1,
+                          .c = 1,
+                          .h = 4,
+                          .w = 4,
+                          .kernel_h = 2,
+                          .kernel_w = 2,
+                          .stride_h = 2,
+                          .stride_w = 2,
+                          .pad_h = 2,
+                          .pad_w = 0};
   Tensor buf = poisoned<float>(64, stream.get());
   Tensor idx = poisoned<std::int32_t>(64, stream.get());
   EXPECT_THROW(cuda::maxpool2d_forward(stream.get(), shape, buf.data<float>(), buf.data<float>(),

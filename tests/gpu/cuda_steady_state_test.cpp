@@ -19,12 +19,12 @@ using namespace cuda_test;
 // conv(cuDNN) -> BN -> ReLU -> maxpool -> conv(direct) -> global avgpool -> linear -> loss, and back, then
 // SGD.
 struct TinyNet {
-  cpu::Conv2dShape conv1{.n = 8, .c = 3, .h = 16, .w = 16, .k = 16, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
-  cpu::BatchNorm2dShape bn{.n = 8, .c = 16, .h = 16, .w = 16};
-  cpu::Pool2dShape pool{
+  Conv2dShape conv1{.n = 8, .c = 3, .h = 16, .w = 16, .k = 16, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
+  BatchNorm2dShape bn{.n = 8, .c = 16, .h = 16, .w = 16};
+  Pool2dShape pool{
       .n = 8, .c = 16, .h = 16, .w = 16, .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
-  cpu::Conv2dShape conv2{.n = 8, .c = 16, .h = 8, .w = 8, .k = 32, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
-  cpu::LinearShape fc{.n = 8, .in_features = 32, .out_features = 10};
+  Conv2dShape conv2{.n = 8, .c = 16, .h = 8, .w = 8, .k = 32, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
+  LinearShape fc{.n = 8, .in_features = 32, .out_features = 10};
   std::int64_t params = 0;
   Tensor param_buf, grad_buf, momentum_buf;
   float *w1, *b1, *gamma, *beta, *w2, *wf, *bf;

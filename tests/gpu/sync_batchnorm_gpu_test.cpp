@@ -53,7 +53,7 @@ class SyncBatchNormGpu : public ::testing::TestWithParam<SyncBnCase> {};
 TEST_P(SyncBatchNormGpu, WorldOfOneMatchesTheBatchNormReference) {
   SKIP_WITHOUT_GPU();
   const SyncBnCase p = GetParam();
-  const cpu::BatchNorm2dShape shape{.n = p.n, .c = p.c, .h = p.h, .w = p.w};
+  const BatchNorm2dShape shape{.n = p.n, .c = p.c, .h = p.h, .w = p.w};
   const std::size_t size = shape.x_size(), c = static_cast<std::size_t>(p.c);
   const int hw = p.h * p.w;
   std::vector<float> x = nonzero_floats(size, 61), dy = nonzero_floats(size, 62);

@@ -1,0 +1,57 @@
+#pragma once
+// ExecutionContext: where and how a model's layers (and the ops they call, kernels/ops) run. One per model
+// (Model::context()); every layer of the model reads the same object, so changing the stream or the dropout
+// state there changes it for all of them.
+//
+// CUDA types never appear here: the stream is a `void*` (a cudaStream_t) and the cuDNN/cuBLAS handles are an
+// opaque pointer to the kernels/cuda handle object, so layer headers compile in CPU-only builds and in files
+// that do not include CUDA headers.
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/device.h"
+#include "core/dtype.h"
+
+namespace engine::cuda {
+class CudaHandles;  // kernels/cuda/handles.h: the cuDNN and cuBLAS handles of one device, and conv plans
+}  // namespace engine::cuda
+
+namespace engine {
+
+// Which convolution implementation the CUDA path of Conv2d uses. The CPU path: kernels/cpu_fast (F32).
+enum class ConvAlgorithm {
+  Cudnn,        // cuDNN (the default: fastest)
+  HandWritten,  // kernels/cuda's own implicit-GEMM convolution (to compare with cuDNN)
+};
+
+std::string_view conv_algorithm_name(ConvAlgorithm a);
+
+// The memory layout of 4-d activations. Every op runs NCHW today; kernels/ops/dispatch.h refuses any other
+// layout in one place, which is where NHWC kernels will be chosen.
+enum class Layout { NCHW, NHWC };
+
+std::string_view layout_name(Layout l);
+
+struct ExecutionContext {
+  Device device = Device::cpu();
+  // The type of every parameter, buffer and activation. F32 everywhere; F64 on the CPU only (the reference
+  // kernels' double instantiation), which is what the whole-model gradient checks run in.
+  DType dtype = DType::F32;
+  void* stream = nullptr;  // cudaStream_t of the CUDA device; ignored on the CPU
+  // Not owned. Required on a CUDA device (Conv2d and Linear call cuDNN/cuBLAS through it); bound to `stream`
+  // before every library call. Its own options (allow_tf32, deterministic algorithms) decide the math.
+  engine::cuda::CudaHandles* handles = nullptr;
+  // Dropout masks are philox(dropout_seed, offset, i). Every training-mode Dropout forward takes the next
+  // offset (dropout_offset++), so every call of every step draws a new mask, and the sequence is a pure
+  // function of (seed, number of calls): the same on every run, and saved in a checkpoint as two integers.
+  std::uint64_t dropout_seed = 0;
+  std::uint64_t dropout_offset = 0;
+  // Lets cuDNN/cuBLAS use TF32 tensor cores for fp32 math. The handles carry the math mode; Model::finalize
+  // refuses a context whose handles disagree with this flag, so the flag always says what runs.
+  bool allow_tf32 = false;
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Cudnn;
+  Layout layout = Layout::NCHW;
+};
+
+}  // namespace engine

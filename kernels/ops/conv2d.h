@@ -1,0 +1,16 @@
+#pragma once
+// 2-d convolution, NCHW x KCRS. On CUDA, ExecutionContext::conv_algorithm picks cuDNN or the hand-written
+// implicit GEMM. bias, dx and db may be undefined tensors (no bias; no input gradient).
+
+#include "core/execution_context.h"
+#include "core/tensor.h"
+#include "kernels/cpu/conv2d.h"
+
+namespace engine::ops {
+
+void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
+                    const Tensor& bias, const Tensor& y);
+void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
+                     const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db);
+
+}  // namespace engine::ops

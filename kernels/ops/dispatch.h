@@ -1,0 +1,66 @@
+#pragma once
+// The one place where an op picks its implementation from the tensors and the ExecutionContext:
+//   device  CUDA -> Path::Cuda (float32);  CPU float32 -> Path::CpuFast;  CPU float64 -> Path::CpuReference
+//   dtype   F32, F64 (bf16 is added in `dispatch` below, once, for every op)
+//   layout  NCHW; anything else is refused in `check_layout` (where NHWC kernels will be chosen)
+// Each op (kernels/ops/<op>.cpp) calls `dispatch` with a template lambda taking <Path, T> and calls the
+// kernels/cpu, kernels/cpu_fast or kernels/cuda function of that path. An op without a fast float32 CPU
+// kernel runs the reference's float instantiation under Path::CpuFast.
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/execution_context.h"
+#include "core/tensor.h"
+#include "kernels/cuda_api.h"
+
+namespace engine::ops {
+
+enum class Path { CpuReference, CpuFast, Cuda };
+
+inline void check_layout(const char* op, const ExecutionContext& ctx) {
+  ENGINE_CHECK(ctx.layout == Layout::NCHW, "{}: the {} layout is not implemented (NCHW only)", op,
+               layout_name(ctx.layout));
+}
+
+// Calls fn.template operator()<Path, T>() for the path and storage type of `t`.
+template <typename Fn>
+void dispatch(const char* op, const ExecutionContext& ctx, const Tensor& t, Fn&& fn) {
+  check_layout(op, ctx);
+  if (t.is_cuda()) {
+    if constexpr (kHaveCuda) {
+      ENGINE_CHECK(t.dtype() == DType::F32, "{}: the CUDA device runs float32, not {}", op,
+                   dtype_name(t.dtype()));
+      fn.template operator()<Path::Cuda, float>();
+      return;
+    } else {
+      ENGINE_FAIL("{}: a CUDA tensor, but this build has no CUDA device", op);
+    }
+  }
+  switch (t.dtype()) {
+    case DType::F32: fn.template operator()<Path::CpuFast, float>(); return;
+    case DType::F64: fn.template operator()<Path::CpuReference, double>(); return;
+    default: ENGINE_FAIL("{}: the CPU device runs float32 and float64, not {}", op, dtype_name(t.dtype()));
+  }
+}
+
+inline cudaStream_t cuda_stream(const ExecutionContext& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
+
+// The context's cuDNN/cuBLAS handles bound to its stream (kernels/ops/cuda_handles.cpp, CUDA builds only:
+// called only from Path::Cuda branches, which CPU-only builds discard).
+cuda::CudaHandles& cuda_handles(const char* op, const ExecutionContext& ctx);
+// Refuses a CUDA context without handles, or whose handles belong to another device or disagree with its
+// allow_tf32 (CUDA builds only, like cuda_handles). `who` starts the message.
+void check_cuda_context(const std::string& who, const ExecutionContext& ctx);
+
+// Typed data of an optional tensor: null when it is undefined (no bias, no input gradient).
+template <typename T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+inline int to_int(std::int64_t v) { return static_cast<int>(v); }
+
+}  // namespace engine::ops

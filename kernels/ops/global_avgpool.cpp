@@ -1,0 +1,33 @@
+#include "kernels/ops/global_avgpool.h"
+
+#include "kernels/cpu/avgpool.h"
+#include "kernels/cuda/avgpool.h"
+#include "kernels/ops/dispatch.h"
+
+namespace engine::ops {
+
+void global_avgpool_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
+  const Shape& s = x.shape();
+  const int n = to_int(s[0]), c = to_int(s[1]), h = to_int(s[2]), w = to_int(s[3]);
+  dispatch("global_avgpool", ctx, x, [&]<Path P, typename T>() {
+    if constexpr (P == Path::Cuda) {
+      cuda::global_avgpool_forward(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
+    } else {
+      cpu::global_avgpool_forward<T>(n, c, h, w, x.data<T>(), y.data<T>());
+    }
+  });
+}
+
+void global_avgpool_backward(const ExecutionContext& ctx, const Tensor& dy, const Tensor& dx) {
+  const Shape& s = dx.shape();
+  const int n = to_int(s[0]), c = to_int(s[1]), h = to_int(s[2]), w = to_int(s[3]);
+  dispatch("global_avgpool", ctx, dy, [&]<Path P, typename T>() {
+    if constexpr (P == Path::Cuda) {
+      cuda::global_avgpool_backward(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
+    } else {
+      cpu::global_avgpool_backward<T>(n, c, h, w, dy.data<T>(), dx.data<T>());
+    }
+  });
+}
+
+}  // namespace engine::ops

@@ -1,0 +1,34 @@
+#include "kernels/ops/relu.h"
+
+#include "kernels/cpu/relu.h"
+#include "kernels/cpu_fast/relu.h"
+#include "kernels/cuda/relu.h"
+#include "kernels/ops/dispatch.h"
+
+namespace engine::ops {
+
+void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
+  dispatch("relu", ctx, x, [&]<Path P, typename T>() {
+    if constexpr (P == Path::Cuda) {
+      cuda::relu_forward(cuda_stream(ctx), x.data<T>(), y.data<T>(), x.numel());
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::relu_forward(x.data<T>(), y.data<T>(), x.numel());
+    } else {
+      cpu::relu_forward<T>(x.data<T>(), y.data<T>(), x.numel());
+    }
+  });
+}
+
+void relu_backward(const ExecutionContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  dispatch("relu", ctx, dy, [&]<Path P, typename T>() {
+    if constexpr (P == Path::Cuda) {
+      cuda::relu_backward(cuda_stream(ctx), x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::relu_backward(x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+    } else {
+      cpu::relu_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
+    }
+  });
+}
+
+}  // namespace engine::ops

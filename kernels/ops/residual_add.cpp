@@ -1,0 +1,22 @@
+#include "kernels/ops/residual_add.h"
+
+#include "kernels/cpu/residual_add.h"
+#include "kernels/cpu_fast/residual_add.h"
+#include "kernels/cuda/residual_add.h"
+#include "kernels/ops/dispatch.h"
+
+namespace engine::ops {
+
+void residual_add(const ExecutionContext& ctx, const Tensor& a, const Tensor& b, const Tensor& y) {
+  dispatch("residual_add", ctx, a, [&]<Path P, typename T>() {
+    if constexpr (P == Path::Cuda) {
+      cuda::residual_add_forward(cuda_stream(ctx), a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::residual_add_forward(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
+    } else {
+      cpu::residual_add_forward<T>(a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
+    }
+  });
+}
+
+}  // namespace engine::ops

@@ -1,0 +1,66 @@
+#pragma once
+// The geometry of the ops, shared by every device (kernels/cpu, kernels/cpu_fast, kernels/cuda, kernels/ops):
+// small structs that validate themselves, so every path takes the same arguments. NCHW activations.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace engine {
+
+struct BatchNorm2dShape {
+  int n = 0, c = 0, h = 0, w = 0;
+
+  std::size_t count() const;   // M = N*H*W, the values per channel
+  std::size_t x_size() const;  // N*C*H*W
+
+  // Throws engine::Error unless every size is positive.
+  void validate() const;
+};
+
+struct Pool2dShape {
+  int n = 0, c = 0, h = 0, w = 0;
+  int kernel_h = 0, kernel_w = 0;
+  int stride_h = 0, stride_w = 0;
+  int pad_h = 0, pad_w = 0;
+
+  int p() const { return (h + 2 * pad_h - kernel_h) / stride_h + 1; }  // output height
+  int q() const { return (w + 2 * pad_w - kernel_w) / stride_w + 1; }  // output width
+  std::int64_t input_size() const { return static_cast<std::int64_t>(n) * c * h * w; }
+  std::int64_t output_size() const { return static_cast<std::int64_t>(n) * c * p() * q(); }
+  // Throws engine::Error naming the bad field: non-positive sizes/kernel/stride, negative padding,
+  // padding above half the kernel, a kernel larger than the padded input, a plane too big for int32.
+  void validate() const;
+};
+
+struct Conv2dShape {
+  int n = 0, c = 0, h = 0, w = 0;  // input x[N, C, H, W]
+  int k = 0, r = 0, s = 0;         // weight w[K, C, R, S]
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+
+  int p() const { return (h + 2 * pad_h - r) / stride_h + 1; }  // output height
+  int q() const { return (w + 2 * pad_w - s) / stride_w + 1; }  // output width
+
+  std::size_t x_size() const;  // N*C*H*W
+  std::size_t w_size() const;  // K*C*R*S
+  std::size_t y_size() const;  // N*K*P*Q
+
+  // Throws engine::Error unless every size is positive, strides are positive, padding is not negative and
+  // the kernel fits in the padded input.
+  void validate() const;
+};
+
+struct LinearShape {
+  int n = 0;             // rows of x and y
+  int in_features = 0;   // columns of x and w
+  int out_features = 0;  // rows of w, columns of y
+
+  std::size_t x_size() const;  // N*in
+  std::size_t w_size() const;  // out*in
+  std::size_t y_size() const;  // N*out
+
+  // Throws engine::Error unless every size is positive.
+  void validate() const;
+};
+
+}  // namespace engine
