@@ -13,6 +13,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/cuda/bias.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
@@ -29,6 +30,7 @@ void gemm(CudaHandles& h, cublasOperation_t op_a, cublasOperation_t op_b, int m,
 
 void linear_forward(CudaHandles& handles, cudaStream_t stream, const cpu::LinearShape& s, const float* x,
                     const float* w, const float* bias, float* y) {
+  ENGINE_NVTX_RANGE("linear_forward");
   s.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "linear_forward: x, w and y must not be null");
   handles.bind(stream);
@@ -39,6 +41,7 @@ void linear_forward(CudaHandles& handles, cudaStream_t stream, const cpu::Linear
 
 void linear_backward(CudaHandles& handles, cudaStream_t stream, const cpu::LinearShape& s, const float* x,
                      const float* w, const float* dy, float* dx, float* dw, float* db) {
+  ENGINE_NVTX_RANGE("linear_backward");
   s.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "linear_backward: x, w, dy and dw must not be null");
