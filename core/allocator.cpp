@@ -12,6 +12,7 @@
 
 #if ENGINE_HAVE_CUDA
 #include "core/cuda_check.h"
+#include "core/device_guard.h"
 #endif
 
 namespace engine {
@@ -91,12 +92,10 @@ class DeviceMemory final : public RawAllocator {
   explicit DeviceMemory(int device) : device_(device) {}
 
   void* allocate(std::size_t bytes) override {
-    int previous = 0;
-    CUDA_CHECK(cudaGetDevice(&previous));
-    CUDA_CHECK(cudaSetDevice(device_));
+    DeviceGuard guard(device_);
     void* ptr = nullptr;
     const cudaError_t status = cudaMalloc(&ptr, bytes);
-    CUDA_CHECK(cudaSetDevice(previous));
+    guard.restore();
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       return nullptr;
@@ -108,11 +107,9 @@ class DeviceMemory final : public RawAllocator {
   const char* name() const override { return "device allocator"; }
   [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats& stats) override {
     std::size_t free_bytes = 0, total_bytes = 0;
-    int previous = 0;
-    CUDA_CHECK(cudaGetDevice(&previous));
-    CUDA_CHECK(cudaSetDevice(device_));
+    DeviceGuard guard(device_);
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    CUDA_CHECK(cudaSetDevice(previous));
+    guard.restore();
     ENGINE_FAIL(
         "cuda:{} out of memory: asked for {:.1f} MiB, {:.1f} MiB free of {:.1f} MiB ({:.1f} MiB in use "
         "by this process's tensors)",

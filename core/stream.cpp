@@ -4,15 +4,14 @@
 
 #include "core/allocator.h"
 #include "core/cuda_check.h"
+#include "core/device_guard.h"
 
 namespace engine {
 
 Stream::Stream(int device, int priority) : device_(device) {
-  int previous = 0;
-  CUDA_CHECK(cudaGetDevice(&previous));
-  CUDA_CHECK(cudaSetDevice(device));
+  DeviceGuard guard(device);
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
-  CUDA_CHECK(cudaSetDevice(previous));
+  guard.restore();
 }
 
 namespace {

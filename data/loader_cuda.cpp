@@ -12,27 +12,13 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.h"
+#include "core/device_guard.h"
 #include "core/error.h"
 #include "core/stream.h"
 #include "data/cuda/transforms.h"
 
 namespace engine::data {
 namespace {
-
-// Makes `device` current for a scope and restores the caller's device after.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceScope() { (void)cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 cuda::AugmentBatchArgs kernel_args(const Dataset& dataset, const Transform& transform, std::uint64_t epoch) {
   ENGINE_CHECK(dataset.channels <= cuda::kMaxChannels, "Loader: {} channels; the CUDA path handles up to {}",
@@ -72,7 +58,7 @@ class StagedBackend final : public LoaderBackend {
         compute_(static_cast<cudaStream_t>(stream)),
         copy_stream_(device.index) {
     const std::int64_t bytes = header_bytes() + max_batch * dataset.image_bytes();
-    DeviceScope scope(device_.index);
+    DeviceGuard scope(device_.index);
     for (int s = 0; s < slots; ++s) {
       Slot slot;  // its events are created here, on the loader's device
       slot.pinned = Tensor::empty_pinned({bytes}, DType::U8);
@@ -120,7 +106,7 @@ class StagedBackend final : public LoaderBackend {
   }
 
   Batch take(int slot_index, std::int64_t, std::span<const std::int64_t> ids, std::uint64_t epoch) override {
-    DeviceScope scope(device_.index);
+    DeviceGuard scope(device_.index);
     Slot& s = slots_[static_cast<std::size_t>(slot_index)];
     const auto n = static_cast<std::int64_t>(ids.size());
     Batch batch;
@@ -168,7 +154,7 @@ class ResidentBackend final : public LoaderBackend {
         transform_(transform),
         device_(device),
         compute_(static_cast<cudaStream_t>(stream)) {
-    DeviceScope scope(device_.index);
+    DeviceGuard scope(device_.index);
     images_ = Tensor::empty({dataset.size(), dataset.channels, dataset.height, dataset.width}, DType::U8,
                             device_, compute_);
     labels_ = Tensor::empty({dataset.size()}, DType::I32, device_, compute_);
@@ -196,7 +182,7 @@ class ResidentBackend final : public LoaderBackend {
     ENGINE_CHECK(static_cast<std::int64_t>(indices.size()) == ids_pinned_.numel(),
                  "Loader: {} indices in an epoch, expected {}", indices.size(), ids_pinned_.numel());
     if (indices.empty()) return;
-    DeviceScope scope(device_.index);
+    DeviceGuard scope(device_.index);
     ids_copied_->synchronize();  // the previous epoch's copy out of the pinned buffer has finished
     std::int32_t* ids = ids_pinned_.data<std::int32_t>();
     for (std::size_t i = 0; i < indices.size(); ++i) {
@@ -211,7 +197,7 @@ class ResidentBackend final : public LoaderBackend {
   }
 
   Batch take(int, std::int64_t offset, std::span<const std::int64_t> ids, std::uint64_t epoch) override {
-    DeviceScope scope(device_.index);
+    DeviceGuard scope(device_.index);
     const auto n = static_cast<std::int64_t>(ids.size());
     Batch batch;
     allocate_outputs(dataset_, n, device_, compute_, batch);

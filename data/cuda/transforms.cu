@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "data/augment_params.h"
 #include "data/cuda/transforms.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::data::cuda {
 namespace {
@@ -53,6 +54,7 @@ __global__ void __launch_bounds__(kThreads) augment_normalize_kernel(AugmentBatc
 }  // namespace
 
 void augment_normalize(const AugmentBatchArgs& a, cudaStream_t stream) {
+  ENGINE_NVTX_RANGE("augment_normalize");
   ENGINE_CHECK(a.batch >= 0 && a.batch <= 0x7fffffff, "augment_normalize: batch {} out of range", a.batch);
   ENGINE_CHECK(a.channels >= 1 && a.channels <= kMaxChannels,
                "augment_normalize: {} channels (1..{} supported)", a.channels, kMaxChannels);

@@ -4,6 +4,7 @@
 // resolution); the backward is float(double(dy) / (h*w)), bitwise the CPU's.
 #include "kernels/cuda/avgpool.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
@@ -12,9 +13,7 @@ constexpr int kWarpsPerBlock = detail::kBlock / detail::kWarp;
 
 __global__ void avgpool_forward_kernel(const float* x, float* y, std::int64_t planes, int plane_size) {
   const int lane = static_cast<int>(threadIdx.x) % detail::kWarp;
-  for (std::int64_t plane =
-           blockIdx.x * static_cast<std::int64_t>(kWarpsPerBlock) + threadIdx.x / detail::kWarp;
-       plane < planes; plane += static_cast<std::int64_t>(gridDim.x) * kWarpsPerBlock) {
+  for (const std::int64_t plane : detail::warp_grid_stride(planes)) {
     const float* xp = x + plane * plane_size;
     double sum = 0.0;
     for (int i = lane; i < plane_size; i += detail::kWarp) sum += static_cast<double>(xp[i]);
@@ -24,8 +23,7 @@ __global__ void avgpool_forward_kernel(const float* x, float* y, std::int64_t pl
 }
 
 __global__ void avgpool_backward_kernel(const float* dy, float* dx, std::int64_t total, int plane_size) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(total)) {
     dx[i] = static_cast<float>(static_cast<double>(dy[i / plane_size]) / static_cast<double>(plane_size));
   }
 }
@@ -39,6 +37,7 @@ void check_args(const char* op, int n, int c, int h, int w) {
 }  // namespace
 
 void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y) {
+  ENGINE_NVTX_RANGE("global_avgpool_forward");
   check_args("global_avgpool_forward", n, c, h, w);
   ENGINE_CHECK(x != nullptr && y != nullptr, "global_avgpool_forward: null pointer");
   const std::int64_t planes = static_cast<std::int64_t>(n) * c;
@@ -48,6 +47,7 @@ void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, con
 }
 
 void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, const float* dy, float* dx) {
+  ENGINE_NVTX_RANGE("global_avgpool_backward");
   check_args("global_avgpool_backward", n, c, h, w);
   ENGINE_CHECK(dy != nullptr && dx != nullptr, "global_avgpool_backward: null pointer");
   const std::int64_t total = static_cast<std::int64_t>(n) * c * h * w;

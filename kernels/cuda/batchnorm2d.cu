@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/cuda/batchnorm_parts.cuh"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
@@ -161,6 +162,7 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum, double eps) {
+  ENGINE_NVTX_RANGE("batchnorm2d_forward_training");
   const char* op = "batchnorm2d_forward_training";
   check_shape(op, shape, eps);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "{}: momentum must lie in [0, 1], got {}", op, momentum);
@@ -202,6 +204,7 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
 void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,
                               const float* running_var, float* y, double eps) {
+  ENGINE_NVTX_RANGE("batchnorm2d_forward_eval");
   const char* op = "batchnorm2d_forward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
@@ -220,6 +223,7 @@ void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape
 void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta) {
+  ENGINE_NVTX_RANGE("batchnorm2d_backward_training");
   const char* op = "batchnorm2d_backward_training";
   check_shape(op, shape, 0.0);
   ENGINE_CHECK(save_invstd != nullptr, "{}: save_invstd must not be null", op);
@@ -230,6 +234,7 @@ void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& 
 void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta, double eps) {
+  ENGINE_NVTX_RANGE("batchnorm2d_backward_eval");
   const char* op = "batchnorm2d_backward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(running_var != nullptr, "{}: running_var must not be null", op);

@@ -28,8 +28,7 @@ struct ShiftedSums {
 // costs nothing next to the data's spread. (x - mean_as_float would lose up to half an ulp of the mean.)
 __global__ void normalize_kernel(const float* x, const float* coef, const float* beta, float* y, int c_count,
                                  int hw, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(total)) {
     const int c = static_cast<int>((i / hw) % c_count);
     const float* k = coef + static_cast<std::int64_t>(c) * 3;
     const float b = beta != nullptr ? beta[c] : 0.0f;
@@ -66,8 +65,7 @@ struct GradSums {
 // scale, mean_dy, mean_dy_xhat] per channel.
 __global__ void grad_input_kernel(const float* x, const float* dy, const float* coef, float* dx, int c_count,
                                   int hw, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(total)) {
     const float* k = coef + ((i / hw) % c_count) * 5;
     const float xhat = (x[i] - k[0]) * k[1];
     dx[i] = k[2] * (dy[i] - k[3] - xhat * k[4]);

@@ -3,20 +3,19 @@
 // float64 reference by the final rounding plus double-order effects far below it.
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/channel_reduce.cuh"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
 
 __global__ void bias_add_nchw_kernel(float* y, const float* bias, int c, int hw, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(total)) {
     y[i] += bias[(i / hw) % c];
   }
 }
 
 __global__ void bias_add_rows_kernel(float* y, const float* bias, int cols, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(total)) {
     y[i] += bias[i % cols];
   }
 }
@@ -65,6 +64,7 @@ void check_nchw(const char* op, int n, int c, int hw) {
 }  // namespace
 
 void bias_add_nchw(cudaStream_t stream, float* y, const float* bias, int n, int c, int hw) {
+  ENGINE_NVTX_RANGE("bias_add_nchw");
   check_nchw("bias_add_nchw", n, c, hw);
   ENGINE_CHECK(y != nullptr && bias != nullptr, "bias_add_nchw: null pointer");
   const std::int64_t total = static_cast<std::int64_t>(n) * c * hw;
@@ -73,6 +73,7 @@ void bias_add_nchw(cudaStream_t stream, float* y, const float* bias, int n, int 
 }
 
 void bias_grad_nchw(cudaStream_t stream, const float* dy, float* db, int n, int c, int hw) {
+  ENGINE_NVTX_RANGE("bias_grad_nchw");
   check_nchw("bias_grad_nchw", n, c, hw);
   ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_nchw: null pointer");
   const int chunks = detail::channel_chunks(static_cast<std::int64_t>(n) * hw);
@@ -85,6 +86,7 @@ void bias_grad_nchw(cudaStream_t stream, const float* dy, float* db, int n, int 
 }
 
 void bias_add_rows(cudaStream_t stream, float* y, const float* bias, int rows, int cols) {
+  ENGINE_NVTX_RANGE("bias_add_rows");
   ENGINE_CHECK(rows > 0 && cols > 0, "bias_add_rows: sizes must be positive, got rows={} cols={}", rows,
                cols);
   ENGINE_CHECK(y != nullptr && bias != nullptr, "bias_add_rows: null pointer");
@@ -94,6 +96,7 @@ void bias_add_rows(cudaStream_t stream, float* y, const float* bias, int rows, i
 }
 
 void bias_grad_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols) {
+  ENGINE_NVTX_RANGE("bias_grad_rows");
   ENGINE_CHECK(rows > 0 && cols > 0, "bias_grad_rows: sizes must be positive, got rows={} cols={}", rows,
                cols);
   ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_rows: null pointer");

@@ -1,6 +1,6 @@
 #pragma once
-// Internal helpers shared by the .cu files of kernels/cuda (not part of the public API): launch geometry,
-// size checks, warp/block reductions, and scratch memory from the caching allocator.
+// Internal helpers shared by the .cu files of kernels/cuda (not part of the public API): launch geometry
+// (kernels/cuda/launch.h), size checks, warp/block reductions, and scratch memory from the caching allocator.
 
 #include <algorithm>
 #include <cstdint>
@@ -12,21 +12,10 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/scratch.h"
 
 namespace engine::cuda::detail {
-
-inline constexpr int kBlock = 256;
-inline constexpr int kWarp = 32;
-// Grid-stride loops cover any n; more blocks than this add nothing but launch overhead.
-inline constexpr std::int64_t kMaxBlocks = 65536;
-
-inline unsigned grid_for(std::int64_t n, int block = kBlock) {
-  const std::int64_t blocks = (n + block - 1) / block;
-  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
-}
-
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Kernels index with int where a size is known to fit; the launchers check that it does.
 inline void check_fits_int(std::int64_t n, const char* what, const char* op) {

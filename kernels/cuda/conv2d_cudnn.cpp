@@ -13,6 +13,7 @@
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/conv2d_cudnn_plan.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
 
 namespace engine::cuda {
@@ -196,6 +197,7 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
 
 void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
                           const float* w, const float* bias, float* y) {
+  ENGINE_NVTX_RANGE("conv2d_forward_cudnn");
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_forward_cudnn: x, w and y must not be null");
@@ -214,6 +216,7 @@ void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2
 
 void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                            const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+  ENGINE_NVTX_RANGE("conv2d_backward_cudnn");
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward_cudnn: x, w, dy and dw must not be null");

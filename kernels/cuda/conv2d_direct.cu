@@ -14,6 +14,7 @@
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/conv2d_direct.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
@@ -217,8 +218,7 @@ struct SplitStore {  // out[split][row][col]; with one split, out is dW itself
 };
 
 __global__ void sum_splits_kernel(const float* partial, int splits, std::int64_t size, float* out) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < size;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(size)) {
     float sum = 0.0f;
     for (int s = 0; s < splits; ++s) sum += partial[s * size + i];
     out[i] = sum;
@@ -248,6 +248,7 @@ void check_sizes(const Conv2dShape& s, const char* op) {
 
 void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
                            const float* bias, float* y) {
+  ENGINE_NVTX_RANGE("conv2d_forward_direct");
   const char* op = "conv2d_forward_direct";
   check_sizes(shape, op);
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "{}: x, w and y must not be null", op);
@@ -259,6 +260,7 @@ void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const 
 
 void conv2d_backward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
                             const float* dy, float* dx, float* dw, float* db) {
+  ENGINE_NVTX_RANGE("conv2d_backward_direct");
   const char* op = "conv2d_backward_direct";
   check_sizes(shape, op);
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,

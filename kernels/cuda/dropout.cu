@@ -5,18 +5,34 @@
 #include "core/philox.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/vector4.cuh"
 
 namespace engine::cuda {
 namespace {
 
 // out[i] = keep(i) ? float(double(in[i]) * scale) : 0 for the four elements of Philox block `blk`.
-// mask, when not null, receives keep(i) as 0/1 (then in/out are null).
+// mask, when not null, receives keep(i) as 0/1 (then in/out are null). kVector: in and out are 16-byte
+// aligned, so a whole block of 4 is one float4 load and store (kernels/cuda/vector4.cuh); the last, partial
+// block and the mask go element by element.
+template <bool kVector>
 __global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t offset,
                                const float* in, float* out, std::uint8_t* mask, std::int64_t n) {
   const std::int64_t blocks = (n + 3) / 4;
-  for (std::int64_t blk = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; blk < blocks;
-       blk += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t blk : detail::grid_stride(blocks)) {
     const PhiloxBlock bits = philox_block(seed, offset, static_cast<std::uint64_t>(blk));
+    if constexpr (kVector) {
+      if (mask == nullptr && blk * 4 + 4 <= n) {
+        detail::Float4 v = detail::load4(in, blk);
+#pragma unroll
+        for (int word = 0; word < 4; ++word) {
+          const bool keep = uniform_from_bits(bits.v[word]) >= p;
+          v.v[word] = keep ? static_cast<float>(__dmul_rn(static_cast<double>(v.v[word]), scale)) : 0.0f;
+        }
+        detail::store4(out, blk, v);
+        continue;
+      }
+    }
 #pragma unroll
     for (int word = 0; word < 4; ++word) {
       const std::int64_t i = blk * 4 + word;
@@ -42,8 +58,13 @@ void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offs
   // value will do; the kernel still runs and writes the zeros.
   const double scale = p >= 1.0f ? 0.0 : 1.0 / (1.0 - static_cast<double>(p));
   const std::int64_t blocks = (n + 3) / 4;
-  dropout_kernel<<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out,
-                                                                          mask, n);
+  if (mask == nullptr && detail::vector_aligned(in, out)) {
+    dropout_kernel<true>
+        <<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out, mask, n);
+  } else {
+    dropout_kernel<false>
+        <<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out, mask, n);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 
@@ -51,6 +72,7 @@ void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offs
 
 void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* x,
                      float* y, std::int64_t n) {
+  ENGINE_NVTX_RANGE("dropout_forward");
   check_args("dropout_forward", p, n);
   if (n == 0) return;
   ENGINE_CHECK(x != nullptr && y != nullptr, "dropout_forward: null pointer");
@@ -59,6 +81,7 @@ void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint
 
 void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* dy,
                       float* dx, std::int64_t n) {
+  ENGINE_NVTX_RANGE("dropout_backward");
   check_args("dropout_backward", p, n);
   if (n == 0) return;
   ENGINE_CHECK(dy != nullptr && dx != nullptr, "dropout_backward: null pointer");
@@ -67,6 +90,7 @@ void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uin
 
 void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, std::uint8_t* mask,
                   std::int64_t n) {
+  ENGINE_NVTX_RANGE("dropout_mask");
   check_args("dropout_mask", p, n);
   if (n == 0) return;
   ENGINE_CHECK(mask != nullptr, "dropout_mask: null pointer");

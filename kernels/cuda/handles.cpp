@@ -2,28 +2,11 @@
 #include "kernels/cuda/handles.h"
 
 #include "core/cuda_check.h"
+#include "core/device_guard.h"
 #include "core/error.h"
 #include "kernels/cuda/conv2d_cudnn_plan.h"
 
 namespace engine::cuda {
-namespace {
-
-// Makes `device` current for the guard's lifetime and restores the caller's device afterwards.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() { (void)cudaSetDevice(previous_); }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
-}  // namespace
 
 int current_device() {
   int device = 0;
@@ -73,12 +56,9 @@ CudaHandles::CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptio
 
 CudaHandles::~CudaHandles() {
   // No throwing here: errors while tearing down are ignored (the device may already be gone at exit).
-  int previous = device_;
-  const bool switch_device = cudaGetDevice(&previous) == cudaSuccess && previous != device_;
-  if (switch_device) (void)cudaSetDevice(device_);
+  DeviceGuard guard(device_, std::nothrow);
   (void)cublasDestroy(cublas_);
   (void)cudnnDestroy(cudnn_);
-  if (switch_device) (void)cudaSetDevice(previous);
 }
 
 CudaHandles& CudaHandles::bind(cudaStream_t stream) {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
@@ -30,6 +31,7 @@ void gemm(CudaHandles& h, cublasOperation_t op_a, cublasOperation_t op_b, int m,
 
 void linear_forward(CudaHandles& handles, cudaStream_t stream, const LinearShape& s, const float* x,
                     const float* w, const float* bias, float* y) {
+  ENGINE_NVTX_RANGE("linear_forward");
   s.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "linear_forward: x, w and y must not be null");
   handles.bind(stream);
@@ -40,6 +42,7 @@ void linear_forward(CudaHandles& handles, cudaStream_t stream, const LinearShape
 
 void linear_backward(CudaHandles& handles, cudaStream_t stream, const LinearShape& s, const float* x,
                      const float* w, const float* dy, float* dx, float* dw, float* db) {
+  ENGINE_NVTX_RANGE("linear_backward");
   s.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "linear_backward: x, w, dy and dw must not be null");

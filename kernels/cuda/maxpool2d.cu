@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/maxpool2d.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
@@ -23,8 +24,7 @@ PoolGeom geom_of(const Pool2dShape& s) {
 
 __global__ void maxpool_forward_kernel(PoolGeom g, const float* x, float* y, std::int32_t* argmax,
                                        std::int64_t total) {
-  for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o < total;
-       o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t o : detail::grid_stride(total)) {
     const int oq = static_cast<int>(o % g.q);
     const int op = static_cast<int>((o / g.q) % g.p);
     const std::int64_t plane = o / (static_cast<std::int64_t>(g.p) * g.q);
@@ -55,8 +55,7 @@ __device__ __forceinline__ int first_window(int i, int stride, int pad, int kern
 
 __global__ void maxpool_backward_kernel(PoolGeom g, const float* dy, const std::int32_t* argmax, float* dx,
                                         std::int64_t total) {
-  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t idx : detail::grid_stride(total)) {
     const int iw = static_cast<int>(idx % g.w);
     const int ih = static_cast<int>((idx / g.w) % g.h);
     const std::int64_t plane = idx / (static_cast<std::int64_t>(g.h) * g.w);
@@ -80,6 +79,7 @@ __global__ void maxpool_backward_kernel(PoolGeom g, const float* dy, const std::
 
 void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const float* x, float* y,
                        std::int32_t* argmax) {
+  ENGINE_NVTX_RANGE("maxpool2d_forward");
   shape.validate();
   ENGINE_CHECK(x != nullptr && y != nullptr && argmax != nullptr, "maxpool2d_forward: null pointer");
   const std::int64_t total = shape.output_size();
@@ -90,6 +90,7 @@ void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const floa
 
 void maxpool2d_backward(cudaStream_t stream, const Pool2dShape& shape, const float* dy,
                         const std::int32_t* argmax, float* dx) {
+  ENGINE_NVTX_RANGE("maxpool2d_backward");
   shape.validate();
   ENGINE_CHECK(dy != nullptr && argmax != nullptr && dx != nullptr, "maxpool2d_backward: null pointer");
   const std::int64_t total = shape.input_size();

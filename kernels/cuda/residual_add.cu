@@ -1,22 +1,47 @@
 // Residual add kernels: the sum is formed in double and rounded once (as kernels/cpu/residual_add.cpp),
-// with __dadd_rn so the compiler cannot change the operation: bitwise equal to the CPU.
+// with __dadd_rn so the compiler cannot change the operation: bitwise equal to the CPU. 128-bit accesses
+// where the pointers allow (kernels/cuda/vector4.cuh).
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/residual_add.h"
+#include "kernels/cuda/vector4.cuh"
 
 namespace engine::cuda {
 namespace {
 
+__device__ __forceinline__ float residual_sum(float a, float b) {
+  return static_cast<float>(__dadd_rn(static_cast<double>(a), static_cast<double>(b)));
+}
+
+template <bool kVector>
 __global__ void residual_add_forward_kernel(const float* a, const float* b, float* y, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    y[i] = static_cast<float>(__dadd_rn(static_cast<double>(a[i]), static_cast<double>(b[i])));
+  std::int64_t scalar_from = 0;
+  if constexpr (kVector) {
+    scalar_from = n / 4 * 4;
+    for (const std::int64_t g : detail::grid_stride(n / 4)) {
+      detail::Float4 s = detail::load4(a, g);
+      const detail::Float4 bv = detail::load4(b, g);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s.v[k] = residual_sum(s.v[k], bv.v[k]);
+      detail::store4(y, g, s);
+    }
   }
+  for (const std::int64_t i : detail::grid_stride(scalar_from, n)) y[i] = residual_sum(a[i], b[i]);
 }
 
 // Writes dy to da and db; an output that is dy itself is skipped (nullptr here).
+template <bool kVector>
 __global__ void residual_add_backward_kernel(const float* dy, float* da, float* db, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  std::int64_t scalar_from = 0;
+  if constexpr (kVector) {
+    scalar_from = n / 4 * 4;
+    for (const std::int64_t g : detail::grid_stride(n / 4)) {
+      const detail::Float4 v = detail::load4(dy, g);
+      if (da != nullptr) detail::store4(da, g, v);
+      if (db != nullptr) detail::store4(db, g, v);
+    }
+  }
+  for (const std::int64_t i : detail::grid_stride(scalar_from, n)) {
     const float g = dy[i];
     if (da != nullptr) da[i] = g;
     if (db != nullptr) db[i] = g;
@@ -26,14 +51,21 @@ __global__ void residual_add_backward_kernel(const float* dy, float* da, float* 
 }  // namespace
 
 void residual_add_forward(cudaStream_t stream, const float* a, const float* b, float* y, std::int64_t n) {
+  ENGINE_NVTX_RANGE("residual_add_forward");
   ENGINE_CHECK(n >= 0, "residual_add_forward: element count must be non-negative, got {}", n);
   if (n == 0) return;
   ENGINE_CHECK(a != nullptr && b != nullptr && y != nullptr, "residual_add_forward: null pointer");
-  residual_add_forward_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(a, b, y, n);
+  if (detail::vector_aligned(a, b, y)) {
+    residual_add_forward_kernel<true>
+        <<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(a, b, y, n);
+  } else {
+    residual_add_forward_kernel<false><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(a, b, y, n);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 
 void residual_add_backward(cudaStream_t stream, const float* dy, float* da, float* db, std::int64_t n) {
+  ENGINE_NVTX_RANGE("residual_add_backward");
   ENGINE_CHECK(n >= 0, "residual_add_backward: element count must be non-negative, got {}", n);
   if (n == 0) return;
   ENGINE_CHECK(dy != nullptr && da != nullptr && db != nullptr, "residual_add_backward: null pointer");
@@ -41,7 +73,13 @@ void residual_add_backward(cudaStream_t stream, const float* dy, float* da, floa
   float* da_write = da == dy ? nullptr : da;
   float* db_write = db == dy ? nullptr : db;
   if (da_write == nullptr && db_write == nullptr) return;
-  residual_add_backward_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(dy, da_write, db_write, n);
+  if (detail::vector_aligned(dy, da_write, db_write)) {
+    residual_add_backward_kernel<true>
+        <<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(dy, da_write, db_write, n);
+  } else {
+    residual_add_backward_kernel<false>
+        <<<detail::grid_for(n), detail::kBlock, 0, stream>>>(dy, da_write, db_write, n);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 

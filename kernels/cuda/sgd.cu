@@ -1,9 +1,12 @@
 // The fused SGD step: one launch over the whole flat parameter buffer. The arithmetic mirrors
 // kernels/cpu/sgd.cpp operation for operation in double, each step written with an explicit round-to-nearest
 // intrinsic (__dmul_rn, __dadd_rn, __dsub_rn) so nvcc cannot fuse a multiply and an add into an FMA (it
-// would by default, and the CPU build does not): the result is bitwise equal to cpu::sgd_step<float>.
+// would by default, and the CPU build does not): the result is bitwise equal to cpu::sgd_step<float>. 128-bit
+// accesses where the pointers allow (kernels/cuda/vector4.cuh).
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/sgd.h"
+#include "kernels/cuda/vector4.cuh"
 
 namespace engine::cuda {
 namespace {
@@ -13,20 +16,40 @@ struct SgdParams {
   bool use_momentum, nesterov, first_step;
 };
 
+// One element's step; `buffer` is read and written only with momentum.
+__device__ __forceinline__ void sgd_element(const SgdParams& o, float& param, float grad, float& buffer) {
+  const double p = static_cast<double>(param);
+  double g = __dadd_rn(static_cast<double>(grad), __dmul_rn(o.weight_decay, p));
+  if (o.use_momentum) {
+    const double buf = o.first_step ? g
+                                    : __dadd_rn(__dmul_rn(o.momentum, static_cast<double>(buffer)),
+                                                __dmul_rn(o.one_minus_dampening, g));
+    buffer = static_cast<float>(buf);
+    g = o.nesterov ? __dadd_rn(g, __dmul_rn(o.momentum, buf)) : buf;
+  }
+  param = static_cast<float>(__dsub_rn(p, __dmul_rn(o.lr, g)));
+}
+
+template <bool kVector>
 __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float* __restrict__ grads,
                            float* __restrict__ buffer, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const double p = static_cast<double>(params[i]);
-    double g = __dadd_rn(static_cast<double>(grads[i]), __dmul_rn(o.weight_decay, p));
-    if (o.use_momentum) {
-      const double buf = o.first_step ? g
-                                      : __dadd_rn(__dmul_rn(o.momentum, static_cast<double>(buffer[i])),
-                                                  __dmul_rn(o.one_minus_dampening, g));
-      buffer[i] = static_cast<float>(buf);
-      g = o.nesterov ? __dadd_rn(g, __dmul_rn(o.momentum, buf)) : buf;
+  std::int64_t scalar_from = 0;
+  if constexpr (kVector) {
+    scalar_from = n / 4 * 4;
+    for (const std::int64_t g : detail::grid_stride(n / 4)) {
+      detail::Float4 p = detail::load4(params, g);
+      const detail::Float4 gr = detail::load4(grads, g);
+      detail::Float4 b{};
+      if (o.use_momentum && !o.first_step) b = detail::load4(buffer, g);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) sgd_element(o, p.v[k], gr.v[k], b.v[k]);
+      detail::store4(params, g, p);
+      if (o.use_momentum) detail::store4(buffer, g, b);
     }
-    params[i] = static_cast<float>(__dsub_rn(p, __dmul_rn(o.lr, g)));
+  }
+  for (const std::int64_t i : detail::grid_stride(scalar_from, n)) {
+    float unused = 0.0f;
+    sgd_element(o, params[i], grads[i], o.use_momentum ? buffer[i] : unused);
   }
 }
 
@@ -34,6 +57,7 @@ __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float*
 
 void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
               float* momentum_buffer, std::int64_t n, bool first_step) {
+  ENGINE_NVTX_RANGE("sgd_step");
   options.validate();
   ENGINE_CHECK(n >= 0, "sgd_step: parameter count must be non-negative, got {}", n);
   if (n == 0) return;
@@ -45,7 +69,13 @@ void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params
   const SgdParams o{
       options.lr,       options.momentum, 1.0 - options.dampening, options.weight_decay, use_momentum,
       options.nesterov, first_step};
-  sgd_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, params, grads, momentum_buffer, n);
+  if (detail::vector_aligned(params, grads, use_momentum ? momentum_buffer : nullptr)) {
+    sgd_kernel<true><<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(
+        o, params, grads, momentum_buffer, n);
+  } else {
+    sgd_kernel<false>
+        <<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, params, grads, momentum_buffer, n);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 
 namespace engine::cuda {
@@ -99,10 +100,8 @@ __device__ void softmax_xent_row(const RowArgs& a, int row, int lane) {
 
 __global__ void softmax_xent_rows_kernel(RowArgs a) {
   const int lane = static_cast<int>(threadIdx.x) % detail::kWarp;
-  for (int row =
-           static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / detail::kWarp;
-       row < a.n; row += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
-    softmax_xent_row(a, row, lane);
+  for (const std::int64_t row : detail::warp_grid_stride(a.n)) {
+    softmax_xent_row(a, static_cast<int>(row), lane);  // row < a.n, an int
   }
 }
 
@@ -131,6 +130,7 @@ __global__ void softmax_xent_finish_kernel(const double* row_loss, const int* ro
 void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::int32_t* labels, int n, int k,
                            double label_smoothing, float* loss, float* dlogits, double* loss_sum,
                            std::int64_t* correct, double dloss) {
+  ENGINE_NVTX_RANGE("softmax_cross_entropy");
   ENGINE_CHECK(n > 0 && k > 0,
                "softmax_cross_entropy: batch size and class count must be positive, got n={} k={}", n, k);
   ENGINE_CHECK(label_smoothing >= 0.0 && label_smoothing < 1.0,
@@ -157,6 +157,7 @@ void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::
 }
 
 void predict_classes(cudaStream_t stream, const float* logits, int n, int k, std::int32_t* predicted) {
+  ENGINE_NVTX_RANGE("predict_classes");
   ENGINE_CHECK(n > 0 && k > 0, "predict_classes: batch size and class count must be positive, got n={} k={}",
                n, k);
   ENGINE_CHECK(logits != nullptr && predicted != nullptr, "predict_classes: null pointer");

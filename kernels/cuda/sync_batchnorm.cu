@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cuda/batchnorm_parts.cuh"
+#include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/sync_batchnorm.h"
 
 namespace engine::cuda {
@@ -115,6 +116,7 @@ void check(const char* op, const BatchNorm2dShape& s) {
 
 void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   double* local) {
+  ENGINE_NVTX_RANGE("sync_batchnorm_local_moments");
   const char* op = "sync_batchnorm_local_moments";
   check(op, shape);
   ENGINE_CHECK(x != nullptr && local != nullptr, "{}: x and local must not be null", op);
@@ -132,6 +134,7 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& 
                                    int world_size, const float* x, const float* gamma, const float* beta,
                                    float* y, float* save_mean, float* save_invstd, float* running_mean,
                                    float* running_var, double momentum, double eps) {
+  ENGINE_NVTX_RANGE("sync_batchnorm_forward_global");
   const char* op = "sync_batchnorm_forward_global";
   check(op, shape);
   ENGINE_CHECK(world_size >= 1, "{}: world size {} must be at least 1", op, world_size);
@@ -157,6 +160,7 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& 
 void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                     const float* dy, const float* save_mean, const float* save_invstd,
                                     double* local, float* dgamma, float* dbeta) {
+  ENGINE_NVTX_RANGE("sync_batchnorm_local_grad_sums");
   const char* op = "sync_batchnorm_local_grad_sums";
   check(op, shape);
   ENGINE_CHECK(
@@ -182,6 +186,7 @@ void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape&
 void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* reduced,
                                     const float* x, const float* gamma, const float* save_mean,
                                     const float* save_invstd, const float* dy, float* dx) {
+  ENGINE_NVTX_RANGE("sync_batchnorm_backward_global");
   const char* op = "sync_batchnorm_backward_global";
   check(op, shape);
   if (dx == nullptr) return;
