@@ -28,7 +28,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, std::uint64_t seed) {
-  if (c.augment == "crop-flip") return data::TransformConfig::train(d.mean, d.std, seed);
+  if (c.augment == Augment::CropFlip) return data::TransformConfig::train(d.mean, d.std, seed);
   data::TransformConfig t = data::TransformConfig::eval(d.mean, d.std);
   t.seed = seed;
   return t;
@@ -328,7 +328,7 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"std", fmt::format("{}", fmt::join(data_.std, ","))},
                  {"batch_size", std::to_string(config_.batch_size)},
                  {"lr", fmt::format("{}", config_.lr)},
-                 {"schedule", config_.schedule},
+                 {"schedule", std::string(optim::schedule_kind_name(config_.schedule))},
                  {"world_size", std::to_string(config_.world_size)}};
   return state;
 }
