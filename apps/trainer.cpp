@@ -213,7 +213,8 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t 
   for (std::int64_t s = first; s < steps; ++s) {
     if (!std::isfinite(losses[s])) {
       throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
-                                      losses[s], epoch + 1, s + 1, steps));
+                                      losses[s], epoch + 1, s + 1, steps),
+                          __FILE__, __LINE__);
     }
   }
 }
@@ -244,7 +245,8 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
       if (!std::isfinite(value)) {
         bar.clear();
         throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
-                                        value, epoch + 1, steps + 1, batches));
+                                        value, epoch + 1, steps + 1, batches),
+                            __FILE__, __LINE__);
       }
     } else {
       step_losses_.flat_range(steps, {1}).copy_from(loss, stream);  // queued; checked once per epoch
