@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 
 #include "apps/data_grid.h"
+#include "apps/dataset_catalog.h"
+#include "apps/flag_choice.h"
 #include "core/error.h"
-#include "data/cifar10.h"
-#include "data/idx.h"
 #include "data/image_codec.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
@@ -31,18 +31,21 @@ namespace {
 using engine::data::Dataset;
 using engine::data::Split;
 
+constexpr std::array<engine::apps::FlagChoice<Split>, 2> kSplitChoices = {{
+    {"train", Split::Train},
+    {"test", Split::Test},
+}};
+
 struct Options {
   std::string dataset;
   std::string data_dir;
-  std::string split = "train";
+  Split split = Split::Train;
   std::string grid;
   int grid_rows = 8;
   int grid_cols = 8;
   int channels = 3;
   std::string size;  // "HxW" or "N" for folders; empty keeps the files' size
 };
-
-constexpr const char* kFolderPrefix = "folder:";
 
 struct Loaded {
   Dataset dataset;
@@ -67,23 +70,14 @@ std::pair<std::int64_t, std::int64_t> parse_size(const std::string& text) {
 }
 
 Loaded load(const Options& o) {
-  const Split split = engine::data::parse_split(o.split);
-  const std::string which = fmt::format("{} ({})", o.dataset, o.split);
-  if (o.dataset == "cifar10") {
-    const std::string root = o.data_dir.empty() ? engine::data::default_cifar10_root() : o.data_dir;
-    return {engine::data::load_cifar10(root, split), which + " from " + root};
+  const engine::apps::DatasetEntry& entry = engine::apps::dataset_entry(o.dataset);
+  const std::string root = engine::apps::dataset_root(o.dataset, o.data_dir);
+  if (entry.folder_in_name) {  // the folder itself (no split), decoded as --channels and --size say
+    const auto [h, w] = parse_size(o.size);
+    return {engine::data::load_image_folder(root, o.channels, h, w), "image folder " + root};
   }
-  if (o.dataset == "mnist") {
-    const std::string root = o.data_dir.empty() ? engine::data::default_mnist_root() : o.data_dir;
-    return {engine::data::load_mnist(root, split), which + " from " + root};
-  }
-  if (o.dataset == "fashion-mnist") {
-    const std::string root = o.data_dir.empty() ? engine::data::kFashionMnistDebianDir : o.data_dir;
-    return {engine::data::load_fashion_mnist(root, split), which + " from " + root};
-  }
-  const std::string root = o.dataset.substr(std::string(kFolderPrefix).size());
-  const auto [h, w] = parse_size(o.size);
-  return {engine::data::load_image_folder(root, o.channels, h, w), "image folder " + root};
+  const std::string which = fmt::format("{} ({})", o.dataset, engine::data::split_name(o.split));
+  return {entry.load(root, o.split), which + " from " + root};
 }
 
 void print_report(const Loaded& loaded, double seconds) {
@@ -121,17 +115,15 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"cnn_data: class counts, pixel statistics and a sample grid of a dataset"};
   app.add_option("--dataset", o.dataset,
-                 "cifar10, mnist, fashion-mnist, or folder:PATH (one sub-folder per class)")
+                 engine::apps::dataset_names() + " (folder: one sub-folder per class)")
       ->required()
       ->check([](const std::string& v) -> std::string {
-        if (v == "cifar10" || v == "mnist" || v == "fashion-mnist") return {};
-        if (v.rfind(kFolderPrefix, 0) == 0 && v.size() > std::string(kFolderPrefix).size()) return {};
-        return "expected cifar10, mnist, fashion-mnist or folder:PATH, got '" + v + "'";
+        if (engine::apps::find_dataset(v) != nullptr) return {};
+        return "expected " + engine::apps::dataset_names() + ", got '" + v + "'";
       });
   app.add_option("--data-dir", o.data_dir,
-                 "dataset folder (default: $CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; "
-                 "/usr/share/datasets/fashion-mnist)");
-  app.add_option("--split", o.split, "train or test")->check(CLI::IsMember({"train", "test"}));
+                 "dataset folder (default: " + engine::apps::default_roots_help() + ")");
+  engine::apps::add_choice_option(app, "--split", o.split, kSplitChoices, "train or test");
   app.add_option("--grid", o.grid, "write a PNG grid of the first samples with their labels");
   app.add_option("--grid-rows", o.grid_rows, "grid rows")->check(CLI::Range(1, 64));
   app.add_option("--grid-cols", o.grid_cols, "grid columns")->check(CLI::Range(1, 64));

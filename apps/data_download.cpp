@@ -4,18 +4,13 @@
 
 #include <fmt/format.h>
 
-#include "data/cifar10.h"
+#include "apps/dataset_catalog.h"
 #include "data/download.h"
-#include "data/idx.h"
 
 namespace engine::apps {
 
 std::string train_data_dir(const TrainConfig& config) {
-  if (!config.data_dir.empty()) return config.data_dir;
-  if (config.dataset == "cifar10") return data::default_cifar10_root();
-  if (config.dataset == "mnist") return data::default_mnist_root();
-  if (config.dataset == "fashion-mnist") return data::kFashionMnistDebianDir;
-  return config.dataset.substr(config.dataset.find(':') + 1);  // folder:PATH
+  return dataset_root(config.dataset, config.data_dir);
 }
 
 void download_train_data(const TrainConfig& config, const dist::DistEnv& env, dist::ProcessGroup* pg) {

@@ -103,15 +103,14 @@ void add_ddp_flags(CLI::App& app, DdpConfig& d) {
                  "distributed data parallel: start this many ranks on this machine (with --cpu: CPU ranks "
                  "through gloo; else rank r on GPU r)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--backend", d.backend,
-                 "collectives: nccl (GPU ranks), gloo (CPU ranks, or GPU ranks through host copies), or auto")
-      ->check(CLI::IsMember({"auto", "nccl", "gloo"}));
+  add_choice_option(
+      app, "--backend", d.backend, kBackendChoices,
+      "collectives: nccl (GPU ranks), gloo (CPU ranks, or GPU ranks through host copies), or auto");
   app.add_option("--bucket-mb", d.bucket_mb,
                  "gradient bucket size in MB (the first bucket is 1 MB so communication starts early)")
       ->check(CLI::Range(0.001, 1e6));
-  app.add_option("--grad-compression", d.grad_compression,
-                 "gradients on the wire: none (float32) or bf16 (half the bytes, summed in bf16 steps)")
-      ->check(CLI::IsMember({"none", "bf16"}));
+  add_choice_option(app, "--grad-compression", d.grad_compression, kGradCompressionChoices,
+                    "gradients on the wire: none (float32) or bf16 (half the bytes, summed in bf16 steps)");
   app.add_flag("--sync-bn", d.sync_bn,
                "SyncBatchNorm: batch statistics over the batches of every rank (the same as one process "
                "with the concatenated batch)");
@@ -125,6 +124,15 @@ void add_ddp_flags(CLI::App& app, DdpConfig& d) {
       ->check(CLI::Range(0.0, 1e12));
 }
 
+dist::Backend resolve_backend(BackendChoice choice, bool gpu_ranks) {
+  switch (choice) {
+    case BackendChoice::Nccl: return dist::Backend::Nccl;
+    case BackendChoice::Gloo: return dist::Backend::Gloo;
+    case BackendChoice::Auto: break;
+  }
+  return gpu_ranks ? dist::Backend::Nccl : dist::Backend::Gloo;
+}
+
 bool should_launch(const DdpConfig& ddp, const dist::DistEnv& env) {
   return !env.distributed() && (!ddp.gpus.empty() || ddp.nproc > 1);
 }
@@ -134,7 +142,7 @@ dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config)
                "--gpus and --nproc exclude each other (--gpus {} starts one rank per listed GPU)", ddp.gpus);
   ENGINE_CHECK(ddp.gpus.empty() || !config.cpu,
                "--gpus and --cpu exclude each other (CPU ranks: --cpu --nproc N)");
-  ENGINE_CHECK(ddp.backend != "nccl" || (!config.cpu && device_count() > 0),
+  ENGINE_CHECK(ddp.backend != BackendChoice::Nccl || (!config.cpu && device_count() > 0),
                "--backend nccl needs GPU ranks, but {}; use --backend gloo",
                config.cpu ? "--cpu is given" : "no GPU is visible");
   dist::LaunchOptions options;
@@ -142,8 +150,8 @@ dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config)
   if (!ddp.gpus.empty()) {
     ENGINE_CHECK(device_count() > 0,
                  "--gpus {}: no GPU is visible on this machine (CPU ranks: --cpu --nproc N)", ddp.gpus);
-    options.gpus =
-        dist::parse_gpu_list(ddp.gpus, device_count(), ddp.backend == "gloo" || nccl_multi_rank_gpu());
+    options.gpus = dist::parse_gpu_list(ddp.gpus, device_count(),
+                                        ddp.backend == BackendChoice::Gloo || nccl_multi_rank_gpu());
     return options;
   }
   options.nproc = ddp.nproc;
@@ -173,8 +181,7 @@ DdpRank::DdpRank(const DdpConfig& ddp, TrainConfig& config, const dist::DistEnv&
   config.restart_count = env.restart_count;
   const bool gpu = uses_gpus(config);
   config.device_index = gpu ? dist::rank_cuda_device(env) : 0;
-  const std::string backend_flag = ddp.backend == "auto" ? (gpu ? "nccl" : "gloo") : ddp.backend;
-  const dist::Backend backend = dist::parse_backend(backend_flag);
+  const dist::Backend backend = resolve_backend(ddp.backend, gpu);
   ENGINE_CHECK(backend != dist::Backend::Nccl || gpu, "rank {}: --backend nccl needs a GPU, but {}", env.rank,
                config.cpu ? "--cpu is given" : "no GPU is visible");
   const auto timeout = std::chrono::milliseconds(std::llround(ddp.timeout_seconds * 1000.0));
@@ -182,8 +189,9 @@ DdpRank::DdpRank(const DdpConfig& ddp, TrainConfig& config, const dist::DistEnv&
   if (rank_ == 0) {
     fmt::print(
         "cnn_train: {} rank(s) through {} (started by {}) | global batch {} ({} per rank{}) | store {}\n",
-        world_size_, backend_flag, env.source, config.batch_size * config.accumulate * world_size_,
-        config.batch_size, config.accumulate > 1 ? fmt::format(" x {} accumulated", config.accumulate) : "",
+        world_size_, dist::backend_name(backend), env.source,
+        config.batch_size * config.accumulate * world_size_, config.batch_size,
+        config.accumulate > 1 ? fmt::format(" x {} accumulated", config.accumulate) : "",
         env.agent_store ? fmt::format("torchrun's agent at {}:{} (keys under {})", env.master_addr,
                                       env.master_port, env.store_prefix)
                         : fmt::format("served by rank 0 at {}:{}", env.master_addr, env.master_port));
@@ -203,8 +211,7 @@ TrainerHooks DdpRank::hooks() {
   dist::ReducerOptions options;
   options.bucket_mb = ddp_.bucket_mb;
   options.first_bucket_mb = std::min(1.0, ddp_.bucket_mb);
-  options.compression =
-      ddp_.grad_compression == "bf16" ? dist::GradCompression::Bf16 : dist::GradCompression::None;
+  options.compression = ddp_.grad_compression;
   const bool announce = rank_ == 0 && world_size_ > 1;
   hooks.data_parallel = [pg = pg_.get(), options, announce](layers::Model& model) {
     auto sync = std::make_unique<DdpSync>(*pg, model, options);

@@ -19,26 +19,43 @@
 //   A single process     no launcher variables and neither --gpus nor --nproc > 1: world size 1; DdpRank
 //                        makes a dist::SingleProcessGroup only when --accumulate needs the Reducer.
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "apps/flag_choice.h"
 #include "apps/train_config.h"
 #include "apps/trainer.h"
 #include "dist/bootstrap.h"
 #include "dist/launcher.h"
 #include "dist/process_group.h"
+#include "dist/reducer.h"
 
 namespace engine::apps {
 
+// --backend: Auto is nccl for GPU ranks and gloo for CPU ranks (resolve_backend).
+enum class BackendChoice { Auto, Nccl, Gloo };
+inline constexpr std::array<FlagChoice<BackendChoice>, 3> kBackendChoices = {{
+    {"auto", BackendChoice::Auto},
+    {"nccl", BackendChoice::Nccl},
+    {"gloo", BackendChoice::Gloo},
+}};
+dist::Backend resolve_backend(BackendChoice choice, bool gpu_ranks);
+
+inline constexpr std::array<FlagChoice<dist::GradCompression>, 2> kGradCompressionChoices = {{
+    {"none", dist::GradCompression::None},
+    {"bf16", dist::GradCompression::Bf16},
+}};
+
 struct DdpConfig {
-  std::string gpus;              // "0,1": one rank per listed GPU
-  int nproc = 1;                 // ranks on this machine when --gpus is not given
-  std::string backend = "auto";  // auto (nccl for GPU ranks, gloo for CPU ranks) | nccl | gloo
+  std::string gpus;  // "0,1": one rank per listed GPU
+  int nproc = 1;     // ranks on this machine when --gpus is not given
+  BackendChoice backend = BackendChoice::Auto;
   double bucket_mb = 25.0;
-  std::string grad_compression = "none";  // none | bf16
+  dist::GradCompression grad_compression = dist::GradCompression::None;
   bool sync_bn = false;
   double timeout_seconds = 600.0;
   bool log_all_ranks = false;

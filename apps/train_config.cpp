@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "apps/dataset_catalog.h"
 #include "core/error.h"
 #include "layers/models.h"
 
@@ -9,16 +12,9 @@ namespace engine::apps {
 
 namespace {
 
-constexpr const char* kFolderPrefix = "folder:";
-
-bool is_small_grayscale(const std::string& dataset) {
-  return dataset == "mnist" || dataset == "fashion-mnist";
-}
-
 std::string check_dataset(const std::string& v) {
-  if (v == "cifar10" || v == "mnist" || v == "fashion-mnist") return {};
-  if (v.rfind(kFolderPrefix, 0) == 0 && v.size() > std::string(kFolderPrefix).size()) return {};
-  return "unknown dataset '" + v + "': expected cifar10, mnist, fashion-mnist or folder:PATH";
+  if (find_dataset(v) != nullptr) return {};
+  return "unknown dataset '" + v + "': expected " + dataset_names();
 }
 
 std::string check_model(const std::string& v) {
@@ -30,15 +26,15 @@ std::string check_model(const std::string& v) {
   return "unknown model '" + v + "': expected one of " + known;
 }
 
-}  // namespace
+std::string model_of(const DatasetEntry& e) { return std::string(e.default_model); }
+std::string batch_size_of(const DatasetEntry& e) { return std::to_string(e.default_batch_size); }
+std::string lr_of(const DatasetEntry& e) { return fmt::format("{}", e.default_lr); }
 
-std::string default_model_for(const std::string& dataset) {
-  return is_small_grayscale(dataset) ? "mnist_cnn" : "vgg6";
-}
+}  // namespace
 
 optim::LrScheduleConfig TrainConfig::schedule_config() const {
   optim::LrScheduleConfig c;
-  c.kind = optim::parse_schedule_kind(schedule);
+  c.kind = schedule;
   c.base_lr = lr;
   if (!step_epochs.empty()) c.step_epochs = optim::parse_epoch_list(step_epochs);
   c.gamma = gamma;
@@ -50,37 +46,33 @@ optim::LrScheduleConfig TrainConfig::schedule_config() const {
 void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.option_defaults()->always_capture_default();
   app.add_option("--dataset", c.dataset,
-                 "cifar10, mnist, fashion-mnist, or folder:PATH (PATH/train and PATH/test, "
-                 "one sub-folder per class)")
+                 dataset_names() + " (folder: PATH/train and PATH/test, one sub-folder per class)")
       ->required()
       ->check(check_dataset);
-  app.add_option("--data-dir", c.data_dir,
-                 "dataset folder (default: $CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; "
-                 "/usr/share/datasets/fashion-mnist)");
+  app.add_option("--data-dir", c.data_dir, "dataset folder (default: " + default_roots_help() + ")");
   app.add_flag("--download", c.download,
-               "download cifar10/mnist into --data-dir (or the default folder) when missing; distributed: "
-               "local rank 0 of each node downloads while the others wait");
+               "download " + join_names(downloadable_dataset_names(), " or ") +
+                   " into --data-dir (or the default folder) when missing; distributed: local rank 0 of each "
+                   "node downloads while the others wait");
   app.add_option("--model", c.model,
-                 "vgg6, cnn3, mnist_cnn or resnet18 (default: mnist_cnn for mnist and "
-                 "fashion-mnist, vgg6 otherwise; on --resume/--eval-only: the checkpoint's)")
+                 "vgg6, cnn3, mnist_cnn or resnet18 (default: " + defaults_by_dataset(model_of) +
+                     "; on --resume/--eval-only: the checkpoint's)")
       ->check(check_model);
   app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
   app.add_option("--batch-size", c.batch_size,
-                 "samples per step per process (default: 16 for mnist and "
-                 "fashion-mnist, 128 otherwise)")
+                 "samples per step per process (default: " + defaults_by_dataset(batch_size_of) + ")")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
       ->default_str("by dataset");
-  app.add_option("--lr", c.lr,
-                 "base learning rate (default: 0.015 for mnist and fashion-mnist, 0.1 otherwise)")
+  app.add_option("--lr", c.lr, "base learning rate (default: " + defaults_by_dataset(lr_of) + ")")
       ->check(CLI::Range(0.0, 1e300))
       ->default_str("by dataset");
   app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1e300));
   app.add_option("--weight-decay", c.weight_decay, "L2 weight decay added to the gradient")
       ->check(CLI::Range(0.0, 1e300));
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
-  app.add_option("--schedule", c.schedule, "learning-rate schedule, changed once per epoch")
-      ->check(CLI::IsMember({"constant", "step", "cosine"}));
+  add_choice_option(app, "--schedule", c.schedule, kScheduleChoices,
+                    "learning-rate schedule, changed once per epoch");
   app.add_option("--step-epochs", c.step_epochs,
                  "step schedule: N (decay every N epochs) or milestones N1,N2,... (decay at each)");
   app.add_option("--gamma", c.gamma, "step schedule: the decay factor")->check(CLI::Range(1e-300, 1e300));
@@ -92,10 +84,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "gradient accumulation: one optimizer step per K batches, on the mean of their gradients "
                  "(an effective batch of K * --batch-size per process; with DDP, one all-reduce per step)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
-  app.add_option("--augment", c.augment,
-                 "training augmentation: none, or crop-flip (random crop with 4 pixels "
-                 "of zero padding, horizontal flip)")
-      ->check(CLI::IsMember({"none", "crop-flip"}));
+  add_choice_option(app, "--augment", c.augment, kAugmentChoices,
+                    "training augmentation: none, or crop-flip (random crop with 4 pixels "
+                    "of zero padding, horizontal flip)");
   app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout");
   app.add_flag("--cpu", c.cpu, "train on the CPU even when a GPU is present");
   app.add_option("--limit-train", c.limit_train, "use only the first N training samples (0: all)")
@@ -123,23 +114,22 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
 }
 
 void finish_train_config(const CLI::App& app, TrainConfig& c) {
+  const DatasetEntry& dataset = dataset_entry(c.dataset);
   c.model_given = app.count("--model") > 0;
-  if (!c.model_given) c.model = default_model_for(c.dataset);
-  if (c.batch_size == 0) c.batch_size = is_small_grayscale(c.dataset) ? 16 : 128;
-  if (app.count("--lr") == 0) c.lr = is_small_grayscale(c.dataset) ? 0.015 : 0.1;
+  if (!c.model_given) c.model = dataset.default_model;
+  if (c.batch_size == 0) c.batch_size = dataset.default_batch_size;
+  if (app.count("--lr") == 0) c.lr = dataset.default_lr;
   ENGINE_CHECK(std::isfinite(c.lr), "--lr {}: must be finite", c.lr);
-  ENGINE_CHECK(!c.download || c.dataset == "cifar10" || c.dataset == "mnist",
-               "--download: only cifar10 and mnist can be downloaded; {}",
-               c.dataset == "fashion-mnist"
-                   ? "Fashion-MNIST comes from Debian (apt-get install dataset-fashion-mnist)"
-                   : "a folder:PATH dataset is yours to provide");
+  ENGINE_CHECK(!c.download || dataset.downloadable(), "--download: only {} can be downloaded; {}",
+               join_names(downloadable_dataset_names(), " and "), dataset.not_downloadable_because);
   ENGINE_CHECK(c.resume.empty() || c.eval_only.empty(), "--resume and --eval-only exclude each other");
   ENGINE_CHECK(!c.resume_auto() || !c.checkpoint_dir.empty(),
                "--resume auto looks for checkpoints in --checkpoint-dir, which is empty");
   ENGINE_CHECK(c.save_every_steps == 0 || !c.checkpoint_dir.empty(),
                "--save-every-steps {}: --checkpoint-dir is empty, so nothing would be saved",
                c.save_every_steps);
-  ENGINE_CHECK(c.schedule == "step" || c.step_epochs.empty(), "--step-epochs needs --schedule step");
+  ENGINE_CHECK(c.schedule == optim::ScheduleKind::Step || c.step_epochs.empty(),
+               "--step-epochs needs --schedule step");
   ENGINE_CHECK(!c.nesterov || (c.momentum > 0.0), "--nesterov needs --momentum > 0");
   ENGINE_CHECK(c.plot.empty() || c.plot.size() < 4 || c.plot.substr(c.plot.size() - 4) == ".png",
                "--plot '{}': the file name must end in .png", c.plot);

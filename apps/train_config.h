@@ -5,34 +5,53 @@
 // Distributed training adds its own flags (--gpus, --nproc, --backend, --bucket-mb, --sync-bn, ...:
 // apps/ddp.h) to the same CLI::App, and fills `world_size`/`rank`/`device_index` before the Trainer is made.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "apps/flag_choice.h"
 #include "optim/lr_schedule.h"
 
 namespace engine::apps {
 
+// --augment: the training images' augmentation.
+enum class Augment {
+  None,
+  CropFlip,  // random crop with 4 pixels of zero padding, horizontal flip (data::TransformConfig::train)
+};
+inline constexpr std::array<FlagChoice<Augment>, 2> kAugmentChoices = {{
+    {"none", Augment::None},
+    {"crop-flip", Augment::CropFlip},
+}};
+
+// --schedule: the names optim::schedule_kind_name gives (checkpoints record them).
+inline constexpr std::array<FlagChoice<optim::ScheduleKind>, 3> kScheduleChoices = {{
+    {"constant", optim::ScheduleKind::Constant},
+    {"step", optim::ScheduleKind::Step},
+    {"cosine", optim::ScheduleKind::Cosine},
+}};
+
 struct TrainConfig {
-  std::string dataset;    // cifar10 | mnist | fashion-mnist | folder:PATH
-  std::string data_dir;   // empty: the reader's default for the dataset
+  std::string dataset;    // a name of apps/dataset_catalog.h: cifar10 | mnist | fashion-mnist | folder:PATH
+  std::string data_dir;   // empty: the catalog's default folder for the dataset
   bool download = false;  // fetch cifar10/mnist into the data folder when missing (apps/data_download.h)
-  std::string model;      // empty: by dataset (mnist, fashion-mnist -> mnist_cnn; others -> vgg6)
+  std::string model;      // empty: the catalog's default for the dataset
   std::int64_t epochs = 10;
-  std::int64_t batch_size = 0;  // per process; 0: by dataset (16 for the 28x28 sets, 128 otherwise)
-  double lr = -1.0;             // < 0: by dataset (0.015 for the 28x28 sets, 0.1 otherwise)
+  std::int64_t batch_size = 0;  // per process; 0: the catalog's default for the dataset
+  double lr = -1.0;             // < 0: the catalog's default for the dataset
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;
-  std::string schedule = "constant";
+  optim::ScheduleKind schedule = optim::ScheduleKind::Constant;
   std::string step_epochs;  // "30,60"
   double gamma = 0.1;
   std::int64_t warmup_epochs = 0;
   double label_smoothing = 0.0;
-  std::int64_t accumulate = 1;   // micro-batches per optimizer step (their gradients averaged)
-  std::string augment = "none";  // none | crop-flip
+  std::int64_t accumulate = 1;  // micro-batches per optimizer step (their gradients averaged)
+  Augment augment = Augment::None;
   std::uint64_t seed = 0;
   bool cpu = false;
   std::int64_t limit_train = 0;  // 0: all
@@ -70,8 +89,5 @@ void add_train_flags(CLI::App& app, TrainConfig& config);
 // After parsing: fills the defaults that depend on the dataset and checks the values CLI11 cannot (ranges,
 // combinations). Throws engine::Error naming the flag.
 void finish_train_config(const CLI::App& app, TrainConfig& config);
-
-// The default model for a dataset name.
-std::string default_model_for(const std::string& dataset);
 
 }  // namespace engine::apps

@@ -1,11 +1,7 @@
 #pragma once
-// The datasets of a training run: the train and test splits read by name, cut to --limit-train/--limit-test,
-// with the per-channel normalization the network input uses.
-//
-//   cifar10, mnist, fashion-mnist: the official splits (data/cifar10.h, data/idx.h), normalized with their
-//                                  usual published mean/std
-//   folder:PATH                    PATH/train and PATH/test, one sub-folder per class (data/image_folder.h),
-//                                  decoded to RGB 32x32; normalized with the mean/std of the training images
+// The datasets of a training run: the train and test splits of the --dataset entry of the catalog
+// (apps/dataset_catalog.h: where the files are, which reader, the normalization), cut to
+// --limit-train/--limit-test.
 
 #include <string>
 #include <vector>

@@ -28,7 +28,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, std::uint64_t seed) {
-  if (c.augment == "crop-flip") return data::TransformConfig::train(d.mean, d.std, seed);
+  if (c.augment == Augment::CropFlip) return data::TransformConfig::train(d.mean, d.std, seed);
   data::TransformConfig t = data::TransformConfig::eval(d.mean, d.std);
   t.seed = seed;
   return t;
@@ -213,7 +213,8 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t 
   for (std::int64_t s = first; s < steps; ++s) {
     if (!std::isfinite(losses[s])) {
       throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
-                                      losses[s], epoch + 1, s + 1, steps));
+                                      losses[s], epoch + 1, s + 1, steps),
+                          __FILE__, __LINE__);
     }
   }
 }
@@ -244,7 +245,8 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
       if (!std::isfinite(value)) {
         bar.clear();
         throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
-                                        value, epoch + 1, steps + 1, batches));
+                                        value, epoch + 1, steps + 1, batches),
+                            __FILE__, __LINE__);
       }
     } else {
       step_losses_.flat_range(steps, {1}).copy_from(loss, stream);  // queued; checked once per epoch
@@ -328,7 +330,7 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"std", fmt::format("{}", fmt::join(data_.std, ","))},
                  {"batch_size", std::to_string(config_.batch_size)},
                  {"lr", fmt::format("{}", config_.lr)},
-                 {"schedule", config_.schedule},
+                 {"schedule", std::string(optim::schedule_kind_name(config_.schedule))},
                  {"world_size", std::to_string(config_.world_size)}};
   return state;
 }

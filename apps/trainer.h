@@ -37,6 +37,7 @@
 #include "apps/train_config.h"
 #include "apps/train_data.h"
 #include "apps/train_device.h"
+#include "core/error.h"
 #include "data/loader.h"
 #include "layers/model.h"
 #include "layers/models.h"
@@ -58,10 +59,12 @@ inline EpochTotals operator+(const EpochTotals& a, const EpochTotals& b) {
   return {a.loss_sum + b.loss_sum, a.correct + b.correct, a.samples + b.samples};
 }
 
-// A NaN or Inf training loss: the run stops (exit 1).
-class NonFiniteLoss : public std::runtime_error {
+// A NaN or Inf training loss: the run stops (exit 1). An engine::Error (its message starts with file:line)
+// so a caller that catches the engine's errors catches it too; a type of its own for a caller that must
+// tell it apart (the run's data were fine, its numerics were not).
+class NonFiniteLoss : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 // A stop signal ended the run after the checkpoint was written (cnn_train exits 128 + signal).

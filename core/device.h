@@ -6,16 +6,16 @@
 namespace engine {
 
 struct Device {
-  enum class Kind { CPU, CUDA };
+  enum class Kind { Cpu, Cuda };
 
-  Kind kind = Kind::CPU;
+  Kind kind = Kind::Cpu;
   int index = 0;  // the CUDA ordinal; 0 for the CPU
 
-  static Device cpu() { return {Kind::CPU, 0}; }
-  static Device cuda(int index) { return {Kind::CUDA, index}; }
+  static Device cpu() { return {Kind::Cpu, 0}; }
+  static Device cuda(int index) { return {Kind::Cuda, index}; }
 
-  bool is_cpu() const { return kind == Kind::CPU; }
-  bool is_cuda() const { return kind == Kind::CUDA; }
+  bool is_cpu() const { return kind == Kind::Cpu; }
+  bool is_cuda() const { return kind == Kind::Cuda; }
   std::string str() const;  // "cpu" or "cuda:N"
 
   friend bool operator==(const Device&, const Device&) = default;

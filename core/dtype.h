@@ -25,7 +25,7 @@ constexpr std::size_t dtype_size(DType t) {
   switch (t) {
     case DType::F32: return 4;
     case DType::F64: return 8;
-    case DType::BF16: return 2;
+    case DType::BF16:
     case DType::F16: return 2;
     case DType::I32: return 4;
     case DType::U8: return 1;

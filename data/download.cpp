@@ -200,7 +200,7 @@ std::string file_md5(const std::string& path) {
   ENGINE_CHECK(r.spawn_error != ENOENT, "checking {} needs md5sum (apt-get install coreutils)", path);
   ENGINE_CHECK(r.succeeded(), "md5sum {} failed: {}", path, r.describe());
   // "HASH  NAME\n"; md5sum puts a backslash first when the name needs escaping.
-  const std::string hash = r.output.substr(r.output.rfind('\\', 0) == 0 ? 1 : 0, 32);
+  std::string hash = r.output.substr(r.output.rfind('\\', 0) == 0 ? 1 : 0, 32);
   ENGINE_CHECK(hash.size() == 32 && hash.find_first_not_of("0123456789abcdef") == std::string::npos,
                "md5sum {}: unexpected output '{}'", path, r.output);
   return hash;

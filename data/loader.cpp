@@ -62,10 +62,7 @@ std::unique_ptr<LoaderBackend> make_cpu_backend(const Dataset& dataset, const Tr
 }
 
 Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions options)
-    : dataset_(dataset),
-      sampler_(std::move(sampler)),
-      options_(std::move(options)),
-      transform_(options_.transform) {
+    : dataset_(dataset), sampler_(sampler), options_(std::move(options)), transform_(options_.transform) {
   validate(dataset_, "Loader");
   ENGINE_CHECK(sampler_.dataset_size() == dataset_.size(),
                "Loader: the sampler covers {} samples, the dataset has {}", sampler_.dataset_size(),

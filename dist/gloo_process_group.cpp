@@ -151,9 +151,8 @@ class GlooProcessGroup final : public ProcessGroup {
                  input.str(), output.str());
     const std::string what = fmt::format("all_gather of {}", input.str());
     // The input is copied into this rank's slot of the output, then gathered in place.
-    const Tensor in = input;
     return enqueue(what, output, stream, /*copy_back=*/true,
-                   [this, in](const Tensor& host, std::uint32_t tag) {
+                   [this, in = input](const Tensor& host, std::uint32_t tag) {
                      Tensor mine = host.flat_range(in.numel() * rank(), {in.numel()});
                      mine.copy_from(in.device().is_cpu() ? in : in.to(Device::cpu()));
                      gloo::AllgatherOptions opts(context_);

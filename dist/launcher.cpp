@@ -205,7 +205,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
     env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", world));
     env.push_back(fmt::format("MASTER_ADDR={}", options.master_addr));
     env.push_back(fmt::format("MASTER_PORT={}", port));
-    env.push_back("ENGINE_LAUNCHER=1");
+    env.emplace_back("ENGINE_LAUNCHER=1");
     if (!options.gpus.empty())
       env.push_back(fmt::format("ENGINE_GPU={}", options.gpus[static_cast<std::size_t>(r)]));
     for (const auto& [k, v] : options.extra_env) env.push_back(k + "=" + v);

@@ -47,7 +47,7 @@ class Request {
 }  // namespace
 
 TcpStore::TcpStore(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout,
-                   std::string key_prefix)
+                   const std::string& key_prefix)
     : host_(host), port_(port), timeout_(timeout), prefix_(key_prefix.empty() ? "" : key_prefix + "/") {
   ENGINE_CHECK(port > 0 && port < 65536, "MASTER_PORT {} is not a TCP port (1..65535)", port);
   if (is_server) server_ = std::make_unique<TcpStoreServer>(port);

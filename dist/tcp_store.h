@@ -38,7 +38,7 @@ class TcpStore final : public gloo::rendezvous::Store {
   // starts with '/', as c10d's own client sends them. Throws engine::Error when the
   // port is in use or the store cannot be reached within `timeout`.
   TcpStore(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout,
-           std::string key_prefix = "");
+           const std::string& key_prefix = "");
   ~TcpStore() override;
 
   void set(const std::string& key, const std::vector<char>& data) override;

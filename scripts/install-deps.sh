@@ -9,13 +9,14 @@ packages=(
   libstb-dev libgloo-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libdnnl-dev
-  clang-format gnuplot-nox
+  clang-format clang-tidy gnuplot-nox
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   openmpi-bin
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
+# clang-tidy: scripts/clang-tidy.sh (run by scripts/test.sh; the checks are in .clang-tidy).
 # curl: scripts/download-data.sh and cnn_train --download.
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the engine and runs every test, as CI does: warnings are errors, formatting is checked, and the
-# CPU tests run again under AddressSanitizer + UndefinedBehaviorSanitizer. GPU tests run where a GPU is
-# visible and skip (visibly) where not.
+# Builds the engine and runs every test, as CI does: warnings are errors, formatting and clang-tidy (on the
+# changed files) are checked, and the CPU tests run again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# GPU tests run where a GPU is visible and skip (visibly) where not.
 #
 #   scripts/test.sh            everything
 #   SKIP_SANITIZERS=1 scripts/test.sh   without the sanitizer build (faster, for local iteration)
@@ -16,6 +16,9 @@ bash scripts/format.sh --check
 echo "== build (Release, -Werror) in build/"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DENGINE_WERROR=ON
 cmake --build build -j "$jobs"
+
+echo "== clang-tidy (.clang-tidy's checks) on the files changed since the base (scripts/clang-tidy.sh says why)"
+bash scripts/clang-tidy.sh build
 
 echo "== tests (ctest: cpu and gpu labels)"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600

@@ -5,8 +5,12 @@
 namespace engine::bench {
 
 std::vector<Family> families() {
-  return {relu_family(), dropout_family(), batchnorm_family(), pooling_family(), softmax_xent_family(),
-          bias_family(), sgd_family(),     augment_family(),   conv_family(),    linear_family()};
+  return {relu_family(),           dropout_family(),
+          batchnorm2d_family(),    maxpool2d_family(),
+          global_avgpool_family(), softmax_cross_entropy_family(),
+          bias_family(),           sgd_family(),
+          augment_family(),        conv2d_family(),
+          linear_family()};
 }
 
 std::string ZooLayer::label() const {

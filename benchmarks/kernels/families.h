@@ -40,13 +40,14 @@ inline constexpr std::int64_t kFillElements = std::int64_t{64} << 20;
 
 Family relu_family();
 Family dropout_family();
-Family batchnorm_family();
-Family pooling_family();
-Family softmax_xent_family();
+Family batchnorm2d_family();
+Family maxpool2d_family();
+Family global_avgpool_family();
+Family softmax_cross_entropy_family();
 Family bias_family();
 Family sgd_family();
 Family augment_family();
-Family conv_family();
+Family conv2d_family();
 Family linear_family();
 
 }  // namespace engine::bench

@@ -106,7 +106,7 @@ bool Report::wants(const std::string& family) const {
 void Report::add(Row row) {
   const double r = row.rate(), s = row.share(ceilings_);
   if (!std::isnan(row.median_ms))  // progress while the GPU runs; the smoke run only prints the table
-    std::printf("  %-10s %-26s %-44s %9.4f ms  %8.1f %-7s %5.1f%%  %s\n", row.family.c_str(),
+    std::printf("  %-21s %-26s %-44s %9.4f ms  %8.1f %-7s %5.1f%%  %s\n", row.family.c_str(),
                 row.name.c_str(), row.shape.c_str(), row.median_ms, r,
                 row.bound == Bound::Memory ? "GB/s" : "TFLOP/s", 100 * s, row.check.str().c_str());
   std::fflush(stdout);
@@ -124,14 +124,14 @@ void Report::print_table(std::FILE* out) const {
   std::fprintf(out,
                "ceilings measured in this run: copy %.0f GB/s, fp32 %.1f, tf32 %.1f, bf16 %.1f TFLOP/s\n",
                c.copy_gb_s, c.fp32_tflop_s, c.tf32_tflop_s, c.bf16_tflop_s);
-  std::fprintf(out, "%-10s %-26s %-44s %6s %10s %10s %10s %9s %6s  %s\n", "family", "kernel", "shape",
+  std::fprintf(out, "%-21s %-26s %-44s %6s %10s %10s %10s %9s %6s  %s\n", "family", "kernel", "shape",
                "bound", "MB", "GFLOP", "median ms", "rate", "share", "check vs CPU (rel L2 @size)");
   for (const Row& r : rows_) {
     const double rate = r.rate(), share = r.share(c);
     const std::string rate_s = std::isnan(rate) ? "-" : fmt::format("{:.1f}", rate);
     const std::string share_s = std::isnan(share) ? "-" : fmt::format("{:.0f}%", 100 * share);
     const std::string ms = std::isnan(r.median_ms) ? "skipped" : fmt::format("{:.4f}", r.median_ms);
-    std::fprintf(out, "%-10s %-26s %-44s %6s %10.2f %10.3f %10s %9s %6s  %s\n", r.family.c_str(),
+    std::fprintf(out, "%-21s %-26s %-44s %6s %10.2f %10.3f %10s %9s %6s  %s\n", r.family.c_str(),
                  r.name.c_str(), r.shape.c_str(), bound_name(r.bound), r.bytes / 1e6, r.flops / 1e9,
                  ms.c_str(), rate_s.c_str(), share_s.c_str(), r.check.str().c_str());
   }

@@ -51,7 +51,7 @@ std::string raw_file(const std::string& header, std::size_t data_bytes, std::uin
 // A valid checkpoint of the small net.
 std::string saved(const std::string& dir) {
   auto a = trained_model(3, 1);
-  const std::string path = dir + "/good.safetensors";
+  std::string path = dir + "/good.safetensors";
   save_checkpoint(path, *a.model, a.sgd.get(), {});
   return path;
 }
@@ -125,7 +125,7 @@ std::string altered(const std::string& dir, const std::string& name,
     if (n == name) change(records.back(), keep.back());
     records.back().bytes = keep.back();
   }
-  const std::string path = dir + "/altered.safetensors";
+  std::string path = dir + "/altered.safetensors";
   write_safetensors(path, records, good.metadata());
   return path;
 }

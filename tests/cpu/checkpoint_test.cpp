@@ -80,6 +80,7 @@ TEST(Checkpoint, FileFollowsTheSafetensorsLayout) {
   // The first tensor's bytes are the model's first parameter.
   const auto begin = json["0.weight"]["data_offsets"][0].get<std::size_t>();
   const float* stored = reinterpret_cast<const float*>(bytes.data() + 8 + n + begin);
+  // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): the bits are what must be equal (NaN, -0)
   EXPECT_EQ(std::memcmp(stored, a.model->parameters()[0].value.data<float>(), 4 * 108), 0);
 }
 
@@ -91,7 +92,7 @@ TEST(Checkpoint, LoadsBareWeightsAsPyTorchWritesThem) {
   std::vector<std::vector<std::uint8_t>> keep;
   for (const auto& e : a.model->state_dict()) {
     if (e.kind == layers::StateEntry::Kind::Counter) {
-      keep.push_back(std::vector<std::uint8_t>(8));
+      keep.emplace_back(8);
       std::memcpy(keep.back().data(), a.model->counters()[e.index].value, 8);
       records.push_back({e.name, "I64", {}, keep.back()});
     } else {

@@ -15,7 +15,7 @@ namespace {
 using testing::run_train;
 
 // Runs cnn_train with `args` (plus a valid --dataset unless given) and expects exit 2 naming `needle`.
-void expect_bad_usage(std::vector<std::string> args, const std::string& needle) {
+void expect_bad_usage(const std::vector<std::string>& args, const std::string& needle) {
   const testing::RunResult r = run_train(args);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in:\n" << r.output;

@@ -73,7 +73,7 @@ TEST(CnnTrainLaunchers, MpirunStartsTwoRanksThatTrainAsOurLaunchersDo) {
                                      "--tag-output",
                                      "-x",
                                      "MASTER_PORT=" + std::to_string(dist::find_free_port())};
-  if (::geteuid() == 0) mpirun.push_back("--allow-run-as-root");  // containers and CI run as root
+  if (::geteuid() == 0) mpirun.emplace_back("--allow-run-as-root");  // containers and CI run as root
   LiveProcess run(with_args(with_args(mpirun, {testing::program_path("cnn_train")}),
                             with_args(cpu_args(root, dir, 8, 2), {"--log-all-ranks"})));
   ASSERT_EQ(run.finish(300), 0) << run.output();

@@ -88,7 +88,10 @@ TEST(ImageCodec, RejectsEmptyNonImageAndTruncatedFiles) {
   const Image src = make_rgb(16, 16, 0);
   const std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files = {
       {"cut.png", encode_png(src)}, {"cut.jpg", encode_jpeg(src)}, {"cut.bmp", encode_bmp(src)}};
-  for (const auto& [name, bytes] : files) {
+  for (const auto& file : files) {
+    const std::string& name =
+        file.first;  // not a structured binding: clang 14 (clang-tidy) cannot capture one
+    const std::vector<std::uint8_t>& bytes = file.second;
     for (const std::size_t keep : {bytes.size() - 1, bytes.size() / 2, std::size_t{20}}) {
       write_bytes(tmp / name,
                   std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(keep)));

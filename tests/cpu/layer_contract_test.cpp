@@ -125,7 +125,7 @@ TEST(LayerContract, InitializationFollowsPyTorchDefaultsAndTheSeed) {
     }
     // Conv2d/Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias; fan_in = the weight's row size.
     const Shape& ws = p.layer->parameter_slots()[0].shape;
-    const double fan_in = static_cast<double>(shape_numel(ws) / ws[0]);
+    const double fan_in = static_cast<double>(shape_numel(ws)) / static_cast<double>(ws[0]);
     const double bound = 1.0 / std::sqrt(fan_in);
     double lo = 1e9, hi = -1e9;
     for (double e : v) lo = std::min(lo, e), hi = std::max(hi, e);

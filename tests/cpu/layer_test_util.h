@@ -126,22 +126,22 @@ inline ExecutionContext cpu_context(DType dtype = DType::F32, std::uint64_t drop
 // float64; the harness turns needs_input_grad on.
 //
 // Two ways to see the parameters, because a whole model is too big to perturb element by element:
-//  - kDirections: a random direction v per GROUP (per layer, per parameter tensor or per residual block:
+//  - Directions: a random direction v per GROUP (per layer, per parameter tensor or per residual block:
 //    ModelCheck::group_depth; the input x is a group of its own), each parameter's part scaled to that
 //    parameter's RMS. The checker perturbs one scalar t per group, theta + t v, and the analytic side is
 //    <grad, v>. Three forward passes check every element of the group at once: an error in any element shows,
 //    unless it is exactly orthogonal to a random v.
-//  - kCoordinates: the checker's element-wise check on each parameter tensor and on x, on a random sample of
+//  - Coordinates: the checker's element-wise check on each parameter tensor and on x, on a random sample of
 //    options.max_elements_per_input coordinates per tensor (0 = all of them).
 // Forwards run in train mode; the context's dropout state is reset to (seed, 0) before each, so every
 // evaluation sees the same masks.
-enum class CheckKind { kDirections, kCoordinates };
+enum class CheckKind { Directions, Coordinates };
 
-// How kDirections groups parameters: consecutive parameters whose names share the first `depth` components
+// How Directions groups parameters: consecutive parameters whose names share the first `depth` components
 // ("layer2.0.conv1.weight" at depth 2: "layer2.0") form one group. depth 0 = one group per parameter; the
 // default, -1, groups by layer (the name minus its last component).
 struct ModelCheck {
-  CheckKind kind = CheckKind::kDirections;
+  CheckKind kind = CheckKind::Directions;
   int group_depth = -1;
   engine::testing::GradCheckOptions options;
 };
@@ -194,7 +194,7 @@ inline engine::testing::GradCheckResult check_model_gradients(Model& model, cons
   };
 
   GradCheckCase c;
-  if (check.kind == CheckKind::kCoordinates) {
+  if (check.kind == CheckKind::Coordinates) {
     std::vector<std::vector<double>> mirrors = base;  // the checker perturbs these
     auto sync = [&]() {
       for (std::size_t k = 0; k < tensors.size(); ++k) set_values(tensors[k], mirrors[k]);
@@ -226,7 +226,7 @@ inline engine::testing::GradCheckResult check_model_gradients(Model& model, cons
     names.push_back(key);
   }
   groups.push_back({np});
-  names.push_back("input");
+  names.emplace_back("input");
 
   std::vector<std::vector<double>> direction(tensors.size());
   for (std::size_t k = 0; k < tensors.size(); ++k) {

@@ -88,7 +88,7 @@ TEST(LrSchedule, LinearWarmupMultipliesTheMainSchedule) {
 }
 
 TEST(LrSchedule, RejectsBadSettingsByFlag) {
-  auto message = [](LrScheduleConfig c) {
+  auto message = [](const LrScheduleConfig& c) {
     try {
       c.validate();
     } catch (const Error& e) {

@@ -47,7 +47,7 @@ struct Timer {
 // group_depth: -1 per layer, 0 per parameter, 2 per residual block ("layer2.0").
 ModelCheck directions(int group_depth = -1) {
   ModelCheck c;
-  c.kind = CheckKind::kDirections;
+  c.kind = CheckKind::Directions;
   c.group_depth = group_depth;
   c.options.step = 1e-6;
   c.options.tolerance = 1e-6;
@@ -56,7 +56,7 @@ ModelCheck directions(int group_depth = -1) {
 
 ModelCheck coordinates(std::size_t per_tensor) {
   ModelCheck c;
-  c.kind = CheckKind::kCoordinates;
+  c.kind = CheckKind::Coordinates;
   c.options.step = 1e-6;
   c.options.tolerance = 1e-6;
   c.options.max_elements_per_input = per_tensor;

@@ -132,8 +132,8 @@ TEST(Transforms, DrawStatisticsMatchTheirProbabilities) {
   const double sigma = std::sqrt(n * (1.0 / 9) * (8.0 / 9));
   double chi_dx = 0, chi_dy = 0, chi_joint = 0;
   for (int b = 0; b < 9; ++b) {
-    EXPECT_NEAR(dx[static_cast<std::size_t>(b)], n / 9, 5 * sigma) << "dx " << b;
-    EXPECT_NEAR(dy[static_cast<std::size_t>(b)], n / 9, 5 * sigma) << "dy " << b;
+    EXPECT_NEAR(dx[static_cast<std::size_t>(b)], n / 9.0, 5 * sigma) << "dx " << b;
+    EXPECT_NEAR(dy[static_cast<std::size_t>(b)], n / 9.0, 5 * sigma) << "dy " << b;
     chi_dx += std::pow(dx[static_cast<std::size_t>(b)] - n / 9.0, 2) / (n / 9.0);
     chi_dy += std::pow(dy[static_cast<std::size_t>(b)] - n / 9.0, 2) / (n / 9.0);
   }
@@ -143,7 +143,7 @@ TEST(Transforms, DrawStatisticsMatchTheirProbabilities) {
   EXPECT_LT(chi_dx, 42.8);
   EXPECT_LT(chi_dy, 42.8);
   EXPECT_LT(chi_joint, 148.0) << "dx and dy independent and uniform";
-  EXPECT_NEAR(flips, n / 2, 5 * std::sqrt(n * 0.25));
+  EXPECT_NEAR(flips, n / 2.0, 5 * std::sqrt(n * 0.25));
 }
 
 TEST(Transforms, NoCropNoFlipIsIdentity) {

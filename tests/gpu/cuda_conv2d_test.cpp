@@ -33,7 +33,7 @@ namespace {
 
 using namespace cuda_test;
 
-enum class Impl { kCudnn, kCudnnTf32, kDirect };
+enum class Impl { Cudnn, CudnnTf32, Direct };
 
 struct ConvCase {
   int n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w;
@@ -114,7 +114,7 @@ ConvOutputs run(Impl impl, const ConvProblem& pr, cuda::CudaHandles* handles, cu
   Tensor dw = poisoned<float>(static_cast<std::int64_t>(g.w_size()), s);
   Tensor db = poisoned<float>(g.k, s);
   float* db_ptr = pr.b.empty() ? nullptr : db.data<float>();
-  if (impl == Impl::kDirect) {
+  if (impl == Impl::Direct) {
     cuda::conv2d_forward_direct(s, g, pr.x_d.data<float>(), pr.w_d.data<float>(), pr.bias(), y.data<float>());
     cuda::conv2d_backward_direct(s, g, pr.x_d.data<float>(), pr.w_d.data<float>(), pr.dy_d.data<float>(),
                                  dx.data<float>(), dw.data<float>(), db_ptr);
@@ -129,8 +129,8 @@ ConvOutputs run(Impl impl, const ConvProblem& pr, cuda::CudaHandles* handles, cu
   return out;
 }
 
-double slack_of(Impl impl) { return impl == Impl::kDirect ? 2.0 : 8.0; }
-double tf32_of(Impl impl) { return impl == Impl::kCudnnTf32 ? 0x1p-9 : 0.0; }
+double slack_of(Impl impl) { return impl == Impl::Direct ? 2.0 : 8.0; }
+double tf32_of(Impl impl) { return impl == Impl::CudnnTf32 ? 0x1p-9 : 0.0; }
 
 void expect_matches_reference(Impl impl, const ConvProblem& pr, const ConvOutputs& out) {
   const double slack = slack_of(impl), tf32 = tf32_of(impl);
@@ -152,9 +152,9 @@ TEST_P(CudaConv2d, CudnnMatchesTheReferenceAndIsDeterministic) {
   Stream stream(0);
   cuda::CudaHandles handles(0, stream.get());
   const ConvProblem pr(GetParam(), 101, stream.get());
-  const ConvOutputs first = run(Impl::kCudnn, pr, &handles, stream.get());
-  expect_matches_reference(Impl::kCudnn, pr, first);
-  const ConvOutputs second = run(Impl::kCudnn, pr, &handles, stream.get());
+  const ConvOutputs first = run(Impl::Cudnn, pr, &handles, stream.get());
+  expect_matches_reference(Impl::Cudnn, pr, first);
+  const ConvOutputs second = run(Impl::Cudnn, pr, &handles, stream.get());
   EXPECT_TRUE(bitwise_equal(second.y, first.y)) << "y run to run";
   EXPECT_TRUE(bitwise_equal(second.dx, first.dx)) << "dx run to run (deterministic algorithms)";
   EXPECT_TRUE(bitwise_equal(second.dw, first.dw)) << "dw run to run (deterministic algorithms)";
@@ -168,7 +168,7 @@ TEST_P(CudaConv2d, CudnnWithBenchmarkedAlgorithmsMatchesTheReference) {
   options.conv_search = cuda::ConvAlgoSearch::kBenchmark;
   cuda::CudaHandles handles(0, stream.get(), options);
   const ConvProblem pr(GetParam(), 111, stream.get());
-  expect_matches_reference(Impl::kCudnn, pr, run(Impl::kCudnn, pr, &handles, stream.get()));
+  expect_matches_reference(Impl::Cudnn, pr, run(Impl::Cudnn, pr, &handles, stream.get()));
 }
 
 TEST_P(CudaConv2d, CudnnWithTf32MatchesTheReferenceToTf32Precision) {
@@ -178,7 +178,7 @@ TEST_P(CudaConv2d, CudnnWithTf32MatchesTheReferenceToTf32Precision) {
   options.allow_tf32 = true;
   cuda::CudaHandles handles(0, stream.get(), options);
   const ConvProblem pr(GetParam(), 121, stream.get());
-  expect_matches_reference(Impl::kCudnnTf32, pr, run(Impl::kCudnnTf32, pr, &handles, stream.get()));
+  expect_matches_reference(Impl::CudnnTf32, pr, run(Impl::CudnnTf32, pr, &handles, stream.get()));
 }
 
 TEST_P(CudaConv2d, DirectMatchesTheReferenceAndCudnnAndIsDeterministic) {
@@ -186,12 +186,12 @@ TEST_P(CudaConv2d, DirectMatchesTheReferenceAndCudnnAndIsDeterministic) {
   Stream stream(0);
   cuda::CudaHandles handles(0, stream.get());
   const ConvProblem pr(GetParam(), 131, stream.get());
-  const ConvOutputs direct = run(Impl::kDirect, pr, nullptr, stream.get());
-  expect_matches_reference(Impl::kDirect, pr, direct);
+  const ConvOutputs direct = run(Impl::Direct, pr, nullptr, stream.get());
+  expect_matches_reference(Impl::Direct, pr, direct);
 
   // Against cuDNN: both are within their bounds of the reference, so within the sum of them of each other.
-  const ConvOutputs cudnn = run(Impl::kCudnn, pr, &handles, stream.get());
-  const double both = slack_of(Impl::kDirect) + slack_of(Impl::kCudnn);
+  const ConvOutputs cudnn = run(Impl::Cudnn, pr, &handles, stream.get());
+  const double both = slack_of(Impl::Direct) + slack_of(Impl::Cudnn);
   EXPECT_TRUE(close_to(direct.y, widen(cudnn.y), pr.y_mag, both * fp32_sum_bound(pr.y_terms())))
       << "y vs cuDNN";
   EXPECT_TRUE(close_to(direct.dx, widen(cudnn.dx), pr.dx_mag, both * fp32_sum_bound(pr.dx_terms())))
@@ -199,7 +199,7 @@ TEST_P(CudaConv2d, DirectMatchesTheReferenceAndCudnnAndIsDeterministic) {
   EXPECT_TRUE(close_to(direct.dw, widen(cudnn.dw), pr.dw_mag, both * fp32_sum_bound(pr.dw_terms())))
       << "dw vs cuDNN";
 
-  const ConvOutputs again = run(Impl::kDirect, pr, nullptr, stream.get());
+  const ConvOutputs again = run(Impl::Direct, pr, nullptr, stream.get());
   EXPECT_TRUE(bitwise_equal(again.y, direct.y)) << "y run to run";
   EXPECT_TRUE(bitwise_equal(again.dx, direct.dx)) << "dx run to run";
   EXPECT_TRUE(bitwise_equal(again.dw, direct.dw)) << "dw run to run";

@@ -69,8 +69,8 @@ void run(Report& r, GpuBench* g) {
   for (const Case& k : cases) {
     const Check c = check(g, std::min(k.n, 64), k.k);
     const double nk = static_cast<double>(k.n) * k.k;
-    Row row{.family = "xent",
-            .name = "softmax xent fwd+bwd",
+    Row row{.family = "softmax_cross_entropy",
+            .name = "forward+backward",
             .shape = k.label,
             .bytes = 8 * nk + 4.0 * k.n,
             .check = c};
@@ -93,6 +93,6 @@ void run(Report& r, GpuBench* g) {
 
 }  // namespace
 
-Family softmax_xent_family() { return {"xent", run}; }
+Family softmax_cross_entropy_family() { return {"softmax_cross_entropy", run}; }
 
 }  // namespace engine::bench

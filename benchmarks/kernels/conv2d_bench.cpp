@@ -162,14 +162,14 @@ void run(Report& r, GpuBench* g) {
     for (std::size_t a = 0; a < std::size(kAlgos); ++a) {
       const Algo algo = kAlgos[a];
       const Bound bound = algo == Algo::CudnnTf32 ? Bound::Tf32 : Bound::Fp32;
-      Row fwd{.family = "conv",
+      Row fwd{.family = "conv2d",
               .name = std::string(algo_name(algo)) + " fwd",
               .shape = k.label,
               .bound = bound,
               .bytes = cost.forward_bytes,
               .flops = cost.forward_flops,
               .check = checks[a]};
-      Row bwd{.family = "conv",
+      Row bwd{.family = "conv2d",
               .name = std::string(algo_name(algo)) + " bwd",
               .shape = k.label,
               .bound = bound,
@@ -219,6 +219,6 @@ void run(Report& r, GpuBench* g) {
 
 }  // namespace
 
-Family conv_family() { return {"conv", run}; }
+Family conv2d_family() { return {"conv2d", run}; }
 
 }  // namespace engine::bench

@@ -83,8 +83,8 @@ void run(Report& r, GpuBench* g) {
     small.n = 2;
     const Check c = check(g, small);
     const double n = static_cast<double>(k.s.x_size());
-    Row fwd{.family = "batchnorm", .name = "forward train", .shape = k.label, .bytes = 8 * n, .check = c};
-    Row bwd{.family = "batchnorm", .name = "backward train", .shape = k.label, .bytes = 12 * n, .check = c};
+    Row fwd{.family = "batchnorm2d", .name = "forward train", .shape = k.label, .bytes = 8 * n, .check = c};
+    Row bwd{.family = "batchnorm2d", .name = "backward train", .shape = k.label, .bytes = 12 * n, .check = c};
 #if ENGINE_HAVE_CUDA
     if (g != nullptr) {
       const auto size = static_cast<std::int64_t>(k.s.x_size());
@@ -116,6 +116,6 @@ void run(Report& r, GpuBench* g) {
 
 }  // namespace
 
-Family batchnorm_family() { return {"batchnorm", run}; }
+Family batchnorm2d_family() { return {"batchnorm2d", run}; }
 
 }  // namespace engine::bench

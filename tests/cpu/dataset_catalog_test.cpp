@@ -1,0 +1,123 @@
+// The dataset catalog (apps/dataset_catalog.h) and the enum flags (apps/flag_choice.h): every entry is
+// complete, names resolve as the flags expect, the catalog agrees with data/download.h on what can be
+// downloaded, and a flag with a fixed set of values parses into its enum or fails naming flag and values.
+
+#include "apps/dataset_catalog.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include <gtest/gtest.h>
+
+#include "apps/ddp.h"
+#include "apps/train_config.h"
+#include "apps/trainer.h"
+#include "data/download.h"
+#include "data/idx.h"
+#include "layers/models.h"
+
+namespace engine::apps {
+namespace {
+
+TEST(DatasetCatalog, EveryEntryIsComplete) {
+  const std::vector<std::string> models = layers::model_names();
+  for (const DatasetEntry& e : dataset_catalog()) {
+    SCOPED_TRACE(std::string(e.name));
+    EXPECT_NE(e.load, nullptr);
+    EXPECT_EQ(e.default_root == nullptr, e.folder_in_name);  // a folder's root is in its name
+    EXPECT_EQ(e.mean.size(), e.std.size());
+    EXPECT_NE(std::find(models.begin(), models.end(), std::string(e.default_model)), models.end());
+    EXPECT_GT(e.default_batch_size, 0);
+    EXPECT_GT(e.default_lr, 0.0);
+  }
+  EXPECT_TRUE(dataset_catalog().back().folder_in_name);  // "otherwise" in the help texts
+}
+
+TEST(DatasetCatalog, NamesResolveAsTheFlagsExpect) {
+  ASSERT_NE(find_dataset("cifar10"), nullptr);
+  EXPECT_EQ(find_dataset("cifar10")->name, "cifar10");
+  EXPECT_EQ(find_dataset("fashion-mnist")->name, "fashion-mnist");
+  ASSERT_NE(find_dataset("folder:/some/where"), nullptr);
+  EXPECT_TRUE(find_dataset("folder:/some/where")->folder_in_name);
+  EXPECT_EQ(find_dataset("folder:"), nullptr);  // no PATH
+  EXPECT_EQ(find_dataset("cifar"), nullptr);
+  EXPECT_EQ(find_dataset("mnist2"), nullptr);
+  EXPECT_THROW(dataset_entry("imagenet"), Error);
+  EXPECT_EQ(dataset_names(), "cifar10, mnist, fashion-mnist or folder:PATH");
+}
+
+TEST(DatasetCatalog, RootIsThePathThenDataDirThenTheDefault) {
+  EXPECT_EQ(dataset_root("folder:/some/where", "ignored"), "/some/where");
+  EXPECT_EQ(dataset_root("mnist", "/given"), "/given");
+  EXPECT_EQ(dataset_root("mnist", ""), data::default_mnist_root());
+  EXPECT_EQ(dataset_root("fashion-mnist", ""), data::kFashionMnistDebianDir);
+}
+
+TEST(DatasetCatalog, AgreesWithTheDownloaderOnWhatCanBeDownloaded) {
+  for (const DatasetEntry& e : dataset_catalog()) {
+    if (e.folder_in_name) {
+      EXPECT_FALSE(e.downloadable());
+      continue;
+    }
+    EXPECT_EQ(e.downloadable(), data::dataset_downloadable(std::string(e.name))) << e.name;
+  }
+  EXPECT_EQ(join_names(downloadable_dataset_names(), " and "), "cifar10 and mnist");
+}
+
+TEST(DatasetCatalog, HelpTextsListTheDefaultsByDataset) {
+  EXPECT_EQ(defaults_by_dataset([](const DatasetEntry& e) { return std::string(e.default_model); }),
+            "mnist_cnn for mnist and fashion-mnist, vgg6 otherwise");
+  EXPECT_EQ(defaults_by_dataset([](const DatasetEntry& e) { return std::to_string(e.default_batch_size); }),
+            "16 for mnist and fashion-mnist, 128 otherwise");
+}
+
+TEST(FlagChoice, ParsesIntoTheEnum) {
+  TrainConfig c;
+  DdpConfig d;
+  CLI::App app;
+  add_train_flags(app, c);
+  add_ddp_flags(app, d);
+  app.parse(std::vector<std::string>{"gloo", "--backend", "bf16", "--grad-compression", "cosine",
+                                     "--schedule", "crop-flip", "--augment", "mnist",
+                                     "--dataset"});  // reversed order
+  EXPECT_EQ(c.augment, Augment::CropFlip);
+  EXPECT_EQ(c.schedule, optim::ScheduleKind::Cosine);
+  EXPECT_EQ(d.backend, BackendChoice::Gloo);
+  EXPECT_EQ(d.grad_compression, dist::GradCompression::Bf16);
+}
+
+TEST(FlagChoice, DefaultsStayWithoutTheFlag) {
+  TrainConfig c;
+  CLI::App app;
+  add_train_flags(app, c);
+  app.parse(std::vector<std::string>{"mnist", "--dataset"});
+  EXPECT_EQ(c.augment, Augment::None);
+  EXPECT_EQ(c.schedule, optim::ScheduleKind::Constant);
+}
+
+TEST(FlagChoice, AnUnknownValueNamesTheFlagAndTheAcceptedValues) {
+  TrainConfig c;
+  CLI::App app;
+  add_train_flags(app, c);
+  try {
+    app.parse(std::vector<std::string>{"flip", "--augment", "mnist", "--dataset"});
+    FAIL() << "--augment flip was accepted";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()), "--augment: 'flip' is not one of none or crop-flip");
+  }
+  // A number is not a name, even though the enum is read through its underlying integer.
+  EXPECT_THROW(app.parse(std::vector<std::string>{"1", "--augment", "mnist", "--dataset"}),
+               CLI::ValidationError);
+}
+
+TEST(FlagChoice, BackendAutoResolvesByDevice) {
+  EXPECT_EQ(resolve_backend(BackendChoice::Auto, true), dist::Backend::Nccl);
+  EXPECT_EQ(resolve_backend(BackendChoice::Auto, false), dist::Backend::Gloo);
+  EXPECT_EQ(resolve_backend(BackendChoice::Gloo, true), dist::Backend::Gloo);
+  EXPECT_EQ(resolve_backend(BackendChoice::Nccl, false), dist::Backend::Nccl);  // refused later, by name
+}
+
+static_assert(std::is_base_of_v<Error, NonFiniteLoss>, "a NaN loss is one of the engine's errors");
+
+}  // namespace
+}  // namespace engine::apps
