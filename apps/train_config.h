@@ -30,9 +30,20 @@ struct TrainConfig {
   std::string step_epochs;  // "30,60"
   double gamma = 0.1;
   std::int64_t warmup_epochs = 0;
+  // airbench pieces (issue 18): per-step schedules, the triangle's knots, parameter groups, EMA.
+  std::string schedule_unit = "epoch";  // epoch | step
+  double triangle_start = 0.2, triangle_peak = 0.23, triangle_end = 0.07;
+  std::vector<std::string> param_groups;  // "SELECTOR:lr=X,wd=X,frozen" (optim/param_groups.h)
+  std::int64_t ema_every = 0;             // 0: no weight average (optim/ema.h)
+  std::int64_t ema_start_epoch = 0;
+  double ema_decay = 0.95, ema_decay_pow = 3.0;
+  std::string ema_mode = "lookahead";  // lookahead | average
+  bool eval_ema = false;               // average mode: evaluate (and report) on the average
+  int translate = 2;                   // --augment flip-translate: pixels of reflection padding
+  int tta = 0;                         // test-time augmentation level: 0 none, 1 mirror, 2 mirror + shifts
   double label_smoothing = 0.0;
   std::int64_t accumulate = 1;   // micro-batches per optimizer step (their gradients averaged)
-  std::string augment = "none";  // none | crop-flip
+  std::string augment = "none";  // none | crop-flip | flip-translate
   std::uint64_t seed = 0;
   bool cpu = false;
   std::int64_t limit_train = 0;  // 0: all
@@ -61,7 +72,8 @@ struct TrainConfig {
   bool gpu_resident_data = true;
 
   bool is_main() const { return rank == 0; }
-  optim::LrScheduleConfig schedule_config() const;
+  // steps_per_epoch: optimizer steps in an epoch (the Trainer knows it once the data is loaded).
+  optim::LrScheduleConfig schedule_config(std::int64_t steps_per_epoch = 1) const;
 };
 
 // Adds every cnn_train flag to `app`, bound to `config`.
