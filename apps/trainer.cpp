@@ -225,6 +225,19 @@ void Trainer::restore(const optim::LoadedCheckpoint& loaded, const std::string& 
         c.restart_count > 0 ? fmt::format(" (TORCHELASTIC_RESTART_COUNT={})", c.restart_count) : ""));
   }
   if (std::filesystem::path(path).filename().string().rfind("step", 0) == 0) mid_epoch_file_ = path;
+  // Cosine and triangle schedules and the weight average's decay ramp are laid over --epochs: the epochs done
+  // followed the checkpoint's plan, so with another length the run need not be an uninterrupted one of
+  // either.
+  const auto planned = static_cast<std::int64_t>(metadata_number(st, "epochs"));
+  const optim::ScheduleKind kind = c.schedule_config().kind;
+  const bool spans_run =
+      kind == optim::ScheduleKind::Cosine || kind == optim::ScheduleKind::Triangle || ema_ != nullptr;
+  if (c.is_main() && spans_run && planned > 0 && planned != c.epochs) {
+    print_line(fmt::format(
+        "cnn_train: the checkpoint's run was planned for {} epoch(s), this one for {}: the schedule and the "
+        "weight average span {} from here on, so the result need not equal an uninterrupted {}-epoch run",
+        planned, c.epochs, c.epochs, c.epochs));
+  }
 }
 
 bool Trainer::vote_stop(bool at_epoch_end) {
@@ -402,6 +415,7 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"batch_size", std::to_string(config_.batch_size)},
                  {"lr", fmt::format("{}", config_.lr)},
                  {"schedule", config_.schedule},
+                 {"epochs", std::to_string(config_.epochs)},  // the length schedules span (restore())
                  {"world_size", std::to_string(config_.world_size)}};
   return state;
 }

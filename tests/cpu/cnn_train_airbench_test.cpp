@@ -1,7 +1,8 @@
 // cnn_train with airbench94's pieces on the tiny image-folder dataset (tests/cpu/cnn_train_test_util.h): a
 // per-step triangle schedule, parameter groups, the lookahead weight average, flip-translate augmentation
 // and test-time augmentation together; the average in the checkpoint; a resume that continues bit for bit
-// (the schedule counts global steps, the average comes back from the file); TTA changing the evaluation.
+// (the schedule counts global steps, the average comes back from the file); a resume with another --epochs
+// named as such; TTA changing the evaluation.
 
 #include <filesystem>
 #include <string>
@@ -56,12 +57,32 @@ std::vector<std::string> airbench_run(const std::string& root, const std::string
 TEST(CnnTrainAirbench, PiecesTrainSaveTheAverageAndResumeBitForBit) {
   const std::string root = testing::tiny_folder_dataset("airbench_resume");
   const std::string straight = testing::temp_dir("airbench_straight"),
-                    first = testing::temp_dir("airbench_first"),
                     second = testing::temp_dir("airbench_second");
-  const testing::RunResult s = run_train(airbench_run(root, straight, 3));
+  auto straight_args = airbench_run(root, straight, 3);
+  straight_args.insert(straight_args.end(), {"--save-every", "1"});
+  const testing::RunResult s = run_train(straight_args);
   ASSERT_EQ(s.exit_code, 0) << s.output;
   // The triangle's rate at the last step of epoch 3 (18 steps, peak at step 4): 0.05 * (1 - 0.93 * 13/14).
   EXPECT_NE(s.output.find("Epoch 3 | Batchsize: 8 | Steps: 6 | LR: 0.0068 |"), std::string::npos) << s.output;
+  // The first leg is this 3-epoch run's own epoch-1 checkpoint. (A separate --epochs 1 run is another run:
+  // it lays the triangle and the average's decay over 6 steps, not 18; see the next test.)
+  const std::string first = straight + "/epoch1.safetensors";
+  EXPECT_NE(file_bytes(first).find("optim.ema.features.0.weight"), std::string::npos)
+      << "the average (started at step 2) is in the checkpoint";
+  auto resumed = airbench_run(root, second, 3);
+  resumed.insert(resumed.end(), {"--resume", first});
+  const testing::RunResult r = run_train(resumed);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string a = file_bytes(straight + "/epoch3.safetensors"),
+                    b = file_bytes(second + "/epoch3.safetensors");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "3 epochs straight and 1 + resume + 2 differ";
+}
+
+TEST(CnnTrainAirbench, AResumeWithAnotherLengthSaysTheScheduleNowSpansIt) {
+  const std::string root = testing::tiny_folder_dataset("airbench_relength");
+  const std::string first = testing::temp_dir("airbench_relength_first"),
+                    second = testing::temp_dir("airbench_relength_second");
   ASSERT_EQ(run_train(airbench_run(root, first, 1)).exit_code, 0);
   EXPECT_NE(file_bytes(first + "/last.safetensors").find("optim.ema.features.0.weight"), std::string::npos)
       << "the average (started at step 2) is in the checkpoint";
@@ -69,10 +90,10 @@ TEST(CnnTrainAirbench, PiecesTrainSaveTheAverageAndResumeBitForBit) {
   resumed.insert(resumed.end(), {"--resume", first + "/last.safetensors"});
   const testing::RunResult r = run_train(resumed);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string a = file_bytes(straight + "/epoch3.safetensors"),
-                    b = file_bytes(second + "/epoch3.safetensors");
-  ASSERT_FALSE(a.empty());
-  EXPECT_TRUE(a == b) << "3 epochs straight and 1 + resume + 2 differ";
+  // Epoch 1 ran under a 6-step triangle and average: the user is told that this is not a 3-epoch run.
+  EXPECT_NE(r.output.find("the checkpoint's run was planned for 1 epoch(s), this one for 3"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(CnnTrainAirbench, TestTimeAugmentationChangesTheEvaluation) {
