@@ -7,6 +7,7 @@
 #include "apps/dataset_catalog.h"
 #include "core/error.h"
 #include "layers/models.h"
+#include "optim/param_groups.h"
 
 namespace engine::apps {
 
@@ -30,9 +31,47 @@ std::string model_of(const DatasetEntry& e) { return std::string(e.default_model
 std::string batch_size_of(const DatasetEntry& e) { return std::to_string(e.default_batch_size); }
 std::string lr_of(const DatasetEntry& e) { return fmt::format("{}", e.default_lr); }
 
+// The airbench pieces' flags (issue 18), in one block.
+void add_airbench_flags(CLI::App& app, TrainConfig& c) {
+  add_choice_option(app, "--schedule-unit", c.schedule_unit, kScheduleUnitChoices,
+                    "epoch: the rate changes once per epoch; step: after every optimizer step (warmup, step "
+                    "and cosine lengths stay in epochs, counted in steps)");
+  app.add_option("--triangle-start", c.triangle_start, "triangle schedule: the factor of --lr at the start")
+      ->check(CLI::Range(0.0, 1e300));
+  app.add_option("--triangle-peak", c.triangle_peak,
+                 "triangle schedule: the fraction of the run where the rate peaks at --lr")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--triangle-end", c.triangle_end, "triangle schedule: the factor of --lr at the end")
+      ->check(CLI::Range(0.0, 1e300));
+  app.add_option("--param-group", c.param_groups,
+                 "SELECTOR:SETTINGS, repeatable: parameters with their own SGD settings. SELECTOR: Kind.leaf "
+                 "(BatchNorm2d.bias) or text in the parameter's name; SETTINGS: lr=X (times the scheduled "
+                 "rate), wd=X, frozen; e.g. BatchNorm2d.bias:lr=64,wd=0")
+      ->allow_extra_args(false);
+  app.add_option("--ema-every", c.ema_every,
+                 "average the weights every K optimizer steps (0: no average); the decay per update is "
+                 "D^K * (step / total steps)^P, as airbench94")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  app.add_option("--ema-start-epoch", c.ema_start_epoch, "the first epoch (0-based) that updates the average")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  app.add_option("--ema-decay", c.ema_decay, "the average's decay per step, D")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--ema-decay-pow", c.ema_decay_pow, "the decay's warm-up power, P")
+      ->check(CLI::Range(0.0, 1e300));
+  add_choice_option(app, "--ema-mode", c.ema_mode, kEmaModeChoices,
+                    "lookahead: the average is copied into the weights at every update and after every epoch "
+                    "(airbench94); average: kept beside the weights");
+  app.add_flag("--eval-ema", c.eval_ema, "--ema-mode average: evaluate on the averaged weights");
+  app.add_option("--translate", c.translate, "--augment flip-translate: the largest shift in pixels")
+      ->check(CLI::Range(0, 1 << 16));
+  app.add_option("--tta", c.tta,
+                 "test-time augmentation (airbench94): 0 none; 1 average the logits of the image and its "
+                 "mirror; 2 also of the image shifted by one pixel up-left and down-right, each mirrored too")
+      ->check(CLI::Range(0, 2));
+}
+
 }  // namespace
 
-optim::LrScheduleConfig TrainConfig::schedule_config() const {
+optim::LrScheduleConfig TrainConfig::schedule_config(std::int64_t steps_per_epoch) const {
   optim::LrScheduleConfig c;
   c.kind = schedule;
   c.base_lr = lr;
@@ -40,6 +79,11 @@ optim::LrScheduleConfig TrainConfig::schedule_config() const {
   c.gamma = gamma;
   c.warmup_epochs = warmup_epochs;
   c.total_epochs = epochs;
+  c.unit = schedule_unit;
+  c.steps_per_epoch = steps_per_epoch;
+  c.triangle_start = triangle_start;
+  c.triangle_peak = triangle_peak;
+  c.triangle_end = triangle_end;
   return c;
 }
 
@@ -72,21 +116,24 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->check(CLI::Range(0.0, 1e300));
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
   add_choice_option(app, "--schedule", c.schedule, kScheduleChoices,
-                    "learning-rate schedule, changed once per epoch");
+                    "learning-rate schedule (changed once per --schedule-unit)");
   app.add_option("--step-epochs", c.step_epochs,
                  "step schedule: N (decay every N epochs) or milestones N1,N2,... (decay at each)");
   app.add_option("--gamma", c.gamma, "step schedule: the decay factor")->check(CLI::Range(1e-300, 1e300));
   app.add_option("--warmup-epochs", c.warmup_epochs, "linear warmup: epoch e < W runs at lr * (e+1)/W")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  add_airbench_flags(app, c);
   app.add_option("--label-smoothing", c.label_smoothing, "label smoothing of the cross-entropy loss")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--accumulate", c.accumulate,
                  "gradient accumulation: one optimizer step per K batches, on the mean of their gradients "
                  "(an effective batch of K * --batch-size per process; with DDP, one all-reduce per step)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
-  add_choice_option(app, "--augment", c.augment, kAugmentChoices,
-                    "training augmentation: none, or crop-flip (random crop with 4 pixels "
-                    "of zero padding, horizontal flip)");
+  add_choice_option(
+      app, "--augment", c.augment, kAugmentChoices,
+      "training augmentation: none; crop-flip (random crop with 4 pixels of zero padding, random "
+      "horizontal flip); flip-translate (airbench94: flip on alternate epochs with a random phase "
+      "per image, translate by up to --translate pixels with reflection padding)");
   app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout");
   app.add_flag("--cpu", c.cpu, "train on the CPU even when a GPU is present");
   app.add_option("--limit-train", c.limit_train, "use only the first N training samples (0: all)")
@@ -134,6 +181,10 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   ENGINE_CHECK(c.plot.empty() || c.plot.size() < 4 || c.plot.substr(c.plot.size() - 4) == ".png",
                "--plot '{}': the file name must end in .png", c.plot);
   c.schedule_config().validate();  // --step-epochs syntax, milestones, warmup
+  for (const std::string& rule : c.param_groups) optim::parse_param_group_rule(rule);  // the syntax, early
+  ENGINE_CHECK(
+      !c.eval_ema || (c.ema_every > 0 && c.ema_mode == EmaMode::Average),
+      "--eval-ema needs --ema-every K > 0 and --ema-mode average (lookahead weights are the average)");
 }
 
 }  // namespace engine::apps

@@ -20,18 +20,37 @@ namespace engine::apps {
 // --augment: the training images' augmentation.
 enum class Augment {
   None,
-  CropFlip,  // random crop with 4 pixels of zero padding, horizontal flip (data::TransformConfig::train)
+  CropFlip,       // random crop with 4 pixels of zero padding, horizontal flip (data::TransformConfig::train)
+  FlipTranslate,  // airbench94: flip on alternate epochs, translate with reflection (::flip_translate)
 };
-inline constexpr std::array<FlagChoice<Augment>, 2> kAugmentChoices = {{
+inline constexpr std::array<FlagChoice<Augment>, 3> kAugmentChoices = {{
     {"none", Augment::None},
     {"crop-flip", Augment::CropFlip},
+    {"flip-translate", Augment::FlipTranslate},
 }};
 
 // --schedule: the names optim::schedule_kind_name gives (checkpoints record them).
-inline constexpr std::array<FlagChoice<optim::ScheduleKind>, 3> kScheduleChoices = {{
+inline constexpr std::array<FlagChoice<optim::ScheduleKind>, 4> kScheduleChoices = {{
     {"constant", optim::ScheduleKind::Constant},
     {"step", optim::ScheduleKind::Step},
     {"cosine", optim::ScheduleKind::Cosine},
+    {"triangle", optim::ScheduleKind::Triangle},
+}};
+
+// --schedule-unit: how often the rate changes.
+inline constexpr std::array<FlagChoice<optim::ScheduleUnit>, 2> kScheduleUnitChoices = {{
+    {"epoch", optim::ScheduleUnit::Epoch},
+    {"step", optim::ScheduleUnit::Step},
+}};
+
+// --ema-mode: what the weight average (optim/ema.h) does with the weights.
+enum class EmaMode {
+  Lookahead,  // copied into the weights at every update and after every epoch (airbench94)
+  Average,    // kept beside the weights
+};
+inline constexpr std::array<FlagChoice<EmaMode>, 2> kEmaModeChoices = {{
+    {"lookahead", EmaMode::Lookahead},
+    {"average", EmaMode::Average},
 }};
 
 struct TrainConfig {
@@ -49,6 +68,17 @@ struct TrainConfig {
   std::string step_epochs;  // "30,60"
   double gamma = 0.1;
   std::int64_t warmup_epochs = 0;
+  // airbench pieces (issue 18): per-step schedules, the triangle's knots, parameter groups, EMA.
+  optim::ScheduleUnit schedule_unit = optim::ScheduleUnit::Epoch;
+  double triangle_start = 0.2, triangle_peak = 0.23, triangle_end = 0.07;
+  std::vector<std::string> param_groups;  // "SELECTOR:lr=X,wd=X,frozen" (optim/param_groups.h)
+  std::int64_t ema_every = 0;             // 0: no weight average (optim/ema.h)
+  std::int64_t ema_start_epoch = 0;
+  double ema_decay = 0.95, ema_decay_pow = 3.0;
+  EmaMode ema_mode = EmaMode::Lookahead;
+  bool eval_ema = false;  // average mode: evaluate (and report) on the average
+  int translate = 2;      // --augment flip-translate: pixels of reflection padding
+  int tta = 0;            // test-time augmentation level: 0 none, 1 mirror, 2 mirror + shifts
   double label_smoothing = 0.0;
   std::int64_t accumulate = 1;  // micro-batches per optimizer step (their gradients averaged)
   Augment augment = Augment::None;
@@ -80,7 +110,8 @@ struct TrainConfig {
   bool gpu_resident_data = true;
 
   bool is_main() const { return rank == 0; }
-  optim::LrScheduleConfig schedule_config() const;
+  // steps_per_epoch: optimizer steps in an epoch (the Trainer knows it once the data is loaded).
+  optim::LrScheduleConfig schedule_config(std::int64_t steps_per_epoch = 1) const;
 };
 
 // Adds every cnn_train flag to `app`, bound to `config`.

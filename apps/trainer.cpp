@@ -16,6 +16,7 @@
 #include "apps/training_plot.h"
 #include "core/error.h"
 #include "layers/models.h"
+#include "optim/param_groups.h"
 
 namespace engine::apps {
 
@@ -29,6 +30,8 @@ double seconds_since(Clock::time_point start) {
 
 data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, std::uint64_t seed) {
   if (c.augment == Augment::CropFlip) return data::TransformConfig::train(d.mean, d.std, seed);
+  if (c.augment == Augment::FlipTranslate)
+    return data::TransformConfig::flip_translate(d.mean, d.std, seed, c.translate);
   data::TransformConfig t = data::TransformConfig::eval(d.mean, d.std);
   t.seed = seed;
   return t;
@@ -78,14 +81,25 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
       model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
       static_cast<int>(shape_source.height), static_cast<int>(shape_source.width), hooks_.make_batchnorm));
   model_->finalize(device_->context(), c.seed);
+  std::vector<optim::ParamGroupRule> rules;
+  for (const std::string& rule : c.param_groups) rules.push_back(optim::parse_param_group_rule(rule));
   sgd_ = std::make_unique<optim::Sgd>(
-      *model_,
-      optim::SgdConfig{.momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = c.nesterov});
-  schedule_ = std::make_unique<optim::LrSchedule>(c.schedule_config());
+      *model_, optim::SgdConfig{.momentum = c.momentum,
+                                .weight_decay = c.weight_decay,
+                                .nesterov = c.nesterov,
+                                .groups = optim::param_groups_for(*model_, rules, c.weight_decay)});
+  if (c.ema_every > 0) {
+    // Its start and total steps are set once the loader says how many steps an epoch has.
+    ema_ = std::make_unique<optim::WeightAverage>(
+        *model_, optim::EmaConfig{.every_steps = c.ema_every,
+                                  .decay_base = c.ema_decay,
+                                  .decay_pow = c.ema_decay_pow,
+                                  .lookahead = c.ema_mode == EmaMode::Lookahead});
+  }
 
   if (!checkpoint.empty()) {
     const optim::LoadedCheckpoint loaded =
-        optim::load_checkpoint(checkpoint, *model_, eval_only ? nullptr : sgd_.get());
+        optim::load_checkpoint(checkpoint, *model_, eval_only ? nullptr : sgd_.get(), ema_.get());
     if (!eval_only) resumed_from_ = checkpoint;
     if (!eval_only && loaded.has_training_state) restore(loaded, checkpoint);
   }
@@ -109,12 +123,39 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_loader_ = std::make_unique<data::Loader>(
       data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank),
       test_options);
+  // --tta (airbench94's test-time augmentation): 1 = the mirror too (weights 1/2, 1/2); 2 = also the image
+  // shifted one pixel up-left and down-right (reflection padding), each plain and mirrored (1/4 for the
+  // plain and mirror views, 1/8 for the four shifted ones).
+  if (c.tta > 0) {
+    const auto add_view = [&](std::int32_t dx, std::int32_t dy, bool flip, double weight) {
+      data::LoaderOptions o = test_options;
+      o.transform = data::TransformConfig::view(data_.mean, data_.std, 1, dx, dy, flip);
+      tta_loaders_.push_back(std::make_unique<data::Loader>(
+          data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank), o));
+      tta_weights_.push_back(weight);
+    };
+    tta_weights_.push_back(c.tta == 1 ? 0.5 : 0.25);
+    add_view(1, 1, true, c.tta == 1 ? 0.5 : 0.25);
+    if (c.tta == 2) {
+      for (const std::int32_t shift : {0, 2}) {
+        add_view(shift, shift, false, 0.125);
+        add_view(shift, shift, true, 0.125);
+      }
+    }
+  }
   if (!eval_only) {
     data::LoaderOptions train_options = test_options;
     train_options.transform = train_transform(c, data_, seed_);
     train_loader_ = std::make_unique<data::Loader>(
         data_.train, data::DistributedSampler(data_.train.size(), c.world_size, c.rank, true, seed_),
         train_options);
+    // Optimizer steps per epoch (the last group of --accumulate may be short): what a per-step schedule
+    // counts in.
+    const std::int64_t batches = train_loader_->num_batches();
+    const std::int64_t steps_per_epoch =
+        std::max<std::int64_t>(1, (batches + c.accumulate - 1) / c.accumulate);
+    schedule_ = std::make_unique<optim::LrSchedule>(c.schedule_config(steps_per_epoch));
+    if (ema_) ema_->set_steps(c.ema_start_epoch * steps_per_epoch, c.epochs * steps_per_epoch);
     if (device.is_cuda()) step_losses_ = Tensor::empty_pinned({train_loader_->num_batches()}, DType::F32);
     if (c.is_main() && !c.checkpoint_dir.empty()) {
       std::error_code ec;
@@ -184,6 +225,19 @@ void Trainer::restore(const optim::LoadedCheckpoint& loaded, const std::string& 
         c.restart_count > 0 ? fmt::format(" (TORCHELASTIC_RESTART_COUNT={})", c.restart_count) : ""));
   }
   if (std::filesystem::path(path).filename().string().rfind("step", 0) == 0) mid_epoch_file_ = path;
+  // Cosine and triangle schedules and the weight average's decay ramp are laid over --epochs: the epochs done
+  // followed the checkpoint's plan, so with another length the run need not be an uninterrupted one of
+  // either.
+  const auto planned = static_cast<std::int64_t>(metadata_number(st, "epochs"));
+  const optim::ScheduleKind kind = c.schedule;
+  const bool spans_run =
+      kind == optim::ScheduleKind::Cosine || kind == optim::ScheduleKind::Triangle || ema_ != nullptr;
+  if (c.is_main() && spans_run && planned > 0 && planned != c.epochs) {
+    print_line(fmt::format(
+        "cnn_train: the checkpoint's run was planned for {} epoch(s), this one for {}: the schedule and the "
+        "weight average span {} from here on, so the result need not equal an uninterrupted {}-epoch run",
+        planned, c.epochs, c.epochs, c.epochs));
+  }
 }
 
 bool Trainer::vote_stop(bool at_epoch_end) {
@@ -220,7 +274,8 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t 
 }
 
 EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, EpochMetrics& m) {
-  const double lr = schedule_->lr(epoch);
+  const bool lr_per_step = schedule_->config().unit == optim::ScheduleUnit::Step;
+  double lr = lr_per_step ? schedule_->lr_at_step(sgd_->steps()) : schedule_->lr(epoch);
   void* stream = device_->context().stream;
   accumulators_.fill_bytes(0, stream);
   const layers::LossAccumulators acc{reinterpret_cast<double*>(accumulators_.data<std::uint8_t>()),
@@ -254,7 +309,11 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
     if (data_parallel_) data_parallel_->before_backward(ends_step);
     model_->backward(train_loss_.backward(1.0 / static_cast<double>(group_size)));
     if (data_parallel_) data_parallel_->after_backward();
-    if (ends_step) sgd_->step(lr);
+    if (ends_step) {
+      if (lr_per_step) lr = schedule_->lr_at_step(sgd_->steps());  // m.lr logs the epoch's last rate
+      sgd_->step(lr);
+      if (ema_) ema_->after_step(sgd_->steps());
+    }
     ++steps;
     samples += batch.size();
     bar.update(steps);
@@ -281,6 +340,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
       }
     }
   }
+  if (ema_ && ema_->config().lookahead) ema_->finish_epoch();  // airbench: the average goes into the weights
   device_->synchronize();
   bar.clear();
   check_losses(epoch, first, steps);
@@ -301,15 +361,41 @@ EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
   const layers::LossAccumulators acc{reinterpret_cast<double*>(accumulators_.data<std::uint8_t>()),
                                      reinterpret_cast<std::int64_t*>(accumulators_.data<std::uint8_t>() + 8)};
   test_loader_->start_epoch(0);
+  for (const auto& loader : tta_loaders_) loader->start_epoch(0);
+  // --eval-ema: the average in the weights' place for the evaluation, then back.
+  const bool on_average = config_.eval_ema && ema_ && ema_->initialized();
+  if (on_average) ema_->swap_with_weights();
   std::int64_t samples = 0;
   for (data::Batch batch; test_loader_->next(batch);) {
     // Inference: no layer keeps its input for a backward, and the loss computes no gradient.
-    const Tensor logits = model_->forward(batch.images, layers::Mode::Inference);
+    const Tensor logits =
+        tta_loaders_.empty() ? model_->forward(batch.images, layers::Mode::Inference) : tta_logits(batch);
     test_loss_.evaluate(model_->context(), logits, batch.labels, acc);
     samples += batch.size();
   }
+  if (on_average) ema_->swap_with_weights();
   device_->synchronize();
   return read_totals(samples);
+}
+
+Tensor Trainer::tta_logits(const data::Batch& batch) {
+  void* stream = device_->context().stream;
+  const Tensor first = model_->forward(batch.images, layers::Mode::Inference);
+  Tensor average = Tensor::empty(first.shape(), first.dtype(), first.device(), stream);
+  average.copy_from(first, stream);
+  // A running weighted mean: after views with total weight W, adding view v of weight w is
+  // average += (w / (W + w)) * (v - average), the weight average's kernel with rho = 1 - w / (W + w).
+  double total = tta_weights_[0];
+  for (std::size_t v = 0; v < tta_loaders_.size(); ++v) {
+    data::Batch view;
+    const bool got = tta_loaders_[v]->next(view);
+    ENGINE_CHECK(got && view.size() == batch.size(),
+                 "--tta: view {} ran out of step with the test set (a bug)", v + 1);
+    const Tensor logits = model_->forward(view.images, layers::Mode::Inference);
+    total += tta_weights_[v + 1];
+    optim::accumulate_average(device_->context(), average, logits, 1.0 - tta_weights_[v + 1] / total);
+  }
+  return average;
 }
 
 optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
@@ -331,12 +417,13 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"batch_size", std::to_string(config_.batch_size)},
                  {"lr", fmt::format("{}", config_.lr)},
                  {"schedule", std::string(optim::schedule_kind_name(config_.schedule))},
+                 {"epochs", std::to_string(config_.epochs)},  // the length schedules span (restore())
                  {"world_size", std::to_string(config_.world_size)}};
   return state;
 }
 
 void Trainer::write_checkpoint(const std::string& path, const optim::TrainingState& state) {
-  optim::save_checkpoint(path, *model_, sgd_.get(), state);
+  optim::save_checkpoint(path, *model_, sgd_.get(), state, {}, ema_.get());
 }
 
 void Trainer::save(std::int64_t epochs_done) {

@@ -43,6 +43,7 @@
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "optim/checkpoint.h"
+#include "optim/ema.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
 
@@ -136,6 +137,7 @@ class Trainer {
   void write_checkpoint(const std::string& path, const optim::TrainingState& state);
   [[noreturn]] void stop(const std::string& saved);
   EpochTotals evaluate(std::int64_t epochs_done);  // this rank's share (DataParallel sums them)
+  Tensor tta_logits(const data::Batch& batch);     // the weighted average of the views' logits
   EpochTotals read_totals(std::int64_t samples);   // one device-to-host read of the accumulators
   void save(std::int64_t epochs_done);
   void check_losses(std::int64_t epoch, std::int64_t first,
@@ -148,8 +150,13 @@ class Trainer {
   std::unique_ptr<layers::Model> model_;
   std::unique_ptr<DataParallel> data_parallel_;  // after model_: destroyed before it
   std::unique_ptr<optim::Sgd> sgd_;
+  std::unique_ptr<optim::WeightAverage> ema_;  // --ema-every K > 0
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<data::Loader> train_loader_, test_loader_;
+  // --tta: the extra views' loaders (the same sampler as test_loader_, one fixed view each) and their weights
+  // in the average of the logits (the plain view's weight first).
+  std::vector<std::unique_ptr<data::Loader>> tta_loaders_;
+  std::vector<double> tta_weights_;
   layers::SoftmaxCrossEntropy train_loss_, test_loss_;
   Tensor accumulators_;  // 16 bytes where the logits live: double loss_sum, int64 correct
   Tensor step_losses_;   // CUDA: pinned, one float per step of the epoch, read once per epoch

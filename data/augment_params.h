@@ -12,6 +12,13 @@
 // window sits at (pad, pad), the identity. Padding pixels are the uint8 value 0, normalized like any other
 // pixel (as torchvision pads before ToTensor/Normalize).
 //
+// airbench94's variants (issue 18): `alternate_flip` mirrors each image on alternate epochs, with a random
+// phase per image (one Philox bit of block `sample_index` of the stream (seed, kFlipPhaseStream), the same
+// every epoch): flip = phase XOR (epoch odd), so every image is seen both ways every two epochs (airbench
+// flips half the set at random once, then the whole set on odd epochs: the same law). `reflect_pad` pads by
+// reflection (PyTorch's F.pad mode 'reflect', the edge pixel not repeated: -1 -> 1, n -> n - 2) instead of
+// zeros, as airbench's translate does; it needs pad <= min(height, width) - 1.
+//
 // Normalize: out = (x / 255 - mean) / std, in float32, in exactly torchvision's operation order
 // (ToTensor divides by 255, Normalize subtracts then divides). Each of the three operations is a correctly
 // rounded IEEE operation on both sides: on the host, SSE float arithmetic (division and subtraction are
@@ -27,15 +34,23 @@ namespace engine::data {
 
 // Philox offsets that name the data pipeline's random streams; the high 32 bits keep them apart from other
 // users of the same seed (dropout offsets count steps from 0).
-constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;  // "AUGM"; low 32 bits: the epoch
-constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;  // "SAMP"
+constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;    // "AUGM"; low 32 bits: the epoch
+constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;    // "SAMP"
+constexpr std::uint64_t kFlipPhaseStream = 0x464c4950ull << 32;  // "FLIP": the alternating flip's phase
 
 // What the augmentation does; plain data so it can be passed to a kernel by value.
 struct AugmentSpec {
   std::uint64_t seed = 0;
-  std::int32_t pad = 0;      // zero padding on each side for the random crop
-  bool random_crop = false;  // off: the window sits at (pad, pad), i.e. no crop
-  bool random_flip = false;  // on: mirror left-right with probability 1/2
+  std::int32_t pad = 0;         // zero padding on each side for the random crop
+  bool random_crop = false;     // off: the window sits at (pad, pad), i.e. no crop
+  bool random_flip = false;     // on: mirror left-right with probability 1/2
+  bool alternate_flip = false;  // on: mirror on alternate epochs, phase random per image (wins over random)
+  bool reflect_pad = false;     // pad by reflection instead of zeros
+  // Test-time augmentation: every image gets this one view (window at (view_dx, view_dy), mirrored or not)
+  // instead of a draw.
+  bool fixed_view = false;
+  std::int32_t view_dx = 0, view_dy = 0;
+  bool view_flip = false;
 };
 
 // One sample's draw: the window's top-left corner in the padded image, and whether it is mirrored.
@@ -52,8 +67,14 @@ ENGINE_HOST_DEVICE std::int32_t uniform_below(std::uint32_t bits, std::uint32_t 
 
 ENGINE_HOST_DEVICE AugmentDraw draw_augment(const AugmentSpec& spec, std::uint64_t epoch,
                                             std::uint64_t sample_index) {
-  const PhiloxBlock bits = philox_block(spec.seed, kAugmentStream | (epoch & 0xffffffffull), sample_index);
   AugmentDraw d;
+  if (spec.fixed_view) {
+    d.dx = spec.view_dx;
+    d.dy = spec.view_dy;
+    d.flip = spec.view_flip;
+    return d;
+  }
+  const PhiloxBlock bits = philox_block(spec.seed, kAugmentStream | (epoch & 0xffffffffull), sample_index);
   d.dx = spec.pad;
   d.dy = spec.pad;
   if (spec.random_crop) {
@@ -61,8 +82,21 @@ ENGINE_HOST_DEVICE AugmentDraw draw_augment(const AugmentSpec& spec, std::uint64
     d.dx = uniform_below(bits.v[0], span);
     d.dy = uniform_below(bits.v[1], span);
   }
-  if (spec.random_flip) d.flip = (bits.v[2] >> 31) != 0u;
+  if (spec.alternate_flip) {
+    const PhiloxBlock phase = philox_block(spec.seed, kFlipPhaseStream, sample_index);
+    d.flip = (((phase.v[0] >> 31) ^ static_cast<std::uint32_t>(epoch & 1u)) != 0u);
+  } else if (spec.random_flip) {
+    d.flip = (bits.v[2] >> 31) != 0u;
+  }
   return d;
+}
+
+// A source coordinate outside [0, n) mapped back inside by reflection (PyTorch's 'reflect'); valid for
+// coordinates in [-(n-1), 2n-2], i.e. pad <= n - 1.
+ENGINE_HOST_DEVICE std::int32_t reflect_index(std::int32_t i, std::int32_t n) {
+  if (i < 0) return -i;
+  if (i >= n) return 2 * (n - 1) - i;
+  return i;
 }
 
 // Output row y reads source row source_y(...) of the original image; outside [0, height) it reads padding.

@@ -24,6 +24,27 @@ TransformConfig TransformConfig::train(std::vector<float> mean, std::vector<floa
   return c;
 }
 
+TransformConfig TransformConfig::flip_translate(std::vector<float> mean, std::vector<float> std,
+                                                std::uint64_t seed, std::int32_t pad) {
+  TransformConfig c = train(std::move(mean), std::move(std), seed, pad);
+  c.random_flip = false;
+  c.alternate_flip = true;
+  c.reflect_pad = true;
+  return c;
+}
+
+TransformConfig TransformConfig::view(std::vector<float> mean, std::vector<float> std, std::int32_t pad,
+                                      std::int32_t dx, std::int32_t dy, bool flip) {
+  TransformConfig c = eval(std::move(mean), std::move(std));
+  c.crop_padding = pad;
+  c.reflect_pad = true;
+  c.fixed_view = true;
+  c.view_dx = dx;
+  c.view_dy = dy;
+  c.view_flip = flip;
+  return c;
+}
+
 TransformConfig TransformConfig::eval(std::vector<float> mean, std::vector<float> std) {
   TransformConfig c;
   c.crop_padding = 0;
@@ -68,6 +89,10 @@ Transform::Transform(TransformConfig config) : config_(std::move(config)) {
                config_.mean.size(), config_.std.size());
   ENGINE_CHECK(config_.crop_padding >= 0 && config_.crop_padding <= (1 << 16), "Transform: crop padding {}",
                config_.crop_padding);
+  ENGINE_CHECK(!config_.fixed_view || (config_.view_dx >= 0 && config_.view_dx <= 2 * config_.crop_padding &&
+                                       config_.view_dy >= 0 && config_.view_dy <= 2 * config_.crop_padding),
+               "Transform: view at ({}, {}) outside [0, {}]", config_.view_dx, config_.view_dy,
+               2 * config_.crop_padding);
   for (std::size_t c = 0; c < config_.std.size(); ++c) {
     ENGINE_CHECK(std::isfinite(config_.std[c]) && config_.std[c] > 0.0f && std::isfinite(config_.mean[c]),
                  "Transform: channel {} has mean {} and std {}; std must be positive and both finite", c,
@@ -89,6 +114,12 @@ AugmentSpec Transform::spec() const {
   s.pad = config_.crop_padding;
   s.random_crop = config_.random_crop;
   s.random_flip = config_.random_flip;
+  s.alternate_flip = config_.alternate_flip;
+  s.reflect_pad = config_.reflect_pad;
+  s.fixed_view = config_.fixed_view;
+  s.view_dx = config_.view_dx;
+  s.view_dy = config_.view_dy;
+  s.view_flip = config_.view_flip;
   return s;
 }
 
@@ -119,6 +150,20 @@ void Transform::apply(const std::uint8_t* src, std::int64_t channels, std::int64
   const AugmentDraw d = draw(epoch, sample_index);
   const auto pad = static_cast<std::int32_t>(config_.crop_padding);
   const auto h = static_cast<std::int32_t>(height), w = static_cast<std::int32_t>(width);
+  if (config_.reflect_pad) {
+    // Every output pixel reads a pixel of the image (reflected where the window leaves it).
+    ENGINE_CHECK(pad < h && pad < w,
+                 "Transform: reflection padding {} needs images larger than it, not {}x{}", pad, h, w);
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const float* lut = table(c);
+      for (std::int32_t y = 0; y < h; ++y) {
+        const std::uint8_t* row = src + (c * height + reflect_index(source_y(y, d, pad), h)) * width;
+        float* out = dst + (c * height + y) * width;
+        for (std::int32_t x = 0; x < w; ++x) out[x] = lut[row[reflect_index(source_x(x, w, d, pad), w)]];
+      }
+    }
+    return;
+  }
   // Column x reads source column x + shift (or, flipped, w - 1 - x + shift); the columns whose source lies
   // inside the image form one range [x0, x1), the rest are padding.
   const std::int32_t shift = d.dx - pad;

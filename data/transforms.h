@@ -24,6 +24,11 @@ struct TransformConfig {
   bool random_crop = false;
   std::int32_t crop_padding = 4;  // zero padding on each side; the crop keeps the image's size
   bool random_flip = false;
+  bool alternate_flip = false;  // airbench94: mirror on alternate epochs, random phase per image
+  bool reflect_pad = false;     // airbench94's translate: pad by reflection, not zeros
+  bool fixed_view = false;      // test-time augmentation: this view for every image (see view())
+  std::int32_t view_dx = 0, view_dy = 0;
+  bool view_flip = false;
   // Per channel, in units of x / 255 (torchvision's convention). Empty: mean 0 and std 1 for every channel,
   // i.e. plain x / 255.
   std::vector<float> mean;
@@ -33,6 +38,14 @@ struct TransformConfig {
   // Random crop with padding `pad`, random flip, normalize: the CIFAR-10 training recipe.
   static TransformConfig train(std::vector<float> mean, std::vector<float> std, std::uint64_t seed,
                                std::int32_t pad = 4);
+  // airbench94's training augmentation: flip alternating by epoch, translate by up to `pad` pixels with
+  // reflection padding, normalize.
+  static TransformConfig flip_translate(std::vector<float> mean, std::vector<float> std, std::uint64_t seed,
+                                        std::int32_t pad = 2);
+  // One fixed view for test-time augmentation: the window at (dx, dy) of the image padded by `pad`
+  // (reflection, as airbench94's TTA), mirrored when `flip`. dx = dy = pad, flip: the plain mirror.
+  static TransformConfig view(std::vector<float> mean, std::vector<float> std, std::int32_t pad,
+                              std::int32_t dx, std::int32_t dy, bool flip);
   // Normalize only: evaluation.
   static TransformConfig eval(std::vector<float> mean, std::vector<float> std);
 };

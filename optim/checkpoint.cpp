@@ -70,7 +70,7 @@ void copy_into(const Tensor& dst, std::span<const std::uint8_t> bytes, void* str
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Model& model, const Sgd* sgd, const TrainingState& state,
-                     const WriteOptions& options) {
+                     const WriteOptions& options, const WeightAverage* ema) {
   ENGINE_CHECK(model.finalized(), "save_checkpoint '{}': model '{}' is not finalized", path, model.name());
   void* stream = model.context().stream;
   const std::string dtype = safetensors_dtype(model.context().dtype);
@@ -112,6 +112,23 @@ void save_checkpoint(const std::string& path, const Model& model, const Sgd* sgd
     }
   }
 
+  Tensor ema_params, ema_buffers;
+  if (ema != nullptr && ema->initialized()) {
+    ema_params = ema->parameters().to(Device::cpu(), stream);
+    if (ema->buffers().defined()) ema_buffers = ema->buffers().to(Device::cpu(), stream);
+    for (const StateEntry& e : model.state_dict()) {
+      if (e.kind == StateEntry::Kind::Parameter) {
+        const layers::Parameter& p = model.parameters()[e.index];
+        records.push_back({kEmaPrefix + e.name, dtype, p.value.shape(),
+                           host_bytes(ema_params.flat_range(p.offset, p.value.shape()))});
+      } else if (e.kind == StateEntry::Kind::Buffer) {
+        const layers::Buffer& b = model.buffers()[e.index];
+        records.push_back({kEmaPrefix + e.name, dtype, b.value.shape(),
+                           host_bytes(ema_buffers.flat_range(b.offset, b.value.shape()))});
+      }
+    }
+  }
+
   std::map<std::string, std::string> metadata = state.extra;
   metadata["format"] = kCheckpointFormat;
   metadata["model"] = model.name();
@@ -125,7 +142,7 @@ void save_checkpoint(const std::string& path, const Model& model, const Sgd* sgd
   write_safetensors(path, records, metadata, options);
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd) {
+LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd, WeightAverage* ema) {
   ENGINE_CHECK(model.finalized(), "load_checkpoint '{}': model '{}' is not finalized", path, model.name());
   const SafetensorsFile file = SafetensorsFile::read(path);
   const auto& meta = file.metadata();
@@ -145,10 +162,18 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
       check_entry(file, e.name, file.find(e.name), dtype, entry_tensor(model, e).shape(), model);
     }
   }
-  std::size_t momentum_entries = 0;
+  std::size_t momentum_entries = 0, ema_entries = 0, float_entries = 0;
+  for (const StateEntry& e : model.state_dict()) float_entries += e.kind != StateEntry::Kind::Counter ? 1 : 0;
   for (const auto& [name, entry] : file.entries()) {
     if (name.rfind(kMomentumPrefix, 0) == 0) {
       ++momentum_entries;
+      continue;
+    }
+    if (name.rfind(kEmaPrefix, 0) == 0) {
+      ENGINE_CHECK(expected.count(name.substr(std::string(kEmaPrefix).size())) == 1,
+                   "checkpoint '{}' holds an average '{}' of a tensor model '{}' does not have", path, name,
+                   model.name());
+      ++ema_entries;
       continue;
     }
     ENGINE_CHECK(
@@ -164,6 +189,17 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
     for (const layers::Parameter& p : model.parameters()) {
       const std::string name = kMomentumPrefix + p.name;
       check_entry(file, name, file.find(name), dtype, p.value.shape(), model);
+    }
+  }
+  const bool load_ema = ema != nullptr && ema_entries > 0;
+  if (load_ema) {
+    ENGINE_CHECK(ema_entries == float_entries,
+                 "checkpoint '{}' holds the average of {} tensors; model '{}' has {} parameters and buffers",
+                 path, ema_entries, model.name(), float_entries);
+    for (const StateEntry& e : model.state_dict()) {
+      if (e.kind == StateEntry::Kind::Counter) continue;
+      const std::string name = kEmaPrefix + e.name;
+      check_entry(file, name, file.find(name), dtype, entry_tensor(model, e).shape(), model);
     }
   }
   LoadedCheckpoint out;
@@ -201,6 +237,19 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
     }
     sgd->set_has_momentum_state(true);
     out.restored_momentum = true;
+  }
+  if (load_ema) {
+    for (const StateEntry& e : model.state_dict()) {
+      if (e.kind == StateEntry::Kind::Counter) continue;
+      const bool is_param = e.kind == StateEntry::Kind::Parameter;
+      const Tensor& flat = is_param ? ema->parameters() : ema->buffers();
+      const Tensor& like = entry_tensor(model, e);
+      const std::int64_t offset =
+          is_param ? model.parameters()[e.index].offset : model.buffers()[e.index].offset;
+      copy_into(flat.flat_range(offset, like.shape()), file.bytes(*file.find(kEmaPrefix + e.name)), stream);
+    }
+    ema->set_initialized(true);
+    out.restored_ema = true;
   }
   if (sgd != nullptr) sgd->set_steps(out.state.step);
   return out;

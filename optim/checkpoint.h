@@ -6,6 +6,8 @@
 //   the optimizer state, one tensor per parameter with momentum:
 //       "optim.momentum_buffer.features.0.weight" F32 [64, 3, 3, 3] ...   (torch's
 //       state[p]['momentum_buffer'])
+//   the weight average when there is one (optim/ema.h), one tensor per parameter and BatchNorm buffer:
+//       "optim.ema.features.0.weight" F32 [64, 3, 3, 3], "optim.ema.features.1.running_mean" ...
 //   the training state, as strings in the header's "__metadata__":
 //       format = "cnn_engine.checkpoint.v1", model, epoch (epochs completed), step (optimizer steps taken),
 //       seed, dropout_offset, sampler_seed, sampler_epoch, sampler_position (entries of the sampler's epoch
@@ -28,6 +30,7 @@
 #include <string>
 
 #include "layers/model.h"
+#include "optim/ema.h"
 #include "optim/safetensors.h"
 #include "optim/sgd.h"
 
@@ -35,6 +38,7 @@ namespace engine::optim {
 
 inline constexpr const char* kCheckpointFormat = "cnn_engine.checkpoint.v1";
 inline constexpr const char* kMomentumPrefix = "optim.momentum_buffer.";
+inline constexpr const char* kEmaPrefix = "optim.ema.";
 
 struct TrainingState {
   std::int64_t epoch = 0;  // epochs completed: a resumed run starts at this epoch
@@ -48,19 +52,24 @@ struct TrainingState {
   std::map<std::string, std::string> extra = {};  // informational metadata (dataset, lr, ...), kept as is
 };
 
-// Writes the checkpoint (crash-safe: see write_safetensors). `sgd` may be null (weights only). CUDA tensors
-// are copied to the host first (after the model's stream has finished its queued work).
+// Writes the checkpoint (crash-safe: see write_safetensors). `sgd` may be null (weights only); `ema` may be
+// null or not started yet (no average saved). CUDA tensors are copied to the host first (after the model's
+// stream has finished its queued work).
 void save_checkpoint(const std::string& path, const layers::Model& model, const Sgd* sgd,
-                     const TrainingState& state, const WriteOptions& options = {});
+                     const TrainingState& state, const WriteOptions& options = {},
+                     const WeightAverage* ema = nullptr);
 
 struct LoadedCheckpoint {
   TrainingState state;
   bool has_training_state = false;  // the file is one of ours (format metadata present), not bare weights
   bool restored_momentum = false;
+  bool restored_ema = false;
 };
 
 // Loads the model's state (and, when `sgd` is given and the file holds momentum buffers for every parameter,
-// the optimizer's) from `path`. Throws engine::Error naming the file and the tensor (see the header comment).
-LoadedCheckpoint load_checkpoint(const std::string& path, layers::Model& model, Sgd* sgd);
+// the optimizer's; and, when `ema` is given and the file holds an average, the average, which is then
+// marked started) from `path`. Throws engine::Error naming the file and the tensor (see the header comment).
+LoadedCheckpoint load_checkpoint(const std::string& path, layers::Model& model, Sgd* sgd,
+                                 WeightAverage* ema = nullptr);
 
 }  // namespace engine::optim

@@ -1,6 +1,7 @@
 #include "optim/sgd.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/ops/sgd.h"
 
@@ -21,6 +22,17 @@ cpu::SgdOptions options_for(const SgdConfig& c, double lr) {
 Sgd::Sgd(layers::Model& model, const SgdConfig& config) : model_(model), config_(config) {
   ENGINE_CHECK(model.finalized(), "Sgd: model '{}' is not finalized", model.name());
   options_for(config_, 0.0).validate();
+  const Tensor& params = model.flat_parameters();
+  if (!config_.groups.empty()) {
+    tiles_ = cpu::tile_sgd_groups(config_.groups, config_.weight_decay, params.numel());
+    if (params.is_cuda()) {
+      const auto bytes = static_cast<std::int64_t>(tiles_.size() * sizeof(cpu::SgdGroup));
+      Tensor host = Tensor::empty({bytes}, DType::U8);
+      std::memcpy(host.data<std::uint8_t>(), tiles_.data(), static_cast<std::size_t>(bytes));
+      device_tiles_ = host.to(params.device(), model.context().stream);
+      // `host` is pageable: the copy is complete on return, so it may go.
+    }
+  }
   if (config_.momentum != 0.0) {
     const Tensor& p = model.flat_parameters();
     momentum_ = Tensor::zeros(p.shape(), p.dtype(), p.device(), model.context().stream);
@@ -33,7 +45,7 @@ void Sgd::step(double lr) {
   const Tensor& p = model_.flat_parameters();
   const Tensor& g = model_.flat_gradients();
   const bool first = !has_state_;
-  ops::sgd_step(model_.context(), options, p, g, momentum_, first);
+  ops::sgd_step(model_.context(), options, p, g, momentum_, first, tiles_, device_tiles_);
   if (momentum_.defined()) has_state_ = true;
   ++steps_;
 }

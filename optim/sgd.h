@@ -13,6 +13,7 @@
 // momentum_buffer entry before the first step).
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "kernels/cpu/sgd.h"
@@ -25,6 +26,9 @@ struct SgdConfig {
   double dampening = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
+  // Parameter groups over ranges of the flat parameter buffer (kernels/cpu/sgd.h SgdGroup; build them from
+  // parameter names with optim/param_groups.h). Elements in no group use weight_decay and the step's lr.
+  std::vector<cpu::SgdGroup> groups = {};
 };
 
 class Sgd {
@@ -50,6 +54,8 @@ class Sgd {
  private:
   layers::Model& model_;
   SgdConfig config_;
+  std::vector<cpu::SgdGroup> tiles_;  // the groups tiling the flat buffer; empty without groups
+  Tensor device_tiles_;               // CUDA: tiles_ as bytes in device memory, for the fused kernel
   Tensor momentum_;
   bool has_state_ = false;
   std::int64_t steps_ = 0;

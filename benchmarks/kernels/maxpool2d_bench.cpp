@@ -14,7 +14,6 @@ namespace engine::bench {
 
 namespace {
 
-
 Check check_max(GpuBench* g, const Pool2dShape& s) {
   const std::int64_t nx = s.input_size(), ny = s.output_size();
   const std::vector<float> x = random_floats(nx, 25), dy = random_floats(ny, 26);

@@ -1,4 +1,5 @@
-// The augmentation kernel: gather, random crop with zero padding, horizontal flip, normalize, NCHW float32.
+// The augmentation kernel: gather, random crop with zero (or reflection) padding, horizontal flip (random or
+// alternating by epoch), normalize, NCHW float32.
 //
 // One block per image. Thread 0 draws the image's crop and flip once (data/augment_params.h, the same code
 // the CPU runs) and shares it; then the block walks the image's C*H*W outputs with consecutive threads on
@@ -43,8 +44,12 @@ __global__ void __launch_bounds__(kThreads) augment_normalize_kernel(AugmentBatc
     const std::int32_t rem = e - c * hw;
     const std::int32_t y = rem / a.width;
     const std::int32_t x = rem - y * a.width;
-    const std::int32_t sy = source_y(y, d, a.spec.pad);
-    const std::int32_t sx = source_x(x, a.width, d, a.spec.pad);
+    std::int32_t sy = source_y(y, d, a.spec.pad);
+    std::int32_t sx = source_x(x, a.width, d, a.spec.pad);
+    if (a.spec.reflect_pad) {
+      sy = reflect_index(sy, a.height);
+      sx = reflect_index(sx, a.width);
+    }
     const bool inside = sy >= 0 && sy < a.height && sx >= 0 && sx < a.width;
     const std::uint8_t v = inside ? src[c * hw + sy * a.width + sx] : std::uint8_t{0};
     dst[e] = normalize_value(v, a.mean[c], a.std_dev[c]);
@@ -62,6 +67,9 @@ void augment_normalize(const AugmentBatchArgs& a, cudaStream_t stream) {
   ENGINE_CHECK(static_cast<std::int64_t>(a.channels) * a.height * a.width <= 0x7fffffff,
                "augment_normalize: image of {}x{}x{} too large", a.channels, a.height, a.width);
   ENGINE_CHECK(a.spec.pad >= 0, "augment_normalize: negative padding {}", a.spec.pad);
+  ENGINE_CHECK(!a.spec.reflect_pad || (a.spec.pad < a.height && a.spec.pad < a.width),
+               "augment_normalize: reflection padding {} needs images larger than it, not {}x{}", a.spec.pad,
+               a.height, a.width);
   ENGINE_CHECK(a.labels == nullptr || a.out_labels != nullptr,
                "augment_normalize: labels without out_labels");
   if (a.batch == 0) return;

@@ -5,6 +5,7 @@
 // step's buffer = g. The float arithmetic differs from it by a few ulps of the terms per element.
 
 #include <cstdint>
+#include <span>
 
 #include "kernels/cpu/sgd.h"
 
@@ -12,5 +13,10 @@ namespace engine::cpu_fast {
 
 void sgd_step(const cpu::SgdOptions& options, float* params, const float* grads, float* momentum_buffer,
               std::int64_t n, bool first_step);
+
+// With parameter groups (cpu::tile_sgd_groups): each tile's range with lr * lr_scale (formed in double, then
+// rounded to float) and its weight decay; frozen tiles untouched.
+void sgd_step_groups(const cpu::SgdOptions& options, std::span<const cpu::SgdGroup> groups, float* params,
+                     const float* grads, float* momentum_buffer, std::int64_t n, bool first_step);
 
 }  // namespace engine::cpu_fast

@@ -16,10 +16,11 @@ struct SgdParams {
   bool use_momentum, nesterov, first_step;
 };
 
-// One element's step; `buffer` is read and written only with momentum.
-__device__ __forceinline__ void sgd_element(const SgdParams& o, float& param, float grad, float& buffer) {
+// One element's step at rate `lr` and decay `weight_decay`; `buffer` is read and written only with momentum.
+__device__ __forceinline__ void sgd_element(const SgdParams& o, double lr, double weight_decay, float& param,
+                                            float grad, float& buffer) {
   const double p = static_cast<double>(param);
-  double g = __dadd_rn(static_cast<double>(grad), __dmul_rn(o.weight_decay, p));
+  double g = __dadd_rn(static_cast<double>(grad), __dmul_rn(weight_decay, p));
   if (o.use_momentum) {
     const double buf = o.first_step ? g
                                     : __dadd_rn(__dmul_rn(o.momentum, static_cast<double>(buffer)),
@@ -27,9 +28,10 @@ __device__ __forceinline__ void sgd_element(const SgdParams& o, float& param, fl
     buffer = static_cast<float>(buf);
     g = o.nesterov ? __dadd_rn(g, __dmul_rn(o.momentum, buf)) : buf;
   }
-  param = static_cast<float>(__dsub_rn(p, __dmul_rn(o.lr, g)));
+  param = static_cast<float>(__dsub_rn(p, __dmul_rn(lr, g)));
 }
 
+// Every element at o.lr and o.weight_decay (no parameter groups).
 template <bool kVector>
 __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float* __restrict__ grads,
                            float* __restrict__ buffer, std::int64_t n) {
@@ -42,22 +44,50 @@ __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float*
       detail::Float4 b{};
       if (o.use_momentum && !o.first_step) b = detail::load4(buffer, g);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) sgd_element(o, p.v[k], gr.v[k], b.v[k]);
+      for (int k = 0; k < 4; ++k) sgd_element(o, o.lr, o.weight_decay, p.v[k], gr.v[k], b.v[k]);
       detail::store4(params, g, p);
       if (o.use_momentum) detail::store4(buffer, g, b);
     }
   }
   for (const std::int64_t i : detail::grid_stride(scalar_from, n)) {
     float unused = 0.0f;
-    sgd_element(o, params[i], grads[i], o.use_momentum ? buffer[i] : unused);
+    sgd_element(o, o.lr, o.weight_decay, params[i], grads[i], o.use_momentum ? buffer[i] : unused);
+  }
+}
+
+// The tile of element i: the last one whose begin <= i (the tiles cover [0, n) in order).
+__device__ const cpu::SgdGroup& tile_of(const cpu::SgdGroup* tiles, int count, std::int64_t i) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (tiles[mid].begin <= i) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return tiles[lo];
+}
+
+// With parameter groups: each element takes its tile's rate factor and decay; frozen tiles are skipped.
+__global__ void sgd_tiles_kernel(SgdParams o, const cpu::SgdGroup* __restrict__ tiles, int count,
+                                 float* __restrict__ params, const float* __restrict__ grads,
+                                 float* __restrict__ buffer, std::int64_t n) {
+  for (const std::int64_t i : detail::grid_stride(n)) {
+    const cpu::SgdGroup& t = tile_of(tiles, count, i);
+    if (t.frozen) continue;
+    float unused = 0.0f;
+    sgd_element(o, __dmul_rn(o.lr, t.lr_scale), t.weight_decay, params[i], grads[i],
+                o.use_momentum ? buffer[i] : unused);
   }
 }
 
 }  // namespace
 
-void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
-              float* momentum_buffer, std::int64_t n, bool first_step) {
-  ENGINE_NVTX_RANGE("sgd_step");
+namespace {
+
+void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* tiles, int count,
+            float* params, const float* grads, float* momentum_buffer, std::int64_t n, bool first_step) {
   options.validate();
   ENGINE_CHECK(n >= 0, "sgd_step: parameter count must be non-negative, got {}", n);
   if (n == 0) return;
@@ -69,7 +99,10 @@ void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params
   const SgdParams o{
       options.lr,       options.momentum, 1.0 - options.dampening, options.weight_decay, use_momentum,
       options.nesterov, first_step};
-  if (detail::vector_aligned(params, grads, use_momentum ? momentum_buffer : nullptr)) {
+  if (tiles != nullptr) {
+    sgd_tiles_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, tiles, count, params, grads,
+                                                                         momentum_buffer, n);
+  } else if (detail::vector_aligned(params, grads, use_momentum ? momentum_buffer : nullptr)) {
     sgd_kernel<true><<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(
         o, params, grads, momentum_buffer, n);
   } else {
@@ -77,6 +110,23 @@ void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params
         <<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, params, grads, momentum_buffer, n);
   }
   ENGINE_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
+              float* momentum_buffer, std::int64_t n, bool first_step) {
+  ENGINE_NVTX_RANGE("sgd_step");
+  launch(stream, options, nullptr, 0, params, grads, momentum_buffer, n, first_step);
+}
+
+void sgd_step_tiles(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* device_tiles,
+                    int count, float* params, const float* grads, float* momentum_buffer, std::int64_t n,
+                    bool first_step) {
+  ENGINE_NVTX_RANGE("sgd_step_tiles");
+  ENGINE_CHECK(device_tiles != nullptr && count > 0, "sgd_step_tiles: {} tiles at {}", count,
+               static_cast<const void*>(device_tiles));
+  launch(stream, options, device_tiles, count, params, grads, momentum_buffer, n, first_step);
 }
 
 }  // namespace engine::cuda

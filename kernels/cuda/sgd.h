@@ -18,4 +18,11 @@ namespace engine::cuda {
 void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
               float* momentum_buffer, std::int64_t n, bool first_step);
 
+// With parameter groups, still one launch: `device_tiles` is cpu::tile_sgd_groups(...)'s output (`count`
+// entries tiling [0, n)) copied to device memory once (optim::Sgd does); each thread finds its element's tile
+// by a binary search over the begins. Bitwise equal to cpu::sgd_step_groups<float>; frozen tiles untouched.
+void sgd_step_tiles(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* device_tiles,
+                    int count, float* params, const float* grads, float* momentum_buffer, std::int64_t n,
+                    bool first_step);
+
 }  // namespace engine::cuda

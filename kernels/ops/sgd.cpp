@@ -7,16 +7,28 @@
 namespace engine::ops {
 
 void sgd_step(const ExecutionContext& ctx, const cpu::SgdOptions& options, const Tensor& params,
-              const Tensor& grads, const Tensor& momentum, bool first_step) {
+              const Tensor& grads, const Tensor& momentum, bool first_step,
+              std::span<const cpu::SgdGroup> tiles, const Tensor& device_tiles) {
   dispatch("sgd", ctx, params, [&]<Path P, typename T>() {
     T* m = data_or_null<T>(momentum);
     if constexpr (P == Path::Cuda) {
-      cuda::sgd_step(cuda_stream(ctx), options, params.data<T>(), grads.data<T>(), m, params.numel(),
-                     first_step);
+      if (tiles.empty()) {
+        cuda::sgd_step(cuda_stream(ctx), options, params.data<T>(), grads.data<T>(), m, params.numel(),
+                       first_step);
+      } else {
+        ENGINE_CHECK(device_tiles.defined() && device_tiles.is_cuda(),
+                     "sgd: parameter groups on the GPU need their tiles in device memory");
+        cuda::sgd_step_tiles(cuda_stream(ctx), options,
+                             reinterpret_cast<const cpu::SgdGroup*>(device_tiles.data<std::uint8_t>()),
+                             static_cast<int>(tiles.size()), params.data<T>(), grads.data<T>(), m,
+                             params.numel(), first_step);
+      }
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::sgd_step(options, params.data<T>(), grads.data<T>(), m, params.numel(), first_step);
+      cpu_fast::sgd_step_groups(options, tiles, params.data<T>(), grads.data<T>(), m, params.numel(),
+                                first_step);
     } else {
-      cpu::sgd_step<T>(options, params.data<T>(), grads.data<T>(), m, params.numel(), first_step);
+      cpu::sgd_step_groups<T>(options, tiles, params.data<T>(), grads.data<T>(), m, params.numel(),
+                              first_step);
     }
   });
 }

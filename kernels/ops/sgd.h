@@ -1,6 +1,10 @@
 #pragma once
 // One SGD step over flat buffers (torch.optim.SGD's semantics, kernels/cpu/sgd.h). momentum may be undefined
-// (momentum 0); first_step sets the buffer to the gradient, as PyTorch.
+// (momentum 0); first_step sets the buffer to the gradient, as PyTorch. With parameter groups, `tiles` is
+// cpu::tile_sgd_groups(...)'s output and, for CUDA tensors, `device_tiles` the same bytes in device memory
+// (one launch either way); frozen tiles stay untouched.
+
+#include <span>
 
 #include "core/execution_context.h"
 #include "core/tensor.h"
@@ -9,6 +13,7 @@
 namespace engine::ops {
 
 void sgd_step(const ExecutionContext& ctx, const cpu::SgdOptions& options, const Tensor& params,
-              const Tensor& grads, const Tensor& momentum, bool first_step);
+              const Tensor& grads, const Tensor& momentum, bool first_step,
+              std::span<const cpu::SgdGroup> tiles = {}, const Tensor& device_tiles = Tensor());
 
 }  // namespace engine::ops

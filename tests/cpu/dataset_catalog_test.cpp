@@ -103,7 +103,7 @@ TEST(FlagChoice, AnUnknownValueNamesTheFlagAndTheAcceptedValues) {
     app.parse(std::vector<std::string>{"flip", "--augment", "mnist", "--dataset"});
     FAIL() << "--augment flip was accepted";
   } catch (const CLI::ValidationError& e) {
-    EXPECT_EQ(std::string(e.what()), "--augment: 'flip' is not one of none or crop-flip");
+    EXPECT_EQ(std::string(e.what()), "--augment: 'flip' is not one of none, crop-flip or flip-translate");
   }
   // A number is not a name, even though the enum is read through its underlying integer.
   EXPECT_THROW(app.parse(std::vector<std::string>{"1", "--augment", "mnist", "--dataset"}),

@@ -119,5 +119,139 @@ TEST(LrSchedule, RejectsBadSettingsByFlag) {
   EXPECT_THROW(parse_schedule_kind("linear"), Error);
 }
 
+// Per-step schedules. The expected sequences were printed by torch 2 (/work/torch-venv) driving an SGD
+// optimizer in float64 and stepping the scheduler after every optimizer step (S = 7 steps per epoch,
+// 3 epochs, T = 21 steps):
+//   triangle: LambdaLR(opt, lambda t: np.interp(t, [0, floor(0.23*T), T], [0.2, 1, 0.07])), base 0.5
+//   cosine:   CosineAnnealingLR(opt, T_max=T), base 0.1 (torch's recursive form: within 1e-15 relative)
+//   step:     StepLR(opt, step_size=2*S, gamma=0.1), base 0.1
+LrScheduleConfig per_step(ScheduleKind kind, double base) {
+  LrScheduleConfig c;
+  c.kind = kind;
+  c.base_lr = base;
+  c.total_epochs = 3;
+  c.unit = ScheduleUnit::Step;
+  c.steps_per_epoch = 7;
+  return c;
+}
+
+TEST(LrSchedulePerStep, TriangleIsAirbenchsOneCycleAsTorchLambdaLR) {
+  const std::vector<double> torch_lr = {0.1,
+                                        0.2,
+                                        0.30000000000000004,
+                                        0.4,
+                                        0.5,
+                                        0.4726470588235294,
+                                        0.44529411764705884,
+                                        0.41794117647058826,
+                                        0.3905882352941177,
+                                        0.3632352941176471,
+                                        0.33588235294117647,
+                                        0.3085294117647059,
+                                        0.2811764705882353,
+                                        0.2538235294117647,
+                                        0.22647058823529415,
+                                        0.19911764705882357,
+                                        0.17176470588235293,
+                                        0.14441176470588235,
+                                        0.11705882352941177,
+                                        0.08970588235294119,
+                                        0.06235294117647061};
+  const LrSchedule s(per_step(ScheduleKind::Triangle, 0.5));
+  ASSERT_EQ(torch_lr.size(), 21u);
+  // np.interp and our two-segment form round differently by an ulp or two of the factor.
+  for (std::size_t t = 0; t < torch_lr.size(); ++t) {
+    EXPECT_NEAR(s.lr_at_step(static_cast<std::int64_t>(t)), torch_lr[t], 4e-16 * 0.5) << "step " << t;
+  }
+  // The knots by hand: P = floor(0.23 * 21) = 4; factor 0.2 at 0, 1 at P, 0.07 at T (and after).
+  EXPECT_DOUBLE_EQ(s.lr_at_step(0), 0.5 * 0.2);
+  EXPECT_DOUBLE_EQ(s.lr_at_step(4), 0.5);
+  EXPECT_DOUBLE_EQ(s.lr_at_step(12), 0.5 * (1.0 + (0.07 - 1.0) * 8.0 / 17.0));
+  EXPECT_DOUBLE_EQ(s.lr_at_step(21), 0.5 * 0.07);
+  EXPECT_DOUBLE_EQ(s.lr_at_step(99), 0.5 * 0.07);
+  EXPECT_DOUBLE_EQ(s.lr(1), s.lr_at_step(7));  // per step, lr(e) is the rate of the epoch's first step
+}
+
+TEST(LrSchedulePerStep, TriangleWithItsPeakAtAnEndHasOneSegment) {
+  LrScheduleConfig c = per_step(ScheduleKind::Triangle, 1.0);
+  c.triangle_peak = 0.0;  // no rise: 1 at step 0, then down
+  EXPECT_DOUBLE_EQ(LrSchedule(c).lr_at_step(0), 1.0);
+  EXPECT_DOUBLE_EQ(LrSchedule(c).lr_at_step(21), 0.07);
+  c.triangle_peak = 1.0;  // no fall: the peak is the last knot
+  EXPECT_DOUBLE_EQ(LrSchedule(c).lr_at_step(0), 0.2);
+  EXPECT_DOUBLE_EQ(LrSchedule(c).lr_at_step(20), 0.2 + 0.8 * 20.0 / 21.0);
+  EXPECT_DOUBLE_EQ(LrSchedule(c).lr_at_step(21), 0.07);
+}
+
+TEST(LrSchedulePerStep, CosineIsCosineAnnealingLROverTheSteps) {
+  const std::vector<double> torch_lr = {0.1,
+                                        0.09944154131125643,
+                                        0.09777864028930704,
+                                        0.09504844339512096,
+                                        0.09131193871579975,
+                                        0.08665259359149131,
+                                        0.08117449009293667,
+                                        0.075,
+                                        0.06826705121831975,
+                                        0.06112604669781571,
+                                        0.053736504679321215,
+                                        0.0462634953206788,
+                                        0.03887395330218428,
+                                        0.031732948781680245,
+                                        0.025000000000000012,
+                                        0.018825509907063328,
+                                        0.013347406408508684,
+                                        0.008688061284200249,
+                                        0.004951556604879048,
+                                        0.002221359710692972,
+                                        0.0005584586887435739};
+  const LrSchedule s(per_step(ScheduleKind::Cosine, 0.1));
+  for (std::size_t t = 0; t < torch_lr.size(); ++t) {
+    // torch's recursion accumulates a relative rounding error of ~1e-16 per step; 21 steps stay under 1e-14.
+    EXPECT_NEAR(s.lr_at_step(static_cast<std::int64_t>(t)), torch_lr[t], 1e-14 * torch_lr[t]) << "step " << t;
+  }
+}
+
+TEST(LrSchedulePerStep, StepDecaysFallOnEpochBoundaries) {
+  LrScheduleConfig c = per_step(ScheduleKind::Step, 0.1);
+  c.step_epochs = {2};
+  const LrSchedule s(c);
+  for (std::int64_t t = 0; t < 21; ++t) {
+    const double torch_lr = t < 14 ? 0.1 : 0.010000000000000002;  // StepLR(step_size=14)
+    EXPECT_NEAR(s.lr_at_step(t), torch_lr, 1e-17) << "step " << t;
+  }
+}
+
+TEST(LrSchedulePerStep, WarmupRisesEveryStep) {
+  LrScheduleConfig c = per_step(ScheduleKind::Constant, 0.7);
+  c.warmup_epochs = 1;  // W = 7 steps: (t + 1) / 7
+  const LrSchedule s(c);
+  for (std::int64_t t = 0; t < 7; ++t) EXPECT_DOUBLE_EQ(s.lr_at_step(t), 0.7 * (t + 1) / 7.0) << t;
+  EXPECT_DOUBLE_EQ(s.lr_at_step(7), 0.7);
+}
+
+TEST(LrSchedulePerStep, UnitEpochHoldsTheRateThroughTheEpoch) {
+  LrScheduleConfig c = per_step(ScheduleKind::Cosine, 0.1);
+  c.unit = ScheduleUnit::Epoch;
+  const LrSchedule s(c);
+  for (std::int64_t t = 0; t < 21; ++t) EXPECT_EQ(s.lr_at_step(t), s.lr(t / 7)) << t;
+  EXPECT_NE(s.lr_at_step(6), s.lr_at_step(7));
+}
+
+TEST(LrSchedulePerStep, RejectsBadTriangleAndUnit) {
+  LrScheduleConfig c = per_step(ScheduleKind::Triangle, 0.1);
+  c.triangle_peak = 1.5;
+  EXPECT_THROW(c.validate(), Error);
+  c.triangle_peak = 0.5;
+  c.triangle_start = -0.1;
+  EXPECT_THROW(c.validate(), Error);
+  c.triangle_start = 0.2;
+  c.steps_per_epoch = 0;
+  EXPECT_THROW(c.validate(), Error);
+  EXPECT_THROW(parse_schedule_unit("batch"), Error);
+  EXPECT_EQ(parse_schedule_unit("step"), ScheduleUnit::Step);
+  EXPECT_EQ(parse_schedule_kind("triangle"), ScheduleKind::Triangle);
+}
+
 }  // namespace
 }  // namespace engine::optim

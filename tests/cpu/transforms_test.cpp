@@ -256,5 +256,139 @@ TEST(Transforms, BadConfigurationsThrow) {
   EXPECT_THROW(three.apply(image.data(), 1, 2, 2, 0, 0, out.data()), Error);
 }
 
+// airbench94's flip-translate (TransformConfig::flip_translate): reflection padding worked out by hand,
+// against an independent oracle (pad the image explicitly as F.pad(mode='reflect') does, cut the window,
+// mirror it), and the alternating flip's law.
+
+// The 4x4 image 1..16 through flip-translate with padding 1 and draw `want` (found at epoch `epoch`).
+std::vector<int> flip_translate_4x4(AugmentDraw want, std::uint64_t epoch) {
+  Transform t(TransformConfig::flip_translate({}, {}, /*seed=*/7, /*pad=*/1));
+  std::int64_t sample = -1;
+  for (std::int64_t i = 0; i < 100000 && sample < 0; ++i) {
+    const AugmentDraw d = t.draw(epoch, i);
+    if (d.dx == want.dx && d.dy == want.dy && d.flip == want.flip) sample = i;
+  }
+  EXPECT_GE(sample, 0) << "no sample draws that";
+  std::vector<std::uint8_t> image(16);
+  for (int i = 0; i < 16; ++i) image[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i + 1);
+  std::vector<float> out(16, -1.0f);
+  t.apply(image.data(), 1, 4, 4, sample, epoch, out.data());
+  std::vector<int> values;
+  for (float v : out) values.push_back(static_cast<int>(std::lround(v * 255.0f)));
+  return values;
+}
+
+TEST(FlipTranslate, ReflectionPaddingByHand) {
+  // Reflection-padded by 1 (the edge is not repeated):   6  5  6  7  8  7
+  //                                                       2  1  2  3  4  3
+  //                                                       6  5  6  7  8  7
+  //                                                      10  9 10 11 12 11
+  //                                                      14 13 14 15 16 15
+  //                                                      10  9 10 11 12 11
+  EXPECT_EQ(flip_translate_4x4({0, 0, false}, 0),
+            (std::vector<int>{6, 5, 6, 7, 2, 1, 2, 3, 6, 5, 6, 7, 10, 9, 10, 11}));
+  EXPECT_EQ(flip_translate_4x4({2, 1, false}, 0),
+            (std::vector<int>{2, 3, 4, 3, 6, 7, 8, 7, 10, 11, 12, 11, 14, 15, 16, 15}));
+  EXPECT_EQ(flip_translate_4x4({1, 2, true}, 1),
+            (std::vector<int>{8, 7, 6, 5, 12, 11, 10, 9, 16, 15, 14, 13, 12, 11, 10, 9}));
+  // The window at padded column 0 (dx = 0), mirrored: its last column is the reflected one.
+  EXPECT_EQ(flip_translate_4x4({0, 1, true}, 1),
+            (std::vector<int>{3, 2, 1, 2, 7, 6, 5, 6, 11, 10, 9, 10, 15, 14, 13, 14}));
+}
+
+TEST(FlipTranslate, EqualsPadReflectCropMirror) {
+  const struct {
+    int c, h, w, pad;
+  } shapes[] = {{3, 32, 32, 2}, {3, 7, 9, 4}, {1, 5, 3, 2}, {2, 4, 6, 3}, {1, 2, 2, 1}};
+  std::uint32_t state = 777;
+  for (const auto& s : shapes) {
+    const Transform t(TransformConfig::flip_translate({}, {}, /*seed=*/5, s.pad));
+    std::vector<std::uint8_t> image(static_cast<std::size_t>(s.c * s.h * s.w));
+    for (auto& v : image) v = static_cast<std::uint8_t>((state = state * 1664525u + 1013904223u) >> 24);
+    // The padded image, built the way torch.nn.functional.pad(x, (p, p, p, p), mode='reflect') defines it.
+    const int ph = s.h + 2 * s.pad, pw = s.w + 2 * s.pad;
+    auto reflect = [](int i, int n) { return i < 0 ? -i : (i >= n ? 2 * n - 2 - i : i); };
+    std::vector<std::uint8_t> padded(static_cast<std::size_t>(s.c * ph * pw));
+    for (int c = 0; c < s.c; ++c) {
+      for (int y = 0; y < ph; ++y) {
+        for (int x = 0; x < pw; ++x) {
+          padded[static_cast<std::size_t>((c * ph + y) * pw + x)] = image[static_cast<std::size_t>(
+              (c * s.h + reflect(y - s.pad, s.h)) * s.w + reflect(x - s.pad, s.w))];
+        }
+      }
+    }
+    for (std::uint64_t epoch : {0u, 1u}) {
+      for (std::int64_t sample = 0; sample < 100; ++sample) {
+        const AugmentDraw d = t.draw(epoch, sample);
+        std::vector<float> out(image.size(), std::nanf(""));
+        t.apply(image.data(), s.c, s.h, s.w, sample, epoch, out.data());
+        for (int c = 0; c < s.c; ++c) {
+          for (int y = 0; y < s.h; ++y) {
+            for (int x = 0; x < s.w; ++x) {
+              const int wx = d.flip ? s.w - 1 - x : x;  // the window, mirrored when flipped
+              const std::uint8_t v = padded[static_cast<std::size_t>((c * ph + y + d.dy) * pw + wx + d.dx)];
+              ASSERT_EQ(out[static_cast<std::size_t>((c * s.h + y) * s.w + x)],
+                        static_cast<float>(v) / 255.0f)
+                  << "shape " << s.c << "x" << s.h << "x" << s.w << " pad " << s.pad << " sample " << sample;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FlipTranslate, FlipAlternatesByEpochWithARandomPhasePerImage) {
+  const Transform t(TransformConfig::flip_translate({}, {}, /*seed=*/99, 2));
+  int flipped_at_0 = 0;
+  const int n = 2000;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bool f0 = t.draw(0, i).flip;
+    flipped_at_0 += f0 ? 1 : 0;
+    for (std::uint64_t e = 1; e < 6; ++e) EXPECT_EQ(t.draw(e, i).flip, f0 != (e % 2 == 1)) << i << " " << e;
+  }
+  // The phase is a fair coin per image: 1000 +- 4.5 sigma (sigma = sqrt(2000)/2 = 22.4).
+  EXPECT_NEAR(flipped_at_0, n / 2, 100);
+  // Another seed gives other phases; the translation still spans [0, 2*pad] in both axes.
+  const Transform other(TransformConfig::flip_translate({}, {}, /*seed=*/100, 2));
+  int differ = 0, dx_max = 0, dy_max = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    differ += other.draw(0, i).flip != t.draw(0, i).flip ? 1 : 0;
+    dx_max = std::max(dx_max, t.draw(3, i).dx);
+    dy_max = std::max(dy_max, t.draw(3, i).dy);
+  }
+  EXPECT_NEAR(differ, n / 2, 100);
+  EXPECT_EQ(dx_max, 4);
+  EXPECT_EQ(dy_max, 4);
+}
+
+TEST(FlipTranslate, FixedViewsForTestTimeAugmentation) {
+  std::vector<std::uint8_t> image(16);
+  for (int i = 0; i < 16; ++i) image[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i + 1);
+  const auto view = [&](std::int32_t dx, std::int32_t dy, bool flip, std::int64_t sample,
+                        std::uint64_t epoch) {
+    const Transform t(TransformConfig::view({}, {}, 1, dx, dy, flip));
+    std::vector<float> out(16);
+    t.apply(image.data(), 1, 4, 4, sample, epoch, out.data());
+    std::vector<int> values;
+    for (float v : out) values.push_back(static_cast<int>(std::lround(v * 255.0f)));
+    return values;
+  };
+  // The mirror (window at (1, 1) of the reflection-padded image), whatever the sample and epoch.
+  const std::vector<int> mirror = {4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9, 16, 15, 14, 13};
+  EXPECT_EQ(view(1, 1, true, 0, 0), mirror);
+  EXPECT_EQ(view(1, 1, true, 12345, 7), mirror);
+  // Shifted down-right by one (airbench's padded[0:32, 0:32]): see ReflectionPaddingByHand's padded image.
+  EXPECT_EQ(view(0, 0, false, 3, 1), (std::vector<int>{6, 5, 6, 7, 2, 1, 2, 3, 6, 5, 6, 7, 10, 9, 10, 11}));
+  EXPECT_THROW(Transform(TransformConfig::view({}, {}, 1, 3, 0, false)), Error);
+}
+
+TEST(FlipTranslate, ReflectionWiderThanTheImageIsRefused) {
+  const Transform t(TransformConfig::flip_translate({}, {}, 1, /*pad=*/3));
+  std::vector<std::uint8_t> image(9);
+  std::vector<float> out(9);
+  EXPECT_THROW(t.apply(image.data(), 1, 3, 3, 0, 0, out.data()), Error);
+}
+
 }  // namespace
 }  // namespace engine::data

@@ -2,6 +2,7 @@
 // staged loader (pinned buffers, copy stream, events) and the GPU-resident loader batch for batch, and no
 // cudaMalloc in steady state.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -55,22 +56,29 @@ TEST(TransformsGpu, KernelEqualsCpuBitwise) {
       mean.push_back(0.45f + 0.01f * static_cast<float>(c));
       std_dev.push_back(0.25f - 0.01f * static_cast<float>(c));
     }
-    const Transform t(TransformConfig::train(mean, std_dev, /*seed=*/31, s.pad));
-    const Tensor images = Tensor::from_vector(
-        random_bytes(static_cast<std::size_t>(s.b * s.c * s.h * s.w), 5), {s.b, s.c, s.h, s.w});
-    std::vector<std::int32_t> id_values;
-    for (std::int64_t i = 0; i < s.b; ++i) id_values.push_back(static_cast<std::int32_t>(1000 + 13 * i));
-    const Tensor ids = Tensor::from_vector(id_values, {s.b});
-    for (std::uint64_t epoch : {0u, 7u}) {
-      Tensor cpu_out = Tensor::empty(images.shape(), DType::F32);
-      t.apply_batch(images, ids, epoch, cpu_out);
-      const Tensor gpu_images = images.to(Device::cuda(0), stream.get());
-      const Tensor gpu_ids = ids.to(Device::cuda(0), stream.get());
-      Tensor gpu_out = Tensor::empty(images.shape(), DType::F32, Device::cuda(0), stream.get());
-      gpu_out.fill_bytes(0xFF, stream.get());  // poison: NaNs wherever the kernel fails to write
-      t.apply_batch(gpu_images, gpu_ids, epoch, gpu_out, stream.get());
-      stream.synchronize();
-      expect_bitwise_equal(gpu_out, cpu_out, "augmented batch " + images.str());
+    // airbench94's flip-translate too: reflection padding (at most min(h, w) - 1) and the alternating flip.
+    const std::int32_t reflect_pad =
+        std::min<std::int32_t>(s.pad, static_cast<std::int32_t>(std::min(s.h, s.w)) - 1);
+    for (const Transform& t : {Transform(TransformConfig::train(mean, std_dev, /*seed=*/31, s.pad)),
+                               Transform(TransformConfig::flip_translate(mean, std_dev, 31, reflect_pad))}) {
+      const Tensor images = Tensor::from_vector(
+          random_bytes(static_cast<std::size_t>(s.b * s.c * s.h * s.w), 5), {s.b, s.c, s.h, s.w});
+      std::vector<std::int32_t> id_values;
+      for (std::int64_t i = 0; i < s.b; ++i) id_values.push_back(static_cast<std::int32_t>(1000 + 13 * i));
+      const Tensor ids = Tensor::from_vector(id_values, {s.b});
+      for (std::uint64_t epoch : {0u, 7u, 8u}) {
+        Tensor cpu_out = Tensor::empty(images.shape(), DType::F32);
+        t.apply_batch(images, ids, epoch, cpu_out);
+        const Tensor gpu_images = images.to(Device::cuda(0), stream.get());
+        const Tensor gpu_ids = ids.to(Device::cuda(0), stream.get());
+        Tensor gpu_out = Tensor::empty(images.shape(), DType::F32, Device::cuda(0), stream.get());
+        gpu_out.fill_bytes(0xFF, stream.get());  // poison: NaNs wherever the kernel fails to write
+        t.apply_batch(gpu_images, gpu_ids, epoch, gpu_out, stream.get());
+        stream.synchronize();
+        expect_bitwise_equal(
+            gpu_out, cpu_out,
+            "augmented batch " + images.str() + (t.config().reflect_pad ? " (flip-translate)" : ""));
+      }
     }
   }
 }
