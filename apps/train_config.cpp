@@ -156,6 +156,9 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--eval-only", c.eval_only, "evaluate this checkpoint on the test set and exit");
   app.add_option("--metrics", c.metrics, "write one JSON line per epoch to this file");
   app.add_option("--plot", c.plot, "write loss and accuracy curves per epoch to this PNG (needs gnuplot)");
+  add_choice_option(app, "--precision", c.precision, kPrecisionChoices,
+                    "GPU float32 math: tf32 (PyTorch's default: TF32 tensor cores for convolutions, fp32 for "
+                    "Linear) or fp32 (no TF32 anywhere; what the CUDA-vs-CPU tests compare)");
   app.add_flag("--deterministic", c.deterministic,
                "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
 }

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/flag_choice.h"
+#include "apps/precision.h"
 #include "optim/lr_schedule.h"
 
 namespace engine::apps {
@@ -94,6 +95,7 @@ struct TrainConfig {
   std::string metrics;
   std::string plot;
   bool deterministic = false;
+  Precision precision = Precision::Tf32;
 
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;

@@ -16,14 +16,16 @@ namespace engine::apps {
 struct TrainDevice::Cuda {
   Stream stream;
   cuda::CudaHandles handles;
-  Cuda(int device, bool deterministic)
-      : stream(device), handles(device, stream.get(), cuda::training_handles_options(deterministic)) {}
+  Cuda(int device, bool deterministic, bool tf32_convolutions)
+      : stream(device),
+        handles(device, stream.get(), cuda::training_handles_options(deterministic, tf32_convolutions)) {}
 };
 #else
 struct TrainDevice::Cuda {};
 #endif
 
-TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, std::uint64_t dropout_seed) {
+TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, bool tf32_convolutions,
+                         std::uint64_t dropout_seed) {
   context_.dtype = DType::F32;
   context_.dropout_seed = dropout_seed;
   const bool use_cuda = !force_cpu && device_count() > 0;
@@ -31,7 +33,8 @@ TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, s
   if (use_cuda) {
 #if ENGINE_HAVE_CUDA
     set_device(device_index);
-    cuda_ = std::make_unique<Cuda>(device_index, deterministic);
+    cuda_ = std::make_unique<Cuda>(device_index, deterministic, tf32_convolutions);
+    context_.allow_tf32 = tf32_convolutions;
     context_.device = Device::cuda(device_index);
     context_.stream = cuda_->stream.get();
     context_.handles = &cuda_->handles;
@@ -40,6 +43,7 @@ TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, s
 #endif
   }
   (void)deterministic;
+  (void)tf32_convolutions;
   (void)device_index;
   context_.device = Device::cpu();
   label_ = "[CPU]";

@@ -15,8 +15,9 @@ class TrainDevice {
  public:
   // The CPU when `force_cpu` or when no GPU is visible (then `fell_back_to_cpu()` is true), else CUDA device
   // `device_index`. `deterministic` picks deterministic cuDNN algorithms by heuristic instead of a timed
-  // search.
-  TrainDevice(bool force_cpu, int device_index, bool deterministic, std::uint64_t dropout_seed);
+  // search; `tf32_convolutions` lets cuDNN use TF32 tensor cores (GEMMs stay fp32, as PyTorch's default).
+  TrainDevice(bool force_cpu, int device_index, bool deterministic, bool tf32_convolutions,
+              std::uint64_t dropout_seed);
   ~TrainDevice();
   TrainDevice(const TrainDevice&) = delete;
   TrainDevice& operator=(const TrainDevice&) = delete;

@@ -61,7 +61,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   const TrainConfig& c = config_;
   seed_ = c.seed;
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic,
-                                          rank_dropout_seed(c.seed, c.rank));
+                                          tf32_convolutions(c.precision), rank_dropout_seed(c.seed, c.rank));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
   if (!c.plot.empty()) {
     ENGINE_CHECK(!find_gnuplot().empty(), "--plot {}: gnuplot is not installed (Debian package gnuplot-nox)",
@@ -166,8 +166,11 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   }
   accumulators_ = Tensor::zeros({16}, DType::U8, device, stream);
   if (c.is_main()) {
-    print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {} | seed {}", data_.description,
-                           model_name, with_thousands(model_->parameter_count()), device.str(), seed_));
+    // The GPU's math (--precision) beside the device; the CPU computes fp32 whatever it says.
+    const std::string math =
+        device.is_cuda() ? " " + std::string(choice_name(kPrecisionChoices, c.precision)) : std::string();
+    print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {}{} | seed {}", data_.description,
+                           model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_));
   }
 }
 

@@ -47,9 +47,11 @@ struct ExecutionContext {
   // function of (seed, number of calls): the same on every run, and saved in a checkpoint as two integers.
   std::uint64_t dropout_seed = 0;
   std::uint64_t dropout_offset = 0;
-  // Lets cuDNN/cuBLAS use TF32 tensor cores for fp32 math. The handles carry the math mode; Model::finalize
-  // refuses a context whose handles disagree with this flag, so the flag always says what runs.
+  // Let cuDNN convolutions / cuBLAS GEMMs use TF32 tensor cores for fp32 math (PyTorch's
+  // torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32). The handles carry the math
+  // mode; Model::finalize refuses a context whose handles disagree with these flags, so they say what runs.
   bool allow_tf32 = false;
+  bool allow_tf32_matmul = false;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Cudnn;
   Layout layout = Layout::NCHW;
 };

@@ -91,9 +91,9 @@ if [ "${SKIP_KERNELS:-0}" != 1 ]; then
   grep -E "^ceilings|^kernel_bench" "$logs/kernel_bench.log" | head -3
 fi
 rm -f "$logs/train.jsonl" "$logs/pytorch.jsonl"
-stage train_bench_fp32 50 "$bin/train_bench" --steps "$steps" --warmup "$warmup" --json "$logs/train.jsonl"
+stage train_bench_fp32 50 "$bin/train_bench" --precision fp32 --steps "$steps" --warmup "$warmup" --json "$logs/train.jsonl"
 cp "$logs/train.jsonl" "$logs/train_fp32.jsonl" 2>/dev/null
-stage train_bench_tf32 40 "$bin/train_bench" --tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
+stage train_bench_tf32 40 "$bin/train_bench" --precision tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
 cat "$logs/train_tf32.jsonl" >>"$logs/train.jsonl" 2>/dev/null
 grep -hE "images/s" "$logs/train_bench_fp32.log" "$logs/train_bench_tf32.log"
 

@@ -8,7 +8,7 @@
     training images changes every weight and the BatchNorm statistics; that state dict, written by
     safetensors.torch.save_file, evaluated by `cnn_train --eval-only`, gives PyTorch's accuracy and loss.
 
-Tolerances. Both sides compute in fp32 (TF32 off in PyTorch, cnn_train's default math), in different orders:
+Tolerances. Both sides compute in fp32 (TF32 off in PyTorch, cnn_train --precision fp32), in different orders:
 logits differ by ~1e-6 relative, so only a test image whose two top logits are that close can change its
 prediction; 0.05 points (5 images in 10,000) bounds that. The mean loss differs by about as little; 1e-3
 relative is far above that and far below what a wrong weight layout or normalization gives (O(1)), and above
@@ -79,7 +79,7 @@ def torch_eval(torch, model, images, labels, device):
 def engine_eval(args, checkpoint):
     """(accuracy in %, loss) from cnn_train --eval-only's "Eval |" line."""
     command = [args.cnn_train, "--dataset", "cifar10", "--data-dir", args.data_dir, "--model", args.model,
-               "--eval-only", checkpoint, "--checkpoint-dir", ""]
+               "--eval-only", checkpoint, "--checkpoint-dir", "", "--precision", "fp32"]
     if args.cpu:
         command.append("--cpu")
     if args.limit_test:

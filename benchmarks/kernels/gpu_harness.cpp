@@ -22,6 +22,7 @@ int select_device_zero() {
 cuda::CudaHandlesOptions tf32_options() {
   cuda::CudaHandlesOptions o;
   o.allow_tf32 = true;
+  o.allow_tf32_matmul = true;
   return o;
 }
 

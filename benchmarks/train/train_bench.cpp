@@ -35,6 +35,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/precision.h"
 #include "benchmarks/common/layer_costs.h"
 #include "benchmarks/common/random_dataset.h"
 #include "benchmarks/train/step_timer.h"
@@ -68,7 +69,7 @@ struct Config {
   int warmup = 15;
   int steps = 100;
   bool epoch = false;
-  bool tf32 = false;
+  apps::Precision precision = apps::Precision::Tf32;  // cnn_train's default
   bool direct_conv = false;
   bool deterministic = false;
   std::string json_path;
@@ -120,23 +121,24 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
     phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
   const std::string conv =
       c.direct_conv ? " hand-written conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
-  return {
-      {"impl", "engine"},
-      {"setting", c.cpu || c.smoke ? std::string("cpu fp32") : std::string(c.tf32 ? "tf32" : "fp32") + conv},
-      {"model", r.model},
-      {"batch", r.batch},
-      {"device", device},
-      {"data", data},
-      {"steps", r.steps},
-      {"images_per_s", r.images_per_s},
-      {"epoch_s", r.epoch_s},
-      {"epoch_measured", r.epoch_measured},
-      {"step_ms", r.step_ms},
-      {"peak_mem_bytes", r.peak_bytes},
-      {"breakdown_ms", phases},
-      {"allreduce_note", "one process: no all-reduce"},
-      {"model_tflop_s", r.model_tflop_s},
-      {"final_loss", r.final_loss}};
+  return {{"impl", "engine"},
+          {"setting", c.cpu || c.smoke
+                          ? std::string("cpu fp32")
+                          : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
+          {"model", r.model},
+          {"batch", r.batch},
+          {"device", device},
+          {"data", data},
+          {"steps", r.steps},
+          {"images_per_s", r.images_per_s},
+          {"epoch_s", r.epoch_s},
+          {"epoch_measured", r.epoch_measured},
+          {"step_ms", r.step_ms},
+          {"peak_mem_bytes", r.peak_bytes},
+          {"breakdown_ms", phases},
+          {"allreduce_note", "one process: no all-reduce"},
+          {"model_tflop_s", r.model_tflop_s},
+          {"final_loss", r.final_loss}};
 }
 
 // One model at one batch on `device`. `stream` and `handles` are CUDA's (nullptr on the CPU).
@@ -147,7 +149,7 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   ctx.stream = stream;
   ctx.handles = static_cast<cuda::CudaHandles*>(handles);
   ctx.dropout_seed = 1;
-  ctx.allow_tf32 = c.tf32;
+  ctx.allow_tf32 = apps::tf32_convolutions(c.precision);
   ctx.conv_algorithm = c.direct_conv ? layers::ConvAlgorithm::HandWritten : layers::ConvAlgorithm::Cudnn;
   layers::Model model =
       layers::build_model(model_name, static_cast<int>(dataset.channels), 10,
@@ -254,7 +256,10 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", c.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--steps", c.steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_flag("--epoch", c.epoch, "time one whole epoch instead of --steps");
-  app.add_flag("--tf32", c.tf32, "allow TF32 tensor cores in cuDNN/cuBLAS (default: fp32 FMA)");
+  apps::add_choice_option(
+      app, "--precision", c.precision, apps::kPrecisionChoices,
+      "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear) or "
+      "fp32 (no TF32)");
   app.add_flag("--direct-conv", c.direct_conv, "the hand-written convolution instead of cuDNN");
   app.add_flag(
       "--deterministic", c.deterministic,
@@ -327,14 +332,17 @@ int main(int argc, char** argv) {
     const data::Dataset d = cifar_or_random(source);
     std::printf("train_bench on %s: data %s (%lld images), %s, %s conv%s; %d warm-up steps, then %s\n",
                 device.c_str(), source.c_str(), static_cast<long long>(d.size()),
-                c.tf32 ? "TF32 allowed" : "fp32", c.direct_conv ? "hand-written" : "cuDNN",
+                c.precision == apps::Precision::Tf32 ? "TF32 convolutions" : "fp32",
+                c.direct_conv ? "hand-written" : "cuDNN",
                 c.deterministic ? " (deterministic, heuristic)" : " (benchmark search)", c.warmup,
                 c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
     for (const std::string& m : c.models) {
       for (std::int64_t b : c.batches) {
         Stream stream(0);
         // cnn_train's selection policy (kernels/cuda/handles.h), so the bench times what the program runs.
-        cuda::CudaHandles handles(0, stream.get(), cuda::training_handles_options(c.deterministic, c.tf32));
+        cuda::CudaHandles handles(
+            0, stream.get(),
+            cuda::training_handles_options(c.deterministic, apps::tf32_convolutions(c.precision)));
         device_allocator(0).reset_peak();
         const Result r = run_case(c, m, b, d, Device::cuda(0), stream.get(), &handles);
         print_result(r, c);

@@ -14,9 +14,10 @@ int current_device() {
   return device;
 }
 
-CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32) {
+CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32, bool allow_tf32_matmul) {
   CudaHandlesOptions o;
   o.allow_tf32 = allow_tf32;
+  o.allow_tf32_matmul = allow_tf32_matmul;
   o.conv_search = deterministic ? ConvAlgoSearch::kHeuristic : ConvAlgoSearch::kBenchmark;
   o.deterministic = deterministic;
   return o;
@@ -39,8 +40,8 @@ CudaHandles::CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptio
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     // CUBLAS_DEFAULT_MATH never uses TF32 by itself; TF32 needs CUBLAS_TF32_TENSOR_OP_MATH (or a FAST_TF32
     // compute type, which our GEMMs pass only when allow_tf32 is set).
-    CUBLAS_CHECK(
-        cublasSetMathMode(cublas_, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasSetMathMode(
+        cublas_, options_.allow_tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     if (options_.cublas_workspace_bytes > 0) {
       cublas_workspace_ = Tensor::empty({static_cast<std::int64_t>(options_.cublas_workspace_bytes)},
                                         DType::U8, Device::cuda(device), stream_);
@@ -87,7 +88,7 @@ cudnnMathType_t CudaHandles::cudnn_math_type() const {
 }
 
 cublasComputeType_t CudaHandles::cublas_compute_type() const {
-  return options_.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  return options_.allow_tf32_matmul ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 }  // namespace engine::cuda

@@ -2,14 +2,17 @@
 // CudaHandles: the RAII owner of one cuDNN handle and one cuBLAS handle, bound to a device, plus the math
 // mode every library call made through them uses.
 //
-// fp32 means fp32. By default (allow_tf32 = false) no tensor-core TF32 path is used:
+// fp32 means fp32. By default (allow_tf32 = allow_tf32_matmul = false) no tensor-core TF32 path is used:
 //   cuBLAS: CUBLAS_DEFAULT_MATH (cuBLAS uses TF32 only when CUBLAS_TF32_TENSOR_OP_MATH is set or the
 //           compute type is CUBLAS_COMPUTE_32F_FAST_TF32); our GEMMs also pass CUBLAS_COMPUTE_32F
 //           explicitly, so the choice does not hang on one flag alone.
 //   cuDNN:  CUDNN_FMA_MATH on every convolution descriptor (FMA kernels only: no TF32 tensor-core kernel),
 //           and algorithms cuDNN reports with another math type are skipped.
-// With allow_tf32 = true cuBLAS gets CUBLAS_TF32_TENSOR_OP_MATH with CUBLAS_COMPUTE_32F_FAST_TF32 and cuDNN
-// gets CUDNN_DEFAULT_MATH (which permits TF32 tensor cores for fp32 data). Expect ~1e-3 relative error.
+// The two switches are PyTorch's: allow_tf32 is torch.backends.cudnn.allow_tf32 (convolutions: cuDNN gets
+// CUDNN_DEFAULT_MATH, which permits TF32 tensor cores for fp32 data), allow_tf32_matmul is
+// torch.backends.cuda.matmul.allow_tf32 (cuBLAS gets CUBLAS_TF32_TENSOR_OP_MATH with
+// CUBLAS_COMPUTE_32F_FAST_TF32). Expect ~1e-3 relative error where TF32 runs. cnn_train's default
+// (--precision tf32) is PyTorch's default: TF32 convolutions, fp32 matmul.
 // Note: the environment variable NVIDIA_TF32_OVERRIDE=1 could force TF32 behind our back; =0 forbids it.
 //
 // The handles are also where the per-shape convolution plans live (descriptors, chosen algorithms,
@@ -46,7 +49,8 @@ enum class ConvAlgoSearch {
 };
 
 struct CudaHandlesOptions {
-  bool allow_tf32 = false;
+  bool allow_tf32 = false;         // cuDNN convolutions may use TF32 tensor cores
+  bool allow_tf32_matmul = false;  // cuBLAS GEMMs (Linear) may use TF32 tensor cores
   ConvAlgoSearch conv_search = ConvAlgoSearch::kHeuristic;
   // Only algorithms cuDNN marks CUDNN_DETERMINISTIC for backward data / backward filter: two runs on the
   // same inputs give the same bits.
@@ -59,7 +63,8 @@ struct CudaHandlesOptions {
 // benchmark times what the program runs: cudnnFind (benchmark search, PyTorch's cudnn.benchmark) over every
 // algorithm by default; with `deterministic`, cuDNN's heuristic ranking restricted to deterministic backward
 // algorithms, so two runs give the same bits.
-CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32 = false);
+CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32 = false,
+                                            bool allow_tf32_matmul = false);
 
 class CudaHandles {
  public:
@@ -73,6 +78,7 @@ class CudaHandles {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   bool allow_tf32() const { return options_.allow_tf32; }
+  bool allow_tf32_matmul() const { return options_.allow_tf32_matmul; }
   const CudaHandlesOptions& options() const { return options_; }
 
   // Points both handles at `stream` (cudnnSetStream / cublasSetStream) when they are elsewhere, and then
@@ -84,7 +90,7 @@ class CudaHandles {
   cublasHandle_t cublas() const { return cublas_; }
   // CUDNN_FMA_MATH, or CUDNN_DEFAULT_MATH when TF32 is allowed.
   cudnnMathType_t cudnn_math_type() const;
-  // CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 when TF32 is allowed.
+  // CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 when TF32 is allowed for matmul.
   cublasComputeType_t cublas_compute_type() const;
 
   detail::CudnnConvPlans& conv_plans() { return *conv_plans_; }

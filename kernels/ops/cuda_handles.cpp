@@ -16,6 +16,9 @@ void check_cuda_context(const std::string& who, const ExecutionContext& ctx) {
   ENGINE_CHECK(ctx.handles->allow_tf32() == ctx.allow_tf32,
                "{}: the context says allow_tf32 = {} but its handles were made with {}", who, ctx.allow_tf32,
                ctx.handles->allow_tf32());
+  ENGINE_CHECK(ctx.handles->allow_tf32_matmul() == ctx.allow_tf32_matmul,
+               "{}: the context says allow_tf32_matmul = {} but its handles were made with {}", who,
+               ctx.allow_tf32_matmul, ctx.handles->allow_tf32_matmul());
 }
 
 }  // namespace engine::ops

@@ -104,12 +104,27 @@ inline std::vector<std::string> with_args(std::vector<std::string> args,
 }
 
 // A short deterministic run of `model` on tiny_folder_dataset(root): lr 0.05, seed 3, checkpoints in
-// `ckpt_dir`; the device is the caller's to add (--cpu, --gpus ...).
+// `ckpt_dir`; the device is the caller's to add (--cpu, --gpus ...). --precision fp32: the GPU tests compare
+// CUDA runs with CPU runs at fp32's tolerances, which TF32 convolutions (~1e-3 relative) would exceed.
 inline std::vector<std::string> tiny_folder_args(const std::string& root, const std::string& ckpt_dir,
                                                  const std::string& model, int batch, int epochs) {
-  return {"--dataset", "folder:" + root,       "--model", model,  "--batch-size",    std::to_string(batch),
-          "--epochs",  std::to_string(epochs), "--lr",    "0.05", "--deterministic", "--seed",
-          "3",         "--checkpoint-dir",     ckpt_dir};
+  return {"--dataset",
+          "folder:" + root,
+          "--model",
+          model,
+          "--batch-size",
+          std::to_string(batch),
+          "--epochs",
+          std::to_string(epochs),
+          "--lr",
+          "0.05",
+          "--deterministic",
+          "--seed",
+          "3",
+          "--checkpoint-dir",
+          ckpt_dir,
+          "--precision",
+          "fp32"};
 }
 
 // How many times `what` occurs in `text` (not overlapping).

@@ -93,6 +93,23 @@ TEST(FlagChoice, DefaultsStayWithoutTheFlag) {
   app.parse(std::vector<std::string>{"mnist", "--dataset"});
   EXPECT_EQ(c.augment, Augment::None);
   EXPECT_EQ(c.schedule, optim::ScheduleKind::Constant);
+  EXPECT_EQ(c.precision, Precision::Tf32);  // PyTorch's default math
+}
+
+TEST(FlagChoice, PrecisionIsPyTorchsSwitches) {
+  TrainConfig c;
+  CLI::App app;
+  add_train_flags(app, c);
+  app.parse(std::vector<std::string>{"fp32", "--precision", "mnist", "--dataset"});
+  EXPECT_EQ(c.precision, Precision::Fp32);
+  EXPECT_FALSE(tf32_convolutions(c.precision));
+  EXPECT_TRUE(tf32_convolutions(Precision::Tf32));
+  try {
+    app.parse(std::vector<std::string>{"bf16", "--precision", "mnist", "--dataset"});
+    FAIL() << "--precision bf16 was accepted before bf16 runs";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()), "--precision: 'bf16' is not one of fp32 or tf32");
+  }
 }
 
 TEST(FlagChoice, AnUnknownValueNamesTheFlagAndTheAcceptedValues) {

@@ -134,8 +134,8 @@ TEST(CnnTrainGpu, ResumeContinuesBitForBitAndEvalOnlyMatchesTheCpu) {
                                "2 epochs straight vs 1 + --resume + 1 on CUDA");
 
   const std::string checkpoint = straight + "/epoch2.safetensors";
-  const testing::RunResult gpu_eval =
-      run_train({"--dataset", "folder:" + root, "--batch-size", "5", "--eval-only", checkpoint});
+  const testing::RunResult gpu_eval = run_train(
+      {"--dataset", "folder:" + root, "--batch-size", "5", "--precision", "fp32", "--eval-only", checkpoint});
   ASSERT_EQ(gpu_eval.exit_code, 0) << gpu_eval.output;
   EXPECT_NE(gpu_eval.output.find("[GPU0] Eval | Samples: 12 |"), std::string::npos) << gpu_eval.output;
   const testing::RunResult cpu_eval =

@@ -20,15 +20,27 @@ TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
     EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F);
     EXPECT_EQ(handles.cudnn_math_type(), CUDNN_FMA_MATH);
     EXPECT_FALSE(handles.allow_tf32());
+    EXPECT_FALSE(handles.allow_tf32_matmul());
+  }
+  {
+    // PyTorch's default (cnn_train --precision tf32): TF32 convolutions, fp32 GEMMs.
+    cuda::CudaHandlesOptions options;
+    options.allow_tf32 = true;
+    cuda::CudaHandles handles(0, stream.get(), options);
+    cublasMath_t mode{};
+    CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
+    EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
+    EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F);
+    EXPECT_EQ(handles.cudnn_math_type(), CUDNN_DEFAULT_MATH);
   }
   cuda::CudaHandlesOptions options;
-  options.allow_tf32 = true;
+  options.allow_tf32_matmul = true;
   cuda::CudaHandles handles(0, stream.get(), options);
   cublasMath_t mode{};
   CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
   EXPECT_EQ(mode, CUBLAS_TF32_TENSOR_OP_MATH);
   EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F_FAST_TF32);
-  EXPECT_EQ(handles.cudnn_math_type(), CUDNN_DEFAULT_MATH);
+  EXPECT_EQ(handles.cudnn_math_type(), CUDNN_FMA_MATH);
 }
 
 TEST(CudaHandles, BindPointsBothLibrariesAtTheStream) {

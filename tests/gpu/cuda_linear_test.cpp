@@ -40,7 +40,7 @@ TEST_P(CudaLinear, ForwardAndBackwardMatchTheReference) {
   const cudaStream_t s = stream.get();
   const LinearCase p = GetParam();
   cuda::CudaHandlesOptions options;
-  options.allow_tf32 = p.tf32;
+  options.allow_tf32_matmul = p.tf32;
   cuda::CudaHandles handles(0, s, options);
   const LinearShape shape{.n = p.n, .in_features = p.in, .out_features = p.out};
   const auto x = nonzero_floats(shape.x_size(), 201), w = nonzero_floats(shape.w_size(), 202);
