@@ -69,7 +69,7 @@ struct Config {
   int steps = 100;
   bool epoch = false;
   bool tf32 = false;
-  bool direct_conv = false;
+  bool implicit_gemm_conv = false;
   bool deterministic = false;
   std::string json_path;
   bool smoke = false;
@@ -119,7 +119,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
   for (std::size_t p = 0; p < bench::kPhases; ++p)
     phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
   const std::string conv =
-      c.direct_conv ? " hand-written conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
+      c.implicit_gemm_conv ? " implicit-gemm conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
   return {
       {"impl", "engine"},
       {"setting", c.cpu || c.smoke ? std::string("cpu fp32") : std::string(c.tf32 ? "tf32" : "fp32") + conv},
@@ -148,7 +148,8 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   ctx.handles = static_cast<cuda::CudaHandles*>(handles);
   ctx.dropout_seed = 1;
   ctx.allow_tf32 = c.tf32;
-  ctx.conv_algorithm = c.direct_conv ? layers::ConvAlgorithm::HandWritten : layers::ConvAlgorithm::Cudnn;
+  ctx.conv_algorithm =
+      c.implicit_gemm_conv ? layers::ConvAlgorithm::ImplicitGemm : layers::ConvAlgorithm::Cudnn;
   layers::Model model =
       layers::build_model(model_name, static_cast<int>(dataset.channels), 10,
                           static_cast<int>(dataset.height), static_cast<int>(dataset.width));
@@ -255,7 +256,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", c.steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_flag("--epoch", c.epoch, "time one whole epoch instead of --steps");
   app.add_flag("--tf32", c.tf32, "allow TF32 tensor cores in cuDNN/cuBLAS (default: fp32 FMA)");
-  app.add_flag("--direct-conv", c.direct_conv, "the hand-written convolution instead of cuDNN");
+  app.add_flag("--implicit-gemm-conv", c.implicit_gemm_conv,
+               "the implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.cu) instead of cuDNN");
   app.add_flag(
       "--deterministic", c.deterministic,
       "cnn_train --deterministic's cuDNN algorithms (heuristic, deterministic) instead of its default, "
@@ -327,7 +329,7 @@ int main(int argc, char** argv) {
     const data::Dataset d = cifar_or_random(source);
     std::printf("train_bench on %s: data %s (%lld images), %s, %s conv%s; %d warm-up steps, then %s\n",
                 device.c_str(), source.c_str(), static_cast<long long>(d.size()),
-                c.tf32 ? "TF32 allowed" : "fp32", c.direct_conv ? "hand-written" : "cuDNN",
+                c.tf32 ? "TF32 allowed" : "fp32", c.implicit_gemm_conv ? "implicit-GEMM" : "cuDNN",
                 c.deterministic ? " (deterministic, heuristic)" : " (benchmark search)", c.warmup,
                 c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
     for (const std::string& m : c.models) {

@@ -17,7 +17,7 @@ int current_device() {
 CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32) {
   CudaHandlesOptions o;
   o.allow_tf32 = allow_tf32;
-  o.conv_search = deterministic ? ConvAlgoSearch::kHeuristic : ConvAlgoSearch::kBenchmark;
+  o.conv_search = deterministic ? ConvAlgoSearch::Heuristic : ConvAlgoSearch::Benchmark;
   o.deterministic = deterministic;
   return o;
 }
