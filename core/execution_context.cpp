@@ -5,7 +5,7 @@ namespace engine {
 std::string_view conv_algorithm_name(ConvAlgorithm a) {
   switch (a) {
     case ConvAlgorithm::Cudnn: return "cudnn";
-    case ConvAlgorithm::HandWritten: return "hand-written";
+    case ConvAlgorithm::ImplicitGemm: return "implicit-gemm";
   }
   return "?";
 }

@@ -21,8 +21,9 @@ namespace engine {
 
 // Which convolution implementation the CUDA path of Conv2d uses. The CPU path: kernels/cpu_fast (F32).
 enum class ConvAlgorithm {
-  Cudnn,        // cuDNN (the default: fastest)
-  HandWritten,  // kernels/cuda's own implicit-GEMM convolution (to compare with cuDNN)
+  Cudnn,         // cuDNN (the default: fastest)
+  ImplicitGemm,  // kernels/cuda/conv2d_implicit_gemm.cu: our own implicit-GEMM convolution (to compare with
+                 // cuDNN)
 };
 
 std::string_view conv_algorithm_name(ConvAlgorithm a);

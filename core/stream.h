@@ -1,10 +1,12 @@
 #pragma once
-// RAII wrappers for CUDA streams and events (CUDA builds only).
+// RAII wrappers for CUDA streams and events.
 //
 // A Stream owns a non-blocking cudaStream_t on one device; an Event orders work between streams
 // (record on one, wait on another) without a host synchronize, and times work on the GPU.
+// Declared in every build so code can hold them without `#if` (the Reducer keeps optional ones for CUDA
+// gradients); in CPU-only builds (core/stream_cpu.cpp) the constructors throw: there is nothing to make.
 
-#include <cuda_runtime_api.h>
+#include "core/cuda_types.h"
 
 namespace engine {
 

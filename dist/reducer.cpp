@@ -4,12 +4,10 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/stream.h"  // the communication stream and its events (made for CUDA gradients only)
 #include "dist/reducer_timeline.h"
 #include "kernels/ops/cast.h"
 #include "kernels/ops/residual_add.h"
-#if ENGINE_HAVE_CUDA
-#include "core/stream.h"  // the communication stream and its events (core/stream.cpp: CUDA builds only)
-#endif
 
 namespace engine::dist {
 
@@ -46,11 +44,11 @@ struct Reducer::Impl {
   std::vector<Tensor> wire;  // per bucket: what goes on the wire (the slice, or its bf16 copy)
   Tensor accumulation;       // micro-batch gradient sums (allocated on first use)
   Tensor compressed;         // bf16 copy of the flat gradients, on the gradients' device
-#if ENGINE_HAVE_CUDA
+  // CUDA gradients only: the all-reduces run on their own stream, ordered after the compute stream per
+  // bucket and before it at the end of the step.
   std::optional<Stream> comm_stream;
   std::vector<Event> bucket_events;
   std::optional<Event> done_event;
-#endif
 };
 
 Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& options)
@@ -78,13 +76,11 @@ Reducer::Reducer(ProcessGroup& pg, layers::Model& model, const ReducerOptions& o
     const Tensor& base = impl_->compressed.defined() ? impl_->compressed : grads;
     impl_->wire.push_back(base.flat_range(bk.offset, {bk.numel}));
   }
-#if ENGINE_HAVE_CUDA
   if (grads.is_cuda()) {
     impl_->comm_stream.emplace(grads.device().index);
     impl_->bucket_events.resize(buckets_.size());
     impl_->done_event.emplace();
   }
-#endif
   if (options.record_timeline) {
     ENGINE_CHECK(!grads.is_cuda() || pg.backend_kind() != Backend::Gloo,
                  "Reducer: the timeline of CUDA gradients needs a stream-ordered backend (nccl); gloo copies "
@@ -166,14 +162,12 @@ void Reducer::bucket_ready(std::size_t b) {
   }
   if (timeline_) timeline_->on_queued(b, compute);
   void* comm = nullptr;
-#if ENGINE_HAVE_CUDA
   if (impl_->comm_stream) {
     Event& ev = impl_->bucket_events[b];
     ev.record(static_cast<cudaStream_t>(compute));
     ev.wait_on(impl_->comm_stream->get());
     comm = impl_->comm_stream->get();
   }
-#endif
   if (timeline_) timeline_->on_comm_start(b, comm);
   impl_->works.push_back(pg_.all_reduce_async(wire, op, comm));
   if (timeline_) timeline_->on_comm_end(b, comm);
@@ -207,12 +201,10 @@ void Reducer::finish() {
     return;
   }
   accumulated_ = false;
-#if ENGINE_HAVE_CUDA
   if (impl_->comm_stream) {
     impl_->done_event->record(impl_->comm_stream->get());
     impl_->done_event->wait_on(static_cast<cudaStream_t>(model_.context().stream));
   }
-#endif
   // After the wait: on CUDA the widening is queued on the compute stream behind the all-reduces.
   if (impl_->compressed.defined()) {
     ops::cast_from_bf16_scaled(model_.context(), impl_->compressed, model_.flat_gradients(),

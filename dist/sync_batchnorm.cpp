@@ -4,9 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/sync_batchnorm.h"
-#endif
+#include "kernels/cuda/sync_batchnorm.h"  // declared in every build (kernels/cuda_api.h)
 
 namespace engine::dist {
 namespace {
@@ -163,11 +161,11 @@ void backward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, 
   }
 }
 
-#if ENGINE_HAVE_CUDA
 // The device path (kernels/cuda/sync_batchnorm.h): local moments, one collective on `stream`, global stage.
 // Work::wait returns at once for NCCL (stream-ordered) and after the host copies for gloo: no host
 // synchronization with NCCL. The scratch tensors come from the caching allocator on `stream`, so their
-// memory is not reused before the stream has passed the collective.
+// memory is not reused before the stream has passed the collective. The kernels are called in
+// `if constexpr (kHaveCuda)` branches: CPU-only builds discard them and need no definitions.
 BatchNorm2dShape device_shape(const Tensor& x) {
   ENGINE_CHECK(x.dtype() == DType::F32, "SyncBatchNorm on CUDA runs float32, not {}", dtype_name(x.dtype()));
   return {static_cast<int>(x.dim(0)), static_cast<int>(x.dim(1)), static_cast<int>(x.dim(2)),
@@ -180,35 +178,42 @@ float* f32_or_null_mut(const Tensor& t) { return t.defined() ? t.data<float>() :
 void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                   const Tensor& save_mean, const Tensor& save_invstd, const Tensor& running_mean,
                   const Tensor& running_var, double momentum, double eps, void* stream) {
-  const BatchNorm2dShape s = device_shape(x);
-  const auto st = static_cast<cudaStream_t>(stream);
-  const std::int64_t size = cuda::sync_batchnorm_moments_size(s.c);
-  const Tensor local = Tensor::empty({size}, DType::F64, x.device(), stream);
-  const Tensor gathered = Tensor::empty({size * pg.world_size()}, DType::F64, x.device(), stream);
-  cuda::sync_batchnorm_local_moments(st, s, x.data<float>(), local.data<double>());
-  pg.all_gather_async(local, gathered, stream)->wait();
-  cuda::sync_batchnorm_forward_global(
-      st, s, gathered.data<double>(), pg.world_size(), x.data<float>(), gamma.data<float>(),
-      beta.data<float>(), y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
-      f32_or_null_mut(running_mean), f32_or_null_mut(running_var), momentum, eps);
+  if constexpr (kHaveCuda) {
+    const BatchNorm2dShape s = device_shape(x);
+    const auto st = static_cast<cudaStream_t>(stream);
+    const std::int64_t size = cuda::sync_batchnorm_moments_size(s.c);
+    const Tensor local = Tensor::empty({size}, DType::F64, x.device(), stream);
+    const Tensor gathered = Tensor::empty({size * pg.world_size()}, DType::F64, x.device(), stream);
+    cuda::sync_batchnorm_local_moments(st, s, x.data<float>(), local.data<double>());
+    pg.all_gather_async(local, gathered, stream)->wait();
+    cuda::sync_batchnorm_forward_global(
+        st, s, gathered.data<double>(), pg.world_size(), x.data<float>(), gamma.data<float>(),
+        beta.data<float>(), y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
+        f32_or_null_mut(running_mean), f32_or_null_mut(running_var), momentum, eps);
+  } else {
+    ENGINE_FAIL("SyncBatchNorm forward: a CUDA tensor {}, but this build has no CUDA device", x.str());
+  }
 }
 
 void backward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
                    const Tensor& save_invstd, const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
                    const Tensor& dbeta, void* stream) {
-  const BatchNorm2dShape s = device_shape(x);
-  const auto st = static_cast<cudaStream_t>(stream);
-  const Tensor local =
-      Tensor::empty({cuda::sync_batchnorm_grad_sums_size(s.c)}, DType::F64, x.device(), stream);
-  cuda::sync_batchnorm_local_grad_sums(st, s, x.data<float>(), dy.data<float>(), save_mean.data<float>(),
-                                       save_invstd.data<float>(), local.data<double>(), dgamma.data<float>(),
-                                       dbeta.data<float>());
-  pg.all_reduce_async(local, ReduceOp::Sum, stream)->wait();
-  cuda::sync_batchnorm_backward_global(st, s, local.data<double>(), x.data<float>(), f32_or_null(gamma),
-                                       save_mean.data<float>(), save_invstd.data<float>(), dy.data<float>(),
-                                       f32_or_null_mut(dx));
+  if constexpr (kHaveCuda) {
+    const BatchNorm2dShape s = device_shape(x);
+    const auto st = static_cast<cudaStream_t>(stream);
+    const Tensor local =
+        Tensor::empty({cuda::sync_batchnorm_grad_sums_size(s.c)}, DType::F64, x.device(), stream);
+    cuda::sync_batchnorm_local_grad_sums(st, s, x.data<float>(), dy.data<float>(), save_mean.data<float>(),
+                                         save_invstd.data<float>(), local.data<double>(),
+                                         dgamma.data<float>(), dbeta.data<float>());
+    pg.all_reduce_async(local, ReduceOp::Sum, stream)->wait();
+    cuda::sync_batchnorm_backward_global(st, s, local.data<double>(), x.data<float>(), f32_or_null(gamma),
+                                         save_mean.data<float>(), save_invstd.data<float>(), dy.data<float>(),
+                                         f32_or_null_mut(dx));
+  } else {
+    ENGINE_FAIL("SyncBatchNorm backward: a CUDA tensor {}, but this build has no CUDA device", x.str());
+  }
 }
-#endif
 
 template <typename Fn>
 void with_scalar(DType dt, Fn&& fn) {
@@ -231,13 +236,11 @@ void sync_batchnorm_forward_training(ProcessGroup& pg, const Tensor& x, const Te
                    save_invstd.numel() == g.c && y.shape() == x.shape(),
                "SyncBatchNorm forward: parameters must have {} elements and y the shape of x {}", g.c,
                x.str());
-#if ENGINE_HAVE_CUDA
   if (x.is_cuda()) {
     forward_cuda(pg, x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, momentum, eps,
                  stream);
     return;
   }
-#endif
   const Tensor hx = host(x, stream), hg = host(gamma, stream), hb = host(beta, stream), hy = host(y, stream);
   const Tensor hm = host(save_mean, stream), hi = host(save_invstd, stream);
   const Tensor hrm = host(running_mean, stream), hrv = host(running_var, stream);
@@ -262,12 +265,10 @@ void sync_batchnorm_backward_training(ProcessGroup& pg, const Tensor& x, const T
                    dgamma.numel() == g.c && dbeta.numel() == g.c,
                "SyncBatchNorm backward: dy/dx must have the shape of x {} and dgamma/dbeta {} elements",
                x.str(), g.c);
-#if ENGINE_HAVE_CUDA
   if (x.is_cuda()) {
     backward_cuda(pg, x, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta, stream);
     return;
   }
-#endif
   const Tensor hx = host(x, stream), hg = host(gamma, stream), hm = host(save_mean, stream);
   const Tensor hi = host(save_invstd, stream), hdy = host(dy, stream), hdx = host(dx, stream);
   const Tensor hdg = host(dgamma, stream), hdb = host(dbeta, stream);

@@ -4,8 +4,8 @@
 // "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * k * k, as PyTorch.
 //
 // CPU: kernels/cpu_fast/conv2d.h in float32, kernels/cpu/conv2d.h (the reference) in float64. CUDA: cuDNN or
-// the hand-written convolution of kernels/cuda, chosen by the context's conv_algorithm. Keeps the input for
-// backward.
+// the implicit-GEMM convolution of kernels/cuda (conv2d_implicit_gemm), chosen by the context's
+// conv_algorithm. Keeps the input for backward.
 
 #include "layers/layer.h"
 

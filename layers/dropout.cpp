@@ -14,7 +14,7 @@ Tensor Dropout::forward_impl(const Tensor& x, Mode mode) {
   seed_ = ctx.dropout_seed;
   offset_ = ctx.dropout_offset++;
   Tensor y = new_tensor(x.shape());
-  ops::dropout_forward(ctx, p_, seed_, offset_, x, y);
+  ops::dropout_forward(ctx, static_cast<double>(p_), seed_, offset_, x, y);
   return y;
 }
 
@@ -22,7 +22,7 @@ Tensor Dropout::backward_impl(const Tensor& dy, Mode mode) {
   if (!needs_input_grad()) return Tensor();
   if (mode != Mode::Train) return dy;
   Tensor dx = new_tensor(dy.shape());
-  ops::dropout_backward(context(), p_, seed_, offset_, dy, dx);
+  ops::dropout_backward(context(), static_cast<double>(p_), seed_, offset_, dy, dx);
   return dx;
 }
 

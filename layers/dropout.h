@@ -19,7 +19,7 @@ class Dropout final : public Layer {
   explicit Dropout(double p = 0.5);
 
   std::string_view kind() const override { return "Dropout"; }
-  double p() const { return p_; }
+  double p() const { return static_cast<double>(p_); }
   // The (seed, offset) of the last training-mode forward.
   std::uint64_t last_seed() const { return seed_; }
   std::uint64_t last_offset() const { return offset_; }

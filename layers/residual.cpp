@@ -28,7 +28,7 @@ void Residual::on_needs_input_grad_changed() {
 }
 
 Shape Residual::output_shape_impl(const Shape& in) const {
-  const Shape a = main_->output_shape(in);
+  Shape a = main_->output_shape(in);  // not const: returned, so moved
   const Shape b = shortcut_->output_shape(in);
   LAYER_CHECK(a == b, "the main branch gives {} and the shortcut {} for an input {}: they cannot be added",
               shape_str(a), shape_str(b), shape_str(in));

@@ -28,7 +28,8 @@ class Sequential final : public Layer {
   }
   template <typename L, typename... Args>
   L& emplace_named(std::string name, Args&&... args) {
-    return static_cast<L&>(add(std::make_unique<L>(std::forward<Args>(args)...), std::move(name)));
+    std::unique_ptr<Layer> layer = std::make_unique<L>(std::forward<Args>(args)...);
+    return static_cast<L&>(add(std::move(layer), std::move(name)));
   }
 
   std::string_view kind() const override { return "Sequential"; }

@@ -1,10 +1,10 @@
-// Conv2d, the hand-written implicit GEMM (kernels/cuda/conv2d_direct.h) against cuDNN (conv2d_cudnn.h) in
-// fp32 (FMA math, the engine's default) and with TF32 tensor cores allowed, forward and backward (dx unless
-// the layer is a model's first, dW, db when there is a bias), at every distinct convolution of vgg6, resnet18
-// and mnist_cnn at batch 128 and at one size that fills the GPU (resnet18's layer1 convolution at batch 512).
-// Each geometry is first checked at batch 2 (batch 1 in --smoke) against kernels/cpu/conv2d.h in double.
-// FLOPs: benchmarks/common/layer_costs.h (2 per multiply-add); the rate is a share of the measured fp32 GEMM
-// ceiling (TF32 rows: of the TF32 one).
+// Conv2d, the implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.h) against cuDNN (conv2d_cudnn.h)
+// in fp32 (FMA math, the engine's default) and with TF32 tensor cores allowed, forward and backward (dx
+// unless the layer is a model's first, dW, db when there is a bias), at every distinct convolution of vgg6,
+// resnet18 and mnist_cnn at batch 128 and at one size that fills the GPU (resnet18's layer1 convolution at
+// batch 512). Each geometry is first checked at batch 2 (batch 1 in --smoke) against kernels/cpu/conv2d.h in
+// double. FLOPs: benchmarks/common/layer_costs.h (2 per multiply-add); the rate is a share of the measured
+// fp32 GEMM ceiling (TF32 rows: of the TF32 one).
 
 #include "benchmarks/kernels/families.h"
 #include "kernels/cpu/conv2d.h"
@@ -12,19 +12,19 @@
 #if ENGINE_HAVE_CUDA
 #include "benchmarks/kernels/gpu_harness.h"
 #include "kernels/cuda/conv2d_cudnn.h"
-#include "kernels/cuda/conv2d_direct.h"
+#include "kernels/cuda/conv2d_implicit_gemm.h"
 #endif
 
 namespace engine::bench {
 
 namespace {
 
-enum class Algo { Direct, Cudnn, CudnnTf32 };
-constexpr Algo kAlgos[] = {Algo::Direct, Algo::Cudnn, Algo::CudnnTf32};
+enum class Algo { ImplicitGemm, Cudnn, CudnnTf32 };
+constexpr Algo kAlgos[] = {Algo::ImplicitGemm, Algo::Cudnn, Algo::CudnnTf32};
 
 const char* algo_name(Algo a) {
   switch (a) {
-    case Algo::Direct: return "hand-written";
+    case Algo::ImplicitGemm: return "implicit-gemm";
     case Algo::Cudnn: return "cudnn fp32";
     case Algo::CudnnTf32: return "cudnn tf32";
   }
@@ -63,10 +63,11 @@ Check check_one(GpuBench* g, Algo algo, const ConvCase& c, const Tensors& in,
     const float* b = c.bias ? tb.data<float>() : nullptr;
     float* dxp = c.needs_dx ? tdx.data<float>() : nullptr;
     float* dbp = c.bias ? tdb.data<float>() : nullptr;
-    if (algo == Algo::Direct) {
-      cuda::conv2d_forward_direct(g->stream(), s, tx.data<float>(), tw.data<float>(), b, ty.data<float>());
-      cuda::conv2d_backward_direct(g->stream(), s, tx.data<float>(), tw.data<float>(), tdy.data<float>(), dxp,
-                                   tdw.data<float>(), dbp);
+    if (algo == Algo::ImplicitGemm) {
+      cuda::conv2d_forward_implicit_gemm(g->stream(), s, tx.data<float>(), tw.data<float>(), b,
+                                         ty.data<float>());
+      cuda::conv2d_backward_implicit_gemm(g->stream(), s, tx.data<float>(), tw.data<float>(),
+                                          tdy.data<float>(), dxp, tdw.data<float>(), dbp);
     } else {
       cuda::CudaHandles& h = algo == Algo::Cudnn ? g->handles() : g->tf32_handles();
       cuda::conv2d_forward_cudnn(h, g->stream(), s, tx.data<float>(), tw.data<float>(), b, ty.data<float>());
@@ -188,14 +189,14 @@ void run(Report& r, GpuBench* g) {
         const float* bp = k.bias ? b.data<float>() : nullptr;
         float* dxp = k.needs_dx ? dx.data<float>() : nullptr;
         float* dbp = k.bias ? db.data<float>() : nullptr;
-        if (algo == Algo::Direct) {
+        if (algo == Algo::ImplicitGemm) {
           g->time_row(fwd, [&] {
-            cuda::conv2d_forward_direct(g->stream(), s, x.data<float>(), w.data<float>(), bp,
-                                        y.data<float>());
+            cuda::conv2d_forward_implicit_gemm(g->stream(), s, x.data<float>(), w.data<float>(), bp,
+                                               y.data<float>());
           });
           g->time_row(bwd, [&] {
-            cuda::conv2d_backward_direct(g->stream(), s, x.data<float>(), w.data<float>(), dy.data<float>(),
-                                         dxp, dw.data<float>(), dbp);
+            cuda::conv2d_backward_implicit_gemm(g->stream(), s, x.data<float>(), w.data<float>(),
+                                                dy.data<float>(), dxp, dw.data<float>(), dbp);
           });
         } else {
           cuda::CudaHandles& h = algo == Algo::Cudnn ? g->handles() : g->tf32_handles();

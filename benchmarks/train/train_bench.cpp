@@ -70,7 +70,7 @@ struct Config {
   int steps = 100;
   bool epoch = false;
   apps::Precision precision = apps::Precision::Tf32;  // cnn_train's default
-  bool direct_conv = false;
+  bool implicit_gemm_conv = false;
   bool deterministic = false;
   std::string json_path;
   bool smoke = false;
@@ -120,7 +120,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
   for (std::size_t p = 0; p < bench::kPhases; ++p)
     phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
   const std::string conv =
-      c.direct_conv ? " hand-written conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
+      c.implicit_gemm_conv ? " implicit-gemm conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
   return {{"impl", "engine"},
           {"setting", c.cpu || c.smoke
                           ? std::string("cpu fp32")
@@ -150,7 +150,8 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   ctx.handles = static_cast<cuda::CudaHandles*>(handles);
   ctx.dropout_seed = 1;
   ctx.allow_tf32 = apps::tf32_convolutions(c.precision);
-  ctx.conv_algorithm = c.direct_conv ? layers::ConvAlgorithm::HandWritten : layers::ConvAlgorithm::Cudnn;
+  ctx.conv_algorithm =
+      c.implicit_gemm_conv ? layers::ConvAlgorithm::ImplicitGemm : layers::ConvAlgorithm::Cudnn;
   layers::Model model =
       layers::build_model(model_name, static_cast<int>(dataset.channels), 10,
                           static_cast<int>(dataset.height), static_cast<int>(dataset.width));
@@ -260,7 +261,8 @@ int main(int argc, char** argv) {
       app, "--precision", c.precision, apps::kPrecisionChoices,
       "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear) or "
       "fp32 (no TF32)");
-  app.add_flag("--direct-conv", c.direct_conv, "the hand-written convolution instead of cuDNN");
+  app.add_flag("--implicit-gemm-conv", c.implicit_gemm_conv,
+               "the implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.cu) instead of cuDNN");
   app.add_flag(
       "--deterministic", c.deterministic,
       "cnn_train --deterministic's cuDNN algorithms (heuristic, deterministic) instead of its default, "
@@ -333,7 +335,7 @@ int main(int argc, char** argv) {
     std::printf("train_bench on %s: data %s (%lld images), %s, %s conv%s; %d warm-up steps, then %s\n",
                 device.c_str(), source.c_str(), static_cast<long long>(d.size()),
                 c.precision == apps::Precision::Tf32 ? "TF32 convolutions" : "fp32",
-                c.direct_conv ? "hand-written" : "cuDNN",
+                c.implicit_gemm_conv ? "implicit-GEMM" : "cuDNN",
                 c.deterministic ? " (deterministic, heuristic)" : " (benchmark search)", c.warmup,
                 c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
     for (const std::string& m : c.models) {

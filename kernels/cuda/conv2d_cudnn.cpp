@@ -105,7 +105,7 @@ void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, co
   int count = 0, returned = 0;
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h.cudnn(), &count));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(static_cast<std::size_t>(count));
-  if (o.conv_search == ConvAlgoSearch::kHeuristic) {
+  if (o.conv_search == ConvAlgoSearch::Heuristic) {
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h.cudnn(), plan.x.get(), plan.w.get(), plan.conv.get(),
                                                        plan.y.get(), count, &returned, perfs.data()));
   } else {
@@ -136,7 +136,7 @@ void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& pl
   int count = 0, returned = 0;
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h.cudnn(), &count));
   std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(static_cast<std::size_t>(count));
-  if (o.conv_search == ConvAlgoSearch::kHeuristic) {
+  if (o.conv_search == ConvAlgoSearch::Heuristic) {
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h.cudnn(), plan.w.get(), plan.y.get(),
                                                             plan.conv.get(), plan.x.get(), count, &returned,
                                                             perfs.data()));
@@ -168,7 +168,7 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
   int count = 0, returned = 0;
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h.cudnn(), &count));
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(static_cast<std::size_t>(count));
-  if (o.conv_search == ConvAlgoSearch::kHeuristic) {
+  if (o.conv_search == ConvAlgoSearch::Heuristic) {
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.cudnn(), plan.x.get(), plan.y.get(),
                                                               plan.conv.get(), plan.w.get(), count, &returned,
                                                               perfs.data()));

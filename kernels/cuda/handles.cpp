@@ -18,7 +18,7 @@ CudaHandlesOptions training_handles_options(bool deterministic, bool allow_tf32,
   CudaHandlesOptions o;
   o.allow_tf32 = allow_tf32;
   o.allow_tf32_matmul = allow_tf32_matmul;
-  o.conv_search = deterministic ? ConvAlgoSearch::kHeuristic : ConvAlgoSearch::kBenchmark;
+  o.conv_search = deterministic ? ConvAlgoSearch::Heuristic : ConvAlgoSearch::Benchmark;
   o.deterministic = deterministic;
   return o;
 }

@@ -44,14 +44,14 @@ struct CudnnConvPlans;  // kernels/cuda/conv2d_cudnn_plan.h
 
 // How cuDNN convolution algorithms are chosen, once per shape.
 enum class ConvAlgoSearch {
-  kHeuristic,  // cudnnGet*Algorithm_v7: cuDNN's ranked guess, no trial runs, the same every run
-  kBenchmark,  // cudnnFind*AlgorithmEx: times the candidates once on the real buffers (PyTorch's benchmark)
+  Heuristic,  // cudnnGet*Algorithm_v7: cuDNN's ranked guess, no trial runs, the same every run
+  Benchmark,  // cudnnFind*AlgorithmEx: times the candidates once on the real buffers (PyTorch's benchmark)
 };
 
 struct CudaHandlesOptions {
   bool allow_tf32 = false;         // cuDNN convolutions may use TF32 tensor cores
   bool allow_tf32_matmul = false;  // cuBLAS GEMMs (Linear) may use TF32 tensor cores
-  ConvAlgoSearch conv_search = ConvAlgoSearch::kHeuristic;
+  ConvAlgoSearch conv_search = ConvAlgoSearch::Heuristic;
   // Only algorithms cuDNN marks CUDNN_DETERMINISTIC for backward data / backward filter: two runs on the
   // same inputs give the same bits.
   bool deterministic = true;

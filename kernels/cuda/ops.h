@@ -15,7 +15,7 @@
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/conv2d_cudnn.h"
-#include "kernels/cuda/conv2d_direct.h"
+#include "kernels/cuda/conv2d_implicit_gemm.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/linear.h"

@@ -56,7 +56,7 @@ struct RowArgs {
 };
 
 // The whole warp handles row `row` (uniform within the warp, so the shuffles see all 32 lanes).
-__device__ void softmax_xent_row(const RowArgs& a, int row, int lane) {
+__device__ void softmax_cross_entropy_row(const RowArgs& a, int row, int lane) {
   const float* z = a.logits + static_cast<std::int64_t>(row) * a.k;
 
   Best best{-INFINITY, a.k};  // index k: "none yet", loses to any real candidate of equal value
@@ -98,16 +98,16 @@ __device__ void softmax_xent_row(const RowArgs& a, int row, int lane) {
   }
 }
 
-__global__ void softmax_xent_rows_kernel(RowArgs a) {
+__global__ void softmax_cross_entropy_rows_kernel(RowArgs a) {
   const int lane = static_cast<int>(threadIdx.x) % detail::kWarp;
   for (const std::int64_t row : detail::warp_grid_stride(a.n)) {
-    softmax_xent_row(a, static_cast<int>(row), lane);  // row < a.n, an int
+    softmax_cross_entropy_row(a, static_cast<int>(row), lane);  // row < a.n, an int
   }
 }
 
 // One block: the batch's loss sum in double (fixed order), the mean loss, and the accumulations.
-__global__ void softmax_xent_finish_kernel(const double* row_loss, const int* row_correct, int n, float* loss,
-                                           double* loss_sum, std::int64_t* correct) {
+__global__ void softmax_cross_entropy_finish_kernel(const double* row_loss, const int* row_correct, int n,
+                                                    float* loss, double* loss_sum, std::int64_t* correct) {
   __shared__ double shared_d[detail::kWarp];
   __shared__ int shared_i[detail::kWarp];
   double sum = 0.0;
@@ -149,9 +149,9 @@ void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::
                      row_loss.data<double>(),
                      row_correct.data<std::int32_t>(),
                      nullptr};
-  softmax_xent_rows_kernel<<<detail::grid_for(n, kWarpsPerBlock), detail::kBlock, 0, stream>>>(args);
+  softmax_cross_entropy_rows_kernel<<<detail::grid_for(n, kWarpsPerBlock), detail::kBlock, 0, stream>>>(args);
   ENGINE_LAUNCH_CHECK();
-  softmax_xent_finish_kernel<<<1, 1024, 0, stream>>>(
+  softmax_cross_entropy_finish_kernel<<<1, 1024, 0, stream>>>(
       row_loss.data<double>(), row_correct.data<std::int32_t>(), n, loss, loss_sum, correct);
   ENGINE_LAUNCH_CHECK();
 }
@@ -163,7 +163,7 @@ void predict_classes(cudaStream_t stream, const float* logits, int n, int k, std
   ENGINE_CHECK(logits != nullptr && predicted != nullptr, "predict_classes: null pointer");
   detail::check_fits_int(static_cast<std::int64_t>(n) * k, "n*k", "predict_classes");
   const RowArgs args{logits, nullptr, n, k, 0.0f, 0.0f, nullptr, nullptr, nullptr, predicted};
-  softmax_xent_rows_kernel<<<detail::grid_for(n, kWarpsPerBlock), detail::kBlock, 0, stream>>>(args);
+  softmax_cross_entropy_rows_kernel<<<detail::grid_for(n, kWarpsPerBlock), detail::kBlock, 0, stream>>>(args);
   ENGINE_LAUNCH_CHECK();
 }
 

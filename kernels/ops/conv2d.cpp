@@ -2,7 +2,7 @@
 
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cuda/conv2d_cudnn.h"
-#include "kernels/cuda/conv2d_direct.h"
+#include "kernels/cuda/conv2d_implicit_gemm.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
@@ -16,7 +16,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
         cuda::conv2d_forward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(), w.data<T>(),
                                    b, y.data<T>());
       } else {
-        cuda::conv2d_forward_direct(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), b, y.data<T>());
+        cuda::conv2d_forward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), b, y.data<T>());
       }
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::conv2d_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>());
@@ -36,8 +36,8 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
         cuda::conv2d_backward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(),
                                     w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data);
       } else {
-        cuda::conv2d_backward_direct(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), dy.data<T>(), dx_data,
-                                     dw.data<T>(), db_data);
+        cuda::conv2d_backward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), dy.data<T>(),
+                                            dx_data, dw.data<T>(), db_data);
       }
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::conv2d_backward(s, x.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data);

@@ -1,6 +1,7 @@
 #pragma once
-// 2-d convolution, NCHW x KCRS. On CUDA, ExecutionContext::conv_algorithm picks cuDNN or the hand-written
-// implicit GEMM. bias, dx and db may be undefined tensors (no bias; no input gradient).
+// 2-d convolution, NCHW x KCRS. On CUDA, ExecutionContext::conv_algorithm picks cuDNN or the
+// implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.h). bias, dx and db may be undefined tensors
+// (no bias; no input gradient).
 
 #include "core/execution_context.h"
 #include "core/tensor.h"

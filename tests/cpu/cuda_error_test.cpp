@@ -7,7 +7,9 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/stream.h"
 #include "core/tensor.h"
+#include "tests/common/error_of.h"
 
 #if ENGINE_HAVE_CUDA
 #include "core/cuda_check.h"
@@ -23,6 +25,17 @@ TEST(CudaErrors, DeviceCountIsZeroOrMoreAndNeverThrows) {
   if (!built_with_cuda()) {
     EXPECT_EQ(n, 0);
   }
+}
+
+// CPU-only builds declare Stream and Event (so the Reducer holds optional ones without `#if`), but making one
+// is refused with a message that says why; a CUDA build without a device fails inside CUDA instead.
+TEST(CudaErrors, CpuOnlyBuildRefusesToMakeStreamsAndEvents) {
+  if (built_with_cuda()) GTEST_SKIP() << "a CUDA build: Stream and Event are the real ones";
+  const std::string stream_error = testing::error_of([] { Stream s(0); });
+  EXPECT_NE(stream_error.find("this build has no CUDA"), std::string::npos) << stream_error;
+  EXPECT_NE(stream_error.find("device 0"), std::string::npos) << stream_error;
+  const std::string event_error = testing::error_of([] { Event e(true); });
+  EXPECT_NE(event_error.find("this build has no CUDA"), std::string::npos) << event_error;
 }
 
 TEST(CudaErrors, SetDeviceOutOfRangeNamesTheDevice) {

@@ -35,7 +35,7 @@ TEST(EmaKernel, KnownValuesByHand) {
                           false);  // rho 0: take x
   EXPECT_EQ(ema, (std::vector<double>{7.0, 8.0}));
   EXPECT_THROW(cpu::ema_update<double>(1.5, ema.data(), x.data(), 2, false), Error);
-  EXPECT_THROW(cpu::ema_update<double>(NAN, ema.data(), x.data(), 2, false), Error);
+  EXPECT_THROW(cpu::ema_update<double>(std::nan(""), ema.data(), x.data(), 2, false), Error);
 }
 
 TEST(EmaKernel, FastPathIsBitwiseTheReference) {

@@ -104,7 +104,7 @@ TEST(LrSchedule, RejectsBadSettingsByFlag) {
   EXPECT_NE(message(config([](auto& c) { c.kind = ScheduleKind::Step; })).find("--step-epochs"),
             std::string::npos);
   EXPECT_NE(message(config([](auto& c) { c.base_lr = -1; })).find("--lr"), std::string::npos);
-  EXPECT_NE(message(config([](auto& c) { c.base_lr = NAN; })).find("--lr"), std::string::npos);
+  EXPECT_NE(message(config([](auto& c) { c.base_lr = std::nan(""); })).find("--lr"), std::string::npos);
   EXPECT_NE(message(config([](auto& c) { c.gamma = 0; })).find("--gamma"), std::string::npos);
   EXPECT_NE(message(config([](auto& c) {
               c.kind = ScheduleKind::Step;

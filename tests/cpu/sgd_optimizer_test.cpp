@@ -8,6 +8,7 @@
 //   nesterov, step 1: update = g' + 0.9 * buf = 0.51 + 0.459 = 0.969; p = 1 - 0.0969 = 0.9031
 
 #include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 
@@ -78,7 +79,7 @@ TEST(SgdOptimizer, RejectsWhatTorchRejects) {
   EXPECT_THROW(Sgd(m, SgdConfig{.nesterov = true}), Error);  // nesterov without momentum
   Sgd ok(m, SgdConfig{.momentum = 0.9});
   EXPECT_THROW(ok.step(-0.1), Error);
-  EXPECT_THROW(ok.step(NAN), Error);
+  EXPECT_THROW(ok.step(std::nan("")), Error);
 }
 
 }  // namespace

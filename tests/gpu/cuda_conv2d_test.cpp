@@ -1,4 +1,4 @@
-// Conv2d on the GPU -- cuDNN (conv2d_cudnn) and the hand-written implicit GEMM (conv2d_direct) -- against the
+// Conv2d on the GPU -- cuDNN (conv2d_cudnn) and the implicit GEMM (conv2d_implicit_gemm) -- against the
 // float64 CPU reference and against each other: y, dx, dw, db over stride/padding/kernel variants with odd
 // sizes, multi-tile shapes (and split-K for the direct dW), plus determinism and TF32.
 //
@@ -23,7 +23,7 @@
 #include "core/stream.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cuda/conv2d_cudnn.h"
-#include "kernels/cuda/conv2d_direct.h"
+#include "kernels/cuda/conv2d_implicit_gemm.h"
 #include "kernels/cuda/handles.h"
 #include "tests/common/gpu.h"
 #include "tests/gpu/kernel_test_util.h"
@@ -33,7 +33,7 @@ namespace {
 
 using namespace cuda_test;
 
-enum class Impl { Cudnn, CudnnTf32, Direct };
+enum class Impl { Cudnn, CudnnTf32, ImplicitGemm };
 
 struct ConvCase {
   int n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w;
@@ -114,10 +114,11 @@ ConvOutputs run(Impl impl, const ConvProblem& pr, cuda::CudaHandles* handles, cu
   Tensor dw = poisoned<float>(static_cast<std::int64_t>(g.w_size()), s);
   Tensor db = poisoned<float>(g.k, s);
   float* db_ptr = pr.b.empty() ? nullptr : db.data<float>();
-  if (impl == Impl::Direct) {
-    cuda::conv2d_forward_direct(s, g, pr.x_d.data<float>(), pr.w_d.data<float>(), pr.bias(), y.data<float>());
-    cuda::conv2d_backward_direct(s, g, pr.x_d.data<float>(), pr.w_d.data<float>(), pr.dy_d.data<float>(),
-                                 dx.data<float>(), dw.data<float>(), db_ptr);
+  if (impl == Impl::ImplicitGemm) {
+    cuda::conv2d_forward_implicit_gemm(s, g, pr.x_d.data<float>(), pr.w_d.data<float>(), pr.bias(),
+                                       y.data<float>());
+    cuda::conv2d_backward_implicit_gemm(s, g, pr.x_d.data<float>(), pr.w_d.data<float>(),
+                                        pr.dy_d.data<float>(), dx.data<float>(), dw.data<float>(), db_ptr);
   } else {
     cuda::conv2d_forward_cudnn(*handles, s, g, pr.x_d.data<float>(), pr.w_d.data<float>(), pr.bias(),
                                y.data<float>());
@@ -129,7 +130,7 @@ ConvOutputs run(Impl impl, const ConvProblem& pr, cuda::CudaHandles* handles, cu
   return out;
 }
 
-double slack_of(Impl impl) { return impl == Impl::Direct ? 2.0 : 8.0; }
+double slack_of(Impl impl) { return impl == Impl::ImplicitGemm ? 2.0 : 8.0; }
 double tf32_of(Impl impl) { return impl == Impl::CudnnTf32 ? 0x1p-9 : 0.0; }
 
 void expect_matches_reference(Impl impl, const ConvProblem& pr, const ConvOutputs& out) {
@@ -165,7 +166,7 @@ TEST_P(CudaConv2d, CudnnWithBenchmarkedAlgorithmsMatchesTheReference) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
   cuda::CudaHandlesOptions options;
-  options.conv_search = cuda::ConvAlgoSearch::kBenchmark;
+  options.conv_search = cuda::ConvAlgoSearch::Benchmark;
   cuda::CudaHandles handles(0, stream.get(), options);
   const ConvProblem pr(GetParam(), 111, stream.get());
   expect_matches_reference(Impl::Cudnn, pr, run(Impl::Cudnn, pr, &handles, stream.get()));
@@ -186,12 +187,12 @@ TEST_P(CudaConv2d, DirectMatchesTheReferenceAndCudnnAndIsDeterministic) {
   Stream stream(0);
   cuda::CudaHandles handles(0, stream.get());
   const ConvProblem pr(GetParam(), 131, stream.get());
-  const ConvOutputs direct = run(Impl::Direct, pr, nullptr, stream.get());
-  expect_matches_reference(Impl::Direct, pr, direct);
+  const ConvOutputs direct = run(Impl::ImplicitGemm, pr, nullptr, stream.get());
+  expect_matches_reference(Impl::ImplicitGemm, pr, direct);
 
   // Against cuDNN: both are within their bounds of the reference, so within the sum of them of each other.
   const ConvOutputs cudnn = run(Impl::Cudnn, pr, &handles, stream.get());
-  const double both = slack_of(Impl::Direct) + slack_of(Impl::Cudnn);
+  const double both = slack_of(Impl::ImplicitGemm) + slack_of(Impl::Cudnn);
   EXPECT_TRUE(close_to(direct.y, widen(cudnn.y), pr.y_mag, both * fp32_sum_bound(pr.y_terms())))
       << "y vs cuDNN";
   EXPECT_TRUE(close_to(direct.dx, widen(cudnn.dx), pr.dx_mag, both * fp32_sum_bound(pr.dx_terms())))
@@ -199,7 +200,7 @@ TEST_P(CudaConv2d, DirectMatchesTheReferenceAndCudnnAndIsDeterministic) {
   EXPECT_TRUE(close_to(direct.dw, widen(cudnn.dw), pr.dw_mag, both * fp32_sum_bound(pr.dw_terms())))
       << "dw vs cuDNN";
 
-  const ConvOutputs again = run(Impl::Direct, pr, nullptr, stream.get());
+  const ConvOutputs again = run(Impl::ImplicitGemm, pr, nullptr, stream.get());
   EXPECT_TRUE(bitwise_equal(again.y, direct.y)) << "y run to run";
   EXPECT_TRUE(bitwise_equal(again.dx, direct.dx)) << "dx run to run";
   EXPECT_TRUE(bitwise_equal(again.dw, direct.dw)) << "dw run to run";
@@ -228,7 +229,7 @@ TEST(CudaConv2dRules, RejectsAKernelLargerThanThePaddedInput) {
   const Conv2dShape bad{.n = 1, .c = 1, .h = 2, .w = 2, .k = 1, .r = 5, .s = 5};
   Tensor buf = poisoned<float>(64, stream.get());
   float* p = buf.data<float>();
-  EXPECT_THROW(cuda::conv2d_forward_direct(stream.get(), bad, p, p, nullptr, p), Error);
+  EXPECT_THROW(cuda::conv2d_forward_implicit_gemm(stream.get(), bad, p, p, nullptr, p), Error);
   cuda::CudaHandles handles(0, stream.get());
   EXPECT_THROW(cuda::conv2d_forward_cudnn(handles, stream.get(), bad, p, p, nullptr, p), Error);
 }

@@ -73,7 +73,7 @@ struct TinyNet {
                                        rv.data<float>());
     cuda::relu_forward(s, a2.data<float>(), a3.data<float>(), a3.numel());
     cuda::maxpool2d_forward(s, pool, a3.data<float>(), a4.data<float>(), idx.data<std::int32_t>());
-    cuda::conv2d_forward_direct(s, conv2, a4.data<float>(), w2, nullptr, a5.data<float>());
+    cuda::conv2d_forward_implicit_gemm(s, conv2, a4.data<float>(), w2, nullptr, a5.data<float>());
     cuda::global_avgpool_forward(s, 8, 32, 8, 8, a5.data<float>(), a6.data<float>());
     cuda::linear_forward(h, s, fc, a6.data<float>(), wf, bf, logits.data<float>());
     cuda::softmax_cross_entropy(s, logits.data<float>(), labels.data<std::int32_t>(), 8, 10, 0.1,
@@ -82,8 +82,8 @@ struct TinyNet {
            d2 = f32(a2.numel()), d1 = f32(a1.numel());
     cuda::linear_backward(h, s, fc, a6.data<float>(), wf, dlogits.data<float>(), d6.data<float>(), dwf, dbf);
     cuda::global_avgpool_backward(s, 8, 32, 8, 8, d6.data<float>(), d5.data<float>());
-    cuda::conv2d_backward_direct(s, conv2, a4.data<float>(), w2, d5.data<float>(), d4.data<float>(), dw2,
-                                 nullptr);
+    cuda::conv2d_backward_implicit_gemm(s, conv2, a4.data<float>(), w2, d5.data<float>(), d4.data<float>(),
+                                        dw2, nullptr);
     cuda::maxpool2d_backward(s, pool, d4.data<float>(), idx.data<std::int32_t>(), d3.data<float>());
     cuda::relu_backward(s, a2.data<float>(), d3.data<float>(), d2.data<float>(), d2.numel());
     cuda::batchnorm2d_backward_training(s, bn, a1.data<float>(), gamma, mean.data<float>(),

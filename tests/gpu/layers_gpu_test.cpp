@@ -2,7 +2,7 @@
 // loss, backward, SGD) from the same seed on the same batch, comparing the logits, the loss, EVERY parameter
 // gradient, the BatchNorm running statistics and the parameters after the step; then an eval-mode forward.
 // Two GPU runs must be bitwise equal (the kernels and the cuDNN algorithms are deterministic), with cuDNN and
-// with the hand-written convolution.
+// with the implicit-GEMM convolution.
 //
 // Tolerance. The CPU reference rounds each op's output to fp32 once (double accumulation); the GPU
 // accumulates in fp32 (no TF32 here: allow_tf32 is off), so each op's output differs by at most
@@ -252,15 +252,15 @@ TEST(LayersGpu, Resnet18MatchesTheCpu) {
 TEST(LayersGpu, BenchmarkSearchMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   const cuda::CudaHandlesOptions benchmark = cuda::training_handles_options(/*deterministic=*/false);
-  ASSERT_EQ(benchmark.conv_search, cuda::ConvAlgoSearch::kBenchmark);
+  ASSERT_EQ(benchmark.conv_search, cuda::ConvAlgoSearch::Benchmark);
   compare_with_cpu(kCases[3], ConvAlgorithm::Cudnn, benchmark);  // resnet18: 1x1 and 3x3, strides 1 and 2
   compare_with_cpu(kCases[0], ConvAlgorithm::Cudnn, benchmark);  // vgg6
 }
 
-TEST(LayersGpu, HandWrittenConvolutionMatchesTheCpu) {
+TEST(LayersGpu, ImplicitGemmConvolutionMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
-  compare_with_cpu(kCases[3], ConvAlgorithm::HandWritten);  // 1x1 and 3x3, strides 1 and 2
-  compare_with_cpu(kCases[2], ConvAlgorithm::HandWritten);  // no padding, bias
+  compare_with_cpu(kCases[3], ConvAlgorithm::ImplicitGemm);  // 1x1 and 3x3, strides 1 and 2
+  compare_with_cpu(kCases[2], ConvAlgorithm::ImplicitGemm);  // no padding, bias
 }
 
 TEST(LayersGpu, HookFiresInReverseOrderOnTheGpu) {

@@ -6,7 +6,7 @@
 // too.
 //
 //   ZooStep/*        one training step (forward, loss, backward, SGD, eval forward) of each zoo model at
-//                    batch 2, with cuDNN and with the hand-written convolution: conv, BatchNorm, ReLU,
+//                    batch 2, with cuDNN and with the implicit-GEMM convolution: conv, BatchNorm, ReLU,
 //                    max/avg pooling, dropout, residual add, linear (cuBLAS + bias), softmax cross-entropy,
 //                    SGD; the shared-memory kernels racecheck and synccheck look at are all here
 //   Loader.*         the staged (pinned buffers, copy stream, 2 workers) and the GPU-resident loader, with
@@ -45,9 +45,9 @@ struct ZooCase {
 
 // The smallest images each model accepts; resnet18 at 16x16 still has a 2x2 last stage.
 const ZooCase kZoo[] = {
-    {"vgg6", 3, 32, 32, ConvAlgorithm::Cudnn},     {"vgg6", 3, 32, 32, ConvAlgorithm::HandWritten},
+    {"vgg6", 3, 32, 32, ConvAlgorithm::Cudnn},     {"vgg6", 3, 32, 32, ConvAlgorithm::ImplicitGemm},
     {"cnn3", 3, 32, 32, ConvAlgorithm::Cudnn},     {"mnist_cnn", 1, 28, 28, ConvAlgorithm::Cudnn},
-    {"resnet18", 3, 16, 16, ConvAlgorithm::Cudnn}, {"resnet18", 3, 16, 16, ConvAlgorithm::HandWritten},
+    {"resnet18", 3, 16, 16, ConvAlgorithm::Cudnn}, {"resnet18", 3, 16, 16, ConvAlgorithm::ImplicitGemm},
 };
 
 // The host values of one step: logits, parameters after SGD, eval logits.
@@ -96,7 +96,8 @@ TEST_P(ZooStep, IsFiniteAndRepeatsBitwise) {
 INSTANTIATE_TEST_SUITE_P(SanitizerCases, ZooStep, ::testing::ValuesIn(kZoo),
                          [](const ::testing::TestParamInfo<ZooCase>& case_info) {
                            return std::string(case_info.param.name) +
-                                  (case_info.param.conv == ConvAlgorithm::Cudnn ? "_cudnn" : "_handwritten");
+                                  (case_info.param.conv == ConvAlgorithm::Cudnn ? "_cudnn"
+                                                                                : "_implicit_gemm");
                          });
 
 data::Dataset tiny_dataset() {

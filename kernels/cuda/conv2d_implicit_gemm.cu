@@ -1,5 +1,5 @@
-// The hand-written convolution: one tiled implicit-GEMM kernel, instantiated for the three passes with
-// different operand loaders (see conv2d_direct.h for the three GEMMs).
+// The implicit-GEMM convolution: one tiled kernel, instantiated for the three passes with
+// different operand loaders (see conv2d_implicit_gemm.h for the three GEMMs).
 //
 // Tiling: a block of 256 threads computes a 64 x 64 tile of C = A . B, stepping through the reduction in
 // slices of 16. Each slice of A (64 x 16) and B (16 x 64) is gathered from global memory into shared memory
@@ -13,7 +13,7 @@
 // increasing split order. Deterministic: no atomics anywhere.
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/conv2d_direct.h"
+#include "kernels/cuda/conv2d_implicit_gemm.h"
 #include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
@@ -246,10 +246,10 @@ void check_sizes(const Conv2dShape& s, const char* op) {
 
 }  // namespace
 
-void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
-                           const float* bias, float* y) {
-  ENGINE_NVTX_RANGE("conv2d_forward_direct");
-  const char* op = "conv2d_forward_direct";
+void conv2d_forward_implicit_gemm(cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                                  const float* w, const float* bias, float* y) {
+  ENGINE_NVTX_RANGE("conv2d_forward_implicit_gemm");
+  const char* op = "conv2d_forward_implicit_gemm";
   check_sizes(shape, op);
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "{}: x, w and y must not be null", op);
   const Geometry g = geometry_of(shape);
@@ -258,10 +258,10 @@ void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const 
               ForwardStore{y, bias, g.k, pq});
 }
 
-void conv2d_backward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
-                            const float* dy, float* dx, float* dw, float* db) {
-  ENGINE_NVTX_RANGE("conv2d_backward_direct");
-  const char* op = "conv2d_backward_direct";
+void conv2d_backward_implicit_gemm(cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                                   const float* w, const float* dy, float* dx, float* dw, float* db) {
+  ENGINE_NVTX_RANGE("conv2d_backward_implicit_gemm");
+  const char* op = "conv2d_backward_implicit_gemm";
   check_sizes(shape, op);
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "{}: x, w, dy and dw must not be null", op);

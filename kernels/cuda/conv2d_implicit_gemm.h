@@ -1,5 +1,5 @@
 #pragma once
-// Conv2d by hand: an implicit GEMM with shared-memory tiling, the alternative to cuDNN (same semantics as
+// Conv2d as an implicit GEMM with shared-memory tiling, the alternative to cuDNN (same semantics as
 // kernels/cpu/conv2d.h and conv2d_cudnn.h; any stride and padding; optional bias). Plain fp32 FMA, float
 // accumulation. No im2col buffer: the GEMM operands are gathered from x, w, dy while they are loaded into
 // shared memory. The three passes are three GEMMs:
@@ -16,10 +16,10 @@
 
 namespace engine::cuda {
 
-void conv2d_forward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
-                           const float* bias, float* y);
+void conv2d_forward_implicit_gemm(cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                                  const float* w, const float* bias, float* y);
 
-void conv2d_backward_direct(cudaStream_t stream, const Conv2dShape& shape, const float* x, const float* w,
-                            const float* dy, float* dx, float* dw, float* db);
+void conv2d_backward_implicit_gemm(cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                                   const float* w, const float* dy, float* dx, float* dw, float* db);
 
 }  // namespace engine::cuda
