@@ -40,7 +40,8 @@ TEST(CpuFastGelu, WithinFloatRoundingOfTheReference) {
     cpu_fast::gelu_backward(x.data(), dy.data(), dx.data(), n);
     int bad = 0;
     for (std::size_t i = 0; i < size && bad < 5; ++i) {
-      const double ey = std::fabs(y[i] - y_ref[i]), edx = std::fabs(dx[i] - dx_ref[i]);
+      const double ey = std::fabs(static_cast<double>(y[i]) - y_ref[i]),
+                   edx = std::fabs(static_cast<double>(dx[i]) - dx_ref[i]);
       if (!(ey <= testing::gelu_forward_tolerance(xd[i], y_ref[i])) ||
           !(edx <= testing::gelu_backward_tolerance(xd[i], dyd[i]))) {
         ADD_FAILURE() << "n " << n << " [" << i << "] x " << x[i] << ": y " << y[i] << " vs " << y_ref[i]
@@ -62,7 +63,7 @@ TEST(CpuFastGelu, NanAndInfinityAsTheReference) {
   EXPECT_EQ(y[1], inf);
   EXPECT_TRUE(std::isnan(y[2]));
   EXPECT_TRUE(std::isnan(dx[0]));
-  EXPECT_EQ(dx[1], 1.0f);
+  EXPECT_TRUE(std::isnan(dx[1])) << "PyTorch too: x phi(x) is inf * 0 at +inf";
 }
 
 }  // namespace

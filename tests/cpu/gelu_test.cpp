@@ -83,7 +83,7 @@ TEST(GeluReference, NanAndInfinityFollowPyTorch) {
   EXPECT_EQ(y[1], inf);
   EXPECT_TRUE(std::isnan(y[2])) << "torch.nn.functional.gelu(-inf) is -inf * 0 = nan";
   EXPECT_TRUE(std::isnan(dx[0]));
-  EXPECT_EQ(dx[1], 1.0);
+  EXPECT_TRUE(std::isnan(dx[1])) << "PyTorch too: x phi(x) is inf * 0 at +inf";
 }
 
 TEST(GeluReference, FloatIsTheDoubleRoundedOnce) {

@@ -6,7 +6,9 @@
 // dependency).
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -32,9 +34,9 @@ using testing::cpu_context;
 using testing::random_labels;
 using testing::random_tensor;
 
-// Owns copies of the bytes the records point into.
+// Owns copies of the bytes the records point into (a deque: adding never moves the earlier ones).
 struct Records {
-  std::vector<std::vector<std::uint8_t>> storage;
+  std::deque<std::vector<std::uint8_t>> storage;
   std::vector<optim::TensorRecord> list;
 
   void add(const std::string& name, const std::string& dtype, const Shape& shape, const void* data,
@@ -113,6 +115,7 @@ TEST(ModelAirbenchPyTorch, ForwardBackwardAndTwoRecipeStepsMatchPyTorch) {
   const std::string out = engine::testing::command_output(torch.python + " " + script + " " + path + " " +
                                                           std::to_string(kLrFactor) + " 2>&1; echo rc=$?");
   std::filesystem::remove(path);
+  std::printf("%s\n", out.c_str());
   EXPECT_NE(out.find("airbench_torch_check: OK"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
 }

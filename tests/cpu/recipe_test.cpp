@@ -128,7 +128,9 @@ TEST(Recipe, ItsParameterGroupsSelectWhatAirbenchFreezesAndScales) {
     const bool norm_bias = p.name.find("norm") != std::string::npos && p.name.ends_with(".bias");
     EXPECT_EQ(tile->frozen, frozen) << p.name;
     EXPECT_EQ(tile->lr_scale, norm_bias ? 64.0 : 1.0) << p.name;
-    if (!frozen) EXPECT_DOUBLE_EQ(tile->weight_decay, norm_bias ? wd / 64.0 : wd) << p.name;
+    if (!frozen) {
+      EXPECT_DOUBLE_EQ(tile->weight_decay, norm_bias ? wd / 64.0 : wd) << p.name;
+    }
   }
 }
 

@@ -56,7 +56,8 @@ void check_gelu(std::int64_t n, std::int64_t offset) {
   int bad = 0;
   for (std::size_t i = 0; i < size && bad < 5; ++i) {
     const std::size_t at = i + static_cast<std::size_t>(offset);
-    const double ey = std::fabs(y[at] - y_ref[i]), edx = std::fabs(dx[at] - dx_ref[i]);
+    const double ey = std::fabs(static_cast<double>(y[at]) - y_ref[i]),
+                 edx = std::fabs(static_cast<double>(dx[at]) - dx_ref[i]);
     if (!(ey <= testing::gelu_forward_tolerance(xd[i], y_ref[i])) ||
         !(edx <= testing::gelu_backward_tolerance(xd[i], dyd[i]))) {
       ADD_FAILURE() << "n " << n << " [" << i << "] x " << x[i] << ": y " << y[at] << " vs " << y_ref[i]
@@ -92,7 +93,7 @@ TEST(CudaGelu, NanAndInfinityAsTheReference) {
   EXPECT_EQ(y[1], inf);
   EXPECT_TRUE(std::isnan(y[2]));
   EXPECT_TRUE(std::isnan(dx[0]));
-  EXPECT_EQ(dx[1], 1.0f);
+  EXPECT_TRUE(std::isnan(dx[1])) << "PyTorch too: x phi(x) is inf * 0 at +inf";
 }
 
 TEST(CudaScale, EqualsTheReferenceBitwise) {
