@@ -206,7 +206,9 @@ TrainerHooks DdpRank::hooks() {
   if (!pg_) return hooks;
   if (ddp_.sync_bn && world_size_ > 1) {
     dist::ProcessGroup* pg = pg_.get();
-    hooks.make_batchnorm = [pg](int c) { return std::make_unique<dist::SyncBatchNorm2d>(*pg, c); };
+    hooks.make_batchnorm = [pg](int c, double eps, double momentum) {
+      return std::make_unique<dist::SyncBatchNorm2d>(*pg, c, eps, momentum);
+    };
   }
   dist::ReducerOptions options;
   options.bucket_mb = ddp_.bucket_mb;

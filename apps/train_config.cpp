@@ -93,13 +93,19 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  dataset_names() + " (folder: PATH/train and PATH/test, one sub-folder per class)")
       ->required()
       ->check(check_dataset);
+  add_choice_option(
+      app, "--recipe", c.recipe, kRecipeChoices,
+      "airbench94: every hyperparameter of airbench94 (CIFAR-10 to 94%: --model airbench, batch "
+      "1024, 10 epochs, triangle per step, Nesterov SGD lr 1.5 x batch/1024, label smoothing "
+      "0.2, BatchNorm biases at 64x lr, lookahead every 5 steps, flip-translate 2, tta 2; see "
+      "README); a flag given on the command line still wins");
   app.add_option("--data-dir", c.data_dir, "dataset folder (default: " + default_roots_help() + ")");
   app.add_flag("--download", c.download,
                "download " + join_names(downloadable_dataset_names(), " or ") +
                    " into --data-dir (or the default folder) when missing; distributed: local rank 0 of each "
                    "node downloads while the others wait");
   app.add_option("--model", c.model,
-                 "vgg6, cnn3, mnist_cnn or resnet18 (default: " + defaults_by_dataset(model_of) +
+                 "vgg6, cnn3, mnist_cnn, resnet18 or airbench (default: " + defaults_by_dataset(model_of) +
                      "; on --resume/--eval-only: the checkpoint's)")
       ->check(check_model);
   app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
@@ -169,6 +175,7 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   if (!c.model_given) c.model = dataset.default_model;
   if (c.batch_size == 0) c.batch_size = dataset.default_batch_size;
   if (app.count("--lr") == 0) c.lr = dataset.default_lr;
+  apply_recipe(app, c);  // over the dataset's defaults, under the flags given
   ENGINE_CHECK(std::isfinite(c.lr), "--lr {}: must be finite", c.lr);
   ENGINE_CHECK(!c.download || dataset.downloadable(), "--download: only {} can be downloaded; {}",
                join_names(downloadable_dataset_names(), " and "), dataset.not_downloadable_because);

@@ -14,6 +14,7 @@
 
 #include "apps/flag_choice.h"
 #include "apps/precision.h"
+#include "apps/recipe.h"
 #include "optim/lr_schedule.h"
 
 namespace engine::apps {
@@ -55,6 +56,7 @@ inline constexpr std::array<FlagChoice<EmaMode>, 2> kEmaModeChoices = {{
 }};
 
 struct TrainConfig {
+  Recipe recipe = Recipe::None;  // --recipe: presets (apps/recipe.h); explicit flags win
   std::string dataset;    // a name of apps/dataset_catalog.h: cifar10 | mnist | fashion-mnist | folder:PATH
   std::string data_dir;   // empty: the catalog's default folder for the dataset
   bool download = false;  // fetch cifar10/mnist into the data folder when missing (apps/data_download.h)

@@ -12,8 +12,11 @@ Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
               o.in_channels, o.out_channels, o.kernel_size, o.stride, o.padding);
   const std::int64_t fan_in = static_cast<std::int64_t>(o.in_channels) * o.kernel_size * o.kernel_size;
   weight_ = add_parameter("weight", {o.out_channels, o.in_channels, o.kernel_size, o.kernel_size},
-                          ParamInit::FanInUniform, fan_in);
-  if (o.bias) bias_ = add_parameter("bias", {o.out_channels}, ParamInit::FanInUniform, fan_in);
+                          o.identity_init ? ParamInit::FanInUniformDirac : ParamInit::FanInUniform, fan_in);
+  if (o.bias) {
+    bias_ = add_parameter("bias", {o.out_channels},
+                          o.identity_init ? ParamInit::Zeros : ParamInit::FanInUniform, fan_in);
+  }
 }
 
 namespace {

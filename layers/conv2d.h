@@ -1,7 +1,8 @@
 #pragma once
 // Conv2d: PyTorch's nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, bias) with square
 // kernels, zero padding, no dilation or groups. Parameters "weight" [out, in, k, k] and, when bias is on,
-// "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * k * k, as PyTorch.
+// "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * k * k, as PyTorch
+// (identity_init: airbench94's, see Conv2dOptions).
 //
 // CPU: kernels/cpu_fast/conv2d.h in float32, kernels/cpu/conv2d.h (the reference) in float64. CUDA: cuDNN or
 // the implicit-GEMM convolution of kernels/cuda (conv2d_implicit_gemm), chosen by the context's
@@ -18,6 +19,9 @@ struct Conv2dOptions {
   int stride = 1;
   int padding = 0;
   bool bias = true;
+  // airbench94's Conv: the bias starts at 0 and the first min(out, in) filters at the identity (dirac_), the
+  // rest of the weight as PyTorch's default.
+  bool identity_init = false;
 };
 
 class Conv2d final : public Layer {

@@ -55,6 +55,11 @@ enum class ParamInit {
   // bound gain * sqrt(3 / fan_in) with gain = sqrt(2 / (1 + a^2)) = sqrt(1/3) is 1/sqrt(fan_in). Their biases
   // use the same bound by definition.
   FanInUniform,
+  // FanInUniform, then the first min(out, in) filters of a conv weight [out, in, k, k] set to the identity
+  // (torch.nn.init.dirac_ on weight[:in]: 1 at [i, i, k/2, k/2], 0 elsewhere): airbench94's Conv, "an
+  // implicit
+  // residual".
+  FanInUniformDirac,
   Ones,   // BatchNorm weight (gamma)
   Zeros,  // BatchNorm bias (beta)
 };

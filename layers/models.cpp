@@ -11,9 +11,11 @@
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/gelu.h"
 #include "layers/global_avgpool.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
+#include "layers/mul.h"
 #include "layers/relu.h"
 #include "layers/residual.h"
 #include "layers/sequential.h"
@@ -23,8 +25,10 @@ namespace engine::layers {
 namespace {
 
 // The model's batch norm of `num_features` channels: BatchNorm2d unless the caller gives another.
-std::unique_ptr<Layer> batchnorm(const BatchNormFactory& make, int num_features) {
-  return make ? make(num_features) : std::make_unique<BatchNorm2d>(num_features);
+std::unique_ptr<Layer> batchnorm(const BatchNormFactory& make, int num_features, double eps = 1e-5,
+                                 double momentum = 0.1) {
+  return make ? make(num_features, eps, momentum)
+              : std::make_unique<BatchNorm2d>(num_features, eps, momentum);
 }
 
 Conv2dOptions conv3x3(int in, int out, int stride = 1, bool bias = true) {
@@ -155,16 +159,62 @@ std::unique_ptr<Layer> resnet18(int in_channels, int num_classes, const BatchNor
   return root;
 }
 
+// airbench94's ConvGroup: conv1, pool, norm1, activ, conv2, norm2, activ. PyTorch registers one GELU
+// `activ` and calls it twice; GELU is stateless, so the second one's name ("activ2") is in no state dict.
+// BatchNorm: eps 1e-12 and momentum 1 - 0.6 (airbench's BatchNorm passes momentum=1-0.6 to nn.BatchNorm2d).
+std::unique_ptr<Layer> airbench_conv_group(int in, int out, const BatchNormFactory& bn) {
+  constexpr double kEps = 1e-12, kMomentum = 1.0 - 0.6;
+  Conv2dOptions conv = conv3x3(in, out, 1, /*bias=*/false);
+  conv.identity_init = true;
+  auto group = std::make_unique<Sequential>();
+  group->emplace_named<Conv2d>("conv1", conv);
+  group->emplace_named<MaxPool2d>("pool", 2);
+  group->add(batchnorm(bn, out, kEps, kMomentum), "norm1");
+  group->emplace_named<GELU>("activ");
+  conv.in_channels = out;
+  group->emplace_named<Conv2d>("conv2", conv);
+  group->add(batchnorm(bn, out, kEps, kMomentum), "norm2");
+  group->emplace_named<GELU>("activ2");
+  return group;
+}
+
+// airbench94's make_net() on 3x32x32, 10 classes (children "0".."8" as its nn.Sequential):
+//   0 whitening conv 2x2 3->24 with bias   3*24*4 + 24                          =       312
+//   2 group 24->64    24*64*9 + 64*64*9 + 2 * 2*64                             =    50,944
+//   3 group 64->256   64*256*9 + 256*256*9 + 2 * 2*256                         =   738,304
+//   4 group 256->256  2 * 256*256*9 + 2 * 2*256                                = 1,180,672
+//   7 linear          256*10 (no bias)                                         =     2,560
+//   total                                                                         1,972,792
+// Spatially 32 -> 31 (2x2, no padding) -> 15 -> 7 -> 3 -> 1 (max-pool 3); the last pool must leave 1x1 for
+// the linear layer's 256 inputs, so it accepts 25x25 to 48x48.
+std::unique_ptr<Layer> airbench(int in_channels, int num_classes, const BatchNormFactory& bn) {
+  constexpr int kWhitenKernel = 2;
+  const int whiten_width = 2 * in_channels * kWhitenKernel * kWhitenKernel;
+  auto root = std::make_unique<Sequential>();
+  root->emplace<Conv2d>(Conv2dOptions{.in_channels = in_channels,
+                                      .out_channels = whiten_width,
+                                      .kernel_size = kWhitenKernel,
+                                      .padding = 0,
+                                      .bias = true,
+                                      .identity_init = true});
+  root->emplace<GELU>();
+  root->add(airbench_conv_group(whiten_width, 64, bn));
+  root->add(airbench_conv_group(64, 256, bn));
+  root->add(airbench_conv_group(256, 256, bn));
+  root->emplace<MaxPool2d>(3);
+  root->emplace<Flatten>();
+  root->emplace<Linear>(256, num_classes, /*bias=*/false);
+  root->emplace<Mul>(1.0 / 9.0);
+  return root;
+}
+
 struct ZooEntry {
   const char* name;
   std::unique_ptr<Layer> (*build)(int in_channels, int num_classes, const BatchNormFactory& bn);
 };
 
 constexpr ZooEntry kZoo[] = {
-    {"vgg6", vgg6},
-    {"cnn3", cnn3},
-    {"mnist_cnn", mnist_cnn},
-    {"resnet18", resnet18},
+    {"vgg6", vgg6}, {"cnn3", cnn3}, {"mnist_cnn", mnist_cnn}, {"resnet18", resnet18}, {"airbench", airbench},
 };
 
 }  // namespace

@@ -9,11 +9,17 @@
 //   mnist_cnn  PyTorch's examples/mnist Net.                               1,199,882 parameters on 1x28x28.
 //   resnet18   kuangliu/pytorch-cifar's ResNet18 (3x3 stem, no stem pool, BasicBlocks 2-2-2-2, global
 //              average pool).                                              11,173,962 parameters on 3x32x32.
+//   airbench   airbench94's net (KellerJordan/cifar10-airbench): a 2x2 whitening conv 3->24 with bias, GELU,
+//              three conv groups 64/256/256 (conv3x3 no bias, max-pool 2, BatchNorm, GELU, conv3x3,
+//              BatchNorm, GELU; BatchNorm eps 1e-12, PyTorch momentum 0.4), max-pool 3, Linear 256->classes
+//              without bias, times 1/9; convs start at airbench's identity init.  1,972,792 parameters on
+//              3x32x32. Its BatchNorm weights stay 1 only where the trainer freezes them (--recipe
+//              airbench94's parameter groups), as airbench's requires_grad=False does.
 //
 // The classifiers' input sizes are fixed (4096 = 256*4*4 for vgg6/cnn3, 9216 = 64*12*12 for mnist_cnn), so
-// those models accept exactly the inputs that flatten to that size (32x32 for vgg6/cnn3, 28x28 for mnist_cnn:
-// the parameter counts stay the architectures' own); any other size is an engine::Error naming the model and
-// the input. resnet18 ends in a global average pool and accepts any size.
+// those models accept exactly the inputs that flatten to that size (32x32 for vgg6/cnn3/airbench, 28x28 for
+// mnist_cnn: the parameter counts stay the architectures' own); any other size is an engine::Error naming the
+// model and the input. resnet18 ends in a global average pool and accepts any size.
 
 #include <functional>
 #include <memory>
@@ -25,10 +31,11 @@
 
 namespace engine::layers {
 
-// Makes the batch norm layer of `num_features` channels wherever a model has one; empty: BatchNorm2d. The
-// distributed trainer passes one that makes dist::SyncBatchNorm2d (--sync-bn): same parameters, buffers and
-// state-dict names, so checkpoints do not depend on it.
-using BatchNormFactory = std::function<std::unique_ptr<Layer>(int num_features)>;
+// Makes the batch norm layer of `num_features` channels (with the model's eps and momentum, PyTorch's
+// meaning) wherever a model has one; empty: BatchNorm2d. The distributed trainer passes one that makes
+// dist::SyncBatchNorm2d (--sync-bn): same parameters, buffers and state-dict names, so checkpoints do not
+// depend on it.
+using BatchNormFactory = std::function<std::unique_ptr<Layer>(int num_features, double eps, double momentum)>;
 
 // The names build_model knows.
 std::vector<std::string> model_names();

@@ -76,6 +76,17 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.forward_bytes = kF32 * (x + y);
     // ReLU's backward reads x and dy; dropout regenerates its mask; the pool reads dy [N, C] only.
     c.backward_bytes = kF32 * (c.kind == "ReLU" ? x + y : y) + dx_bytes;
+  } else if (c.kind == "GELU") {
+    // erfc and exp per element (counted as ~20 flops each way); backward reads x and dy.
+    c.forward_flops = 20 * x;
+    c.backward_flops = 25 * x;
+    c.forward_bytes = kF32 * (x + y);
+    c.backward_bytes = kF32 * (x + y) + dx_bytes;
+  } else if (c.kind == "Mul") {
+    c.forward_flops = x;
+    c.backward_flops = x;
+    c.forward_bytes = kF32 * (x + y);
+    c.backward_bytes = kF32 * y + dx_bytes;
   } else {
     ENGINE_FAIL("layer_costs: no cost model for {} '{}'", c.kind, c.path);
   }

@@ -125,12 +125,13 @@ TEST(ModelZoo, BatchNormFactoryMakesEveryBatchNorm) {
   const Expected cases[] = {{"vgg6", 3, 32, {64, 64, 128, 128, 256, 256}},
                             {"cnn3", 3, 32, {64, 128, 256}},
                             {"mnist_cnn", 1, 28, {}},
-                            {"resnet18", 3, 32, resnet}};
+                            {"resnet18", 3, 32, resnet},
+                            {"airbench", 3, 32, {64, 64, 256, 256, 256, 256}}};
   for (const Expected& e : cases) {
     std::vector<int> made;
-    const BatchNormFactory factory = [&made](int c) -> std::unique_ptr<Layer> {
+    const BatchNormFactory factory = [&made](int c, double eps, double momentum) -> std::unique_ptr<Layer> {
       made.push_back(c);
-      return std::make_unique<BatchNorm2d>(c);
+      return std::make_unique<BatchNorm2d>(c, eps, momentum);
     };
     Model with = build_model(e.name, e.in_channels, 10, e.size, e.size, factory);
     with.finalize(testing::cpu_context(), 1);

@@ -1,0 +1,17 @@
+#pragma once
+// GELU (exact erf form) on the GPU; the rule of kernels/cpu/gelu.h computed in float (erfcf, expf):
+// y = x/2 * erfc(-x/sqrt(2)), dx = dy * (Phi(x) + x * phi(x)). Backward OVERWRITES dx. Not bitwise equal to
+// the double reference: tests/gpu/cuda_gelu_test.cpp bounds the difference.
+
+#include <cstdint>
+
+#include "kernels/cuda_api.h"
+
+namespace engine::cuda {
+
+// y may alias x.
+void gelu_forward(cudaStream_t stream, const float* x, float* y, std::int64_t n);
+// Takes the forward input x. dx may alias dy.
+void gelu_backward(cudaStream_t stream, const float* x, const float* dy, float* dx, std::int64_t n);
+
+}  // namespace engine::cuda

@@ -1,0 +1,19 @@
+#include "kernels/ops/scale.h"
+
+#include "kernels/cpu/scale.h"
+#include "kernels/cuda/scale.h"
+#include "kernels/ops/dispatch.h"
+
+namespace engine::ops {
+
+void scale(const ExecutionContext& ctx, const Tensor& x, double a, const Tensor& y) {
+  dispatch("scale", ctx, x, [&]<Path P, typename T>() {
+    if constexpr (P == Path::Cuda) {
+      cuda::scale(cuda_stream(ctx), x.data<T>(), a, y.data<T>(), x.numel());
+    } else {
+      cpu::scale<T>(x.data<T>(), a, y.data<T>(), x.numel());
+    }
+  });
+}
+
+}  // namespace engine::ops

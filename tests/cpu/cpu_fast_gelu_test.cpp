@@ -1,0 +1,70 @@
+// The fast float32 GELU (kernels/cpu_fast/gelu) against the double reference (kernels/cpu/gelu) on odd sizes
+// (below and above the threading threshold), outputs poisoned with NaN first so a skipped element shows.
+// Tolerance: float arithmetic against double rounded once, per element (tests/common/gelu_tolerance.h has the
+// derivation: (x^2 + |x| + 16) eps relative, x^2 being the function's own condition number in its left tail).
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu_fast/gelu.h"
+#include "tests/common/gelu_tolerance.h"
+
+namespace engine {
+namespace {
+
+std::vector<float> inputs(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+TEST(CpuFastGelu, WithinFloatRoundingOfTheReference) {
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{7}, std::int64_t{1001}, std::int64_t{40001}}) {
+    const auto size = static_cast<std::size_t>(n);
+    std::vector<float> x = inputs(size, 41), dy = inputs(size, 42);
+    const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 3.0f, -3.0f, 12.0f, -12.0f};
+    for (std::size_t i = 0; i < std::min(size, std::size(specials)); ++i) x[i] = specials[i];
+    std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), y_ref(size), dx_ref(size);
+    cpu::gelu_forward(xd.data(), y_ref.data(), n);
+    cpu::gelu_backward(xd.data(), dyd.data(), dx_ref.data(), n);
+    std::vector<float> y(size, NAN), dx(size, NAN);
+    cpu_fast::gelu_forward(x.data(), y.data(), n);
+    cpu_fast::gelu_backward(x.data(), dy.data(), dx.data(), n);
+    int bad = 0;
+    for (std::size_t i = 0; i < size && bad < 5; ++i) {
+      const double ey = std::fabs(static_cast<double>(y[i]) - y_ref[i]),
+                   edx = std::fabs(static_cast<double>(dx[i]) - dx_ref[i]);
+      if (!(ey <= testing::gelu_forward_tolerance(xd[i], y_ref[i])) ||
+          !(edx <= testing::gelu_backward_tolerance(xd[i], dyd[i]))) {
+        ADD_FAILURE() << "n " << n << " [" << i << "] x " << x[i] << ": y " << y[i] << " vs " << y_ref[i]
+                      << ", dx " << dx[i] << " vs " << dx_ref[i];
+        ++bad;
+      }
+    }
+  }
+}
+
+TEST(CpuFastGelu, NanAndInfinityAsTheReference) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {nan, inf, -inf};
+  const std::vector<float> dy = {1.0f, 1.0f, 1.0f};
+  std::vector<float> y(3, 0.0f), dx(3, 0.0f);
+  cpu_fast::gelu_forward(x.data(), y.data(), 3);
+  cpu_fast::gelu_backward(x.data(), dy.data(), dx.data(), 3);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], inf);
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_TRUE(std::isnan(dx[0]));
+  EXPECT_TRUE(std::isnan(dx[1])) << "PyTorch too: x phi(x) is inf * 0 at +inf";
+}
+
+}  // namespace
+}  // namespace engine
