@@ -14,6 +14,7 @@
 #include "apps/resume_auto.h"
 #include "apps/stop_signal.h"
 #include "apps/training_plot.h"
+#include "apps/whiten_init.h"
 #include "core/error.h"
 #include "layers/models.h"
 #include "optim/param_groups.h"
@@ -81,6 +82,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
       model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
       static_cast<int>(shape_source.height), static_cast<int>(shape_source.width), hooks_.make_batchnorm));
   model_->finalize(device_->context(), c.seed);
+  if (c.whiten_init > 0 && !eval_only) {  // every rank alike, before the broadcast and a resume's weights
+    const std::string note = apply_whiten_init(*model_, data_, c.whiten_init);
+    if (c.is_main()) print_line(note);
+  }
   std::vector<optim::ParamGroupRule> rules;
   for (const std::string& rule : c.param_groups) rules.push_back(optim::parse_param_group_rule(rule));
   sgd_ = std::make_unique<optim::Sgd>(
