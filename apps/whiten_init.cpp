@@ -1,5 +1,6 @@
 #include "apps/whiten_init.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -46,15 +47,15 @@ std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::
                    data.std.size() == data.mean.size(),
                "--whiten-init {}: the images have {} channels ({} means), the first convolution takes {}",
                images, train.channels, data.mean.size(), o.in_channels);
-  ENGINE_CHECK(images <= train.size(), "--whiten-init {}: the training set has only {} images", images,
-               train.size());
+  // A preset's N (airbench94: 5000) on a --limit-train subset: all of it, said in the log line.
+  const std::int64_t used = std::min(images, train.size());
   ENGINE_CHECK(k <= train.height && k <= train.width, "--whiten-init {}: a {}x{} kernel on {}x{} images",
                images, k, k, train.height, train.width);
 
   // The images as training normalizes them: (x / 255 - mean) / std per channel (data/transforms).
   const std::int64_t plane = train.height * train.width, image_bytes = train.image_bytes();
-  std::vector<float> pixels(static_cast<std::size_t>(images * image_bytes));
-  for (std::int64_t n = 0; n < images; ++n) {
+  std::vector<float> pixels(static_cast<std::size_t>(used * image_bytes));
+  for (std::int64_t n = 0; n < used; ++n) {
     const std::uint8_t* src = train.image(n);
     for (std::int64_t i = 0; i < image_bytes; ++i) {
       const std::size_t c = static_cast<std::size_t>(i / plane);
@@ -62,7 +63,7 @@ std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::
     }
   }
   const std::vector<double> cov = layers::patch_covariance(
-      pixels, images, o.in_channels, static_cast<int>(train.height), static_cast<int>(train.width), k);
+      pixels, used, o.in_channels, static_cast<int>(train.height), static_cast<int>(train.width), k);
   const std::vector<double> w = layers::whitening_weights(cov, d, kWhitenEps);
   const layers::SymmetricEigen eig = layers::symmetric_eigen(cov, d);
 
@@ -80,9 +81,11 @@ std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return fmt::format(
-      "cnn_train: --whiten-init {}: {} set from the {}x{} patches of {} training images (eigenvalues {:.4g} "
+      "cnn_train: --whiten-init {}: {} set from the {}x{} patches of {} training images{} (eigenvalues "
+      "{:.4g} "
       "to {:.4g}, eps {}) in {:.3f} s",
-      images, weight->name, k, k, images, eig.values.front(), eig.values.back(), kWhitenEps, seconds);
+      images, weight->name, k, k, used, used < images ? " (all there are)" : "", eig.values.front(),
+      eig.values.back(), kWhitenEps, seconds);
 }
 
 }  // namespace engine::apps

@@ -23,7 +23,8 @@ void add_whiten_init_flag(CLI::App& app, TrainConfig& config);
 
 // Sets the first Conv2d's weight (the bias is left as initialized) and returns a line for the log. Throws
 // engine::Error naming --whiten-init when the model has no Conv2d, when its first one is not k x k, stride 1,
-// with out = 2 * in*k*k channels and in = the images' channels, or when N exceeds the training set.
+// with out = 2 * in*k*k channels and in = the images' channels, or when no training set is loaded. N larger
+// than the training set uses all of it (a preset's 5000 on a --limit-train subset), and the line says so.
 std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::int64_t images);
 
 }  // namespace engine::apps
