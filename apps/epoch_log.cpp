@@ -37,6 +37,7 @@ std::string format_metrics_json(const EpochMetrics& m) {
                                     {"test_loss", m.test_loss},
                                     {"test_acc", m.test_acc},
                                     {"seconds", m.seconds},
+                                    {"elapsed_seconds", m.elapsed_seconds},
                                     {"images_per_second", m.images_per_second},
                                     {"memory_mb", m.memory_mb}};
   return j.dump();

@@ -18,8 +18,9 @@ struct EpochMetrics {
   double train_loss = 0.0;  // mean over the epoch's training samples
   double train_acc = 0.0;   // percent
   double test_loss = 0.0;
-  double test_acc = 0.0;           // percent
-  double seconds = 0.0;            // the epoch's training time
+  double test_acc = 0.0;         // percent
+  double seconds = 0.0;          // the epoch's training time
+  double elapsed_seconds = 0.0;  // wall time from this run's first step to the end of this epoch's evaluation
   double images_per_second = 0.0;  // over all ranks
   double memory_mb = 0.0;
 };

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apps/dataset_catalog.h"
+#include "apps/whiten_init.h"
 #include "core/error.h"
 #include "layers/models.h"
 #include "optim/param_groups.h"
@@ -129,6 +130,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--warmup-epochs", c.warmup_epochs, "linear warmup: epoch e < W runs at lr * (e+1)/W")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
   add_airbench_flags(app, c);
+  add_whiten_init_flag(app, c);
   app.add_option("--label-smoothing", c.label_smoothing, "label smoothing of the cross-entropy loss")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--accumulate", c.accumulate,

@@ -83,6 +83,8 @@ struct TrainConfig {
   int translate = 2;      // --augment flip-translate: pixels of reflection padding
   int tta = 0;            // test-time augmentation level: 0 none, 1 mirror, 2 mirror + shifts
   double label_smoothing = 0.0;
+  std::int64_t whiten_init =
+      0;  // > 0: the first conv whitened from this many training images (apps/whiten_init.h)
   std::int64_t accumulate = 1;  // micro-batches per optimizer step (their gradients averaged)
   Augment augment = Augment::None;
   std::uint64_t seed = 0;

@@ -32,6 +32,20 @@ endif()
 add_library(engine::dnnl INTERFACE IMPORTED GLOBAL)
 set_target_properties(engine::dnnl PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${DNNL_INCLUDE_DIR}"
                                               INTERFACE_LINK_LIBRARIES "${DNNL_LIBRARY}")
+# LAPACKE (LAPACK's C interface; liblapacke-dev pulls in the reference LAPACK and BLAS): the host
+# eigendecomposition of the patch-whitening initialisation (layers/patch_whitening.h). Found directly, as
+# oneDNN: Debian ships no CMake config for it.
+find_path(LAPACKE_INCLUDE_DIR lapacke.h)
+find_library(LAPACKE_LIBRARY NAMES lapacke)
+if(NOT LAPACKE_INCLUDE_DIR OR NOT LAPACKE_LIBRARY)
+  message(FATAL_ERROR "cnn_engine: LAPACKE not found (lapacke.h: ${LAPACKE_INCLUDE_DIR}, liblapacke: "
+                      "${LAPACKE_LIBRARY}). Install the Debian package 'liblapacke-dev' "
+                      "(scripts/install-deps.sh installs everything the build needs; on a GPU machine, "
+                      "scripts/fetch-gpu-deps.sh packs it).")
+endif()
+add_library(engine::lapacke INTERFACE IMPORTED GLOBAL)
+set_target_properties(engine::lapacke PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${LAPACKE_INCLUDE_DIR}"
+                                                 INTERFACE_LINK_LIBRARIES "${LAPACKE_LIBRARY}")
 # OpenMP (gcc's libgomp, the runtime Debian's oneDNN is built on): the threaded loops of kernels/cpu_fast.
 engine_require_package(OpenMP build-essential COMPONENTS CXX)
 

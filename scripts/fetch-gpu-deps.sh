@@ -9,7 +9,7 @@
 #                           without headers (gpu-build-env.sh uses them only then)
 #   .deps/requires.txt      the newest glibc, libstdc++ and libgomp symbol versions these libraries need
 #                           (gpu-check.sh compares them with the machine's before building), the packages' versions
-#   .deps-pack/deps.tar.xz  all of .deps, xz-compressed (8.3 MiB instead of 48: libdnnl.so alone is 38 MiB of
+#   .deps-pack/deps.tar.xz  all of .deps, xz-compressed (12 MiB instead of 64: libdnnl.so alone is 38 MiB of
 #                           kernels and JIT generators); this is what travels, gpu-build-env.sh unpacks it there
 #
 # Self-contained: no environment variable is needed to run what is built from it. Each shared library here
@@ -34,6 +34,9 @@ packages=(
   # path, but the loader must find it). Not libgomp1: its OpenMP runtime is the compiler's (every gcc brings
   # libgomp, and the engine's -fopenmp code links that one); a second, older copy here would shadow it.
   libdnnl-dev libdnnl2 ocl-icd-libopencl1
+  # LAPACKE (the whitening initialisation's eigensolver) over Debian's reference LAPACK and BLAS (not
+  # OpenBLAS: a 12x12 problem needs no threads) and the Fortran runtime they link.
+  liblapacke-dev liblapacke libtmglib3 liblapack3 libblas3 libgfortran5 libquadmath0
 )
 
 rm -rf .deps
@@ -67,6 +70,11 @@ gloo_targets=$usr/share/cmake/Gloo/GlooTargets-relwithdebinfo.cmake
 if [ -f "$gloo_targets" ]; then
   sed -i 's|"/usr/lib/libgloo|"${_IMPORT_PREFIX}/lib/libgloo|g' "$gloo_targets"
 fi
+
+# libblas.so.3 and liblapack.so.3 are alternatives Debian links at install time (dpkg -x runs no scripts):
+# link the reference ones where liblapacke looks for them.
+[ -f "$lib/blas/libblas.so.3" ] && ln -sfn blas/libblas.so.3 "$lib/libblas.so.3"
+[ -f "$lib/lapack/liblapack.so.3" ] && ln -sfn lapack/liblapack.so.3 "$lib/liblapack.so.3"
 
 # Absolute symlinks (rare in these packages) would point outside the prefix: make them relative.
 find .deps/root -type l | while read -r link; do

@@ -9,6 +9,7 @@ packages=(
   libstb-dev libgloo-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libdnnl-dev
+  liblapacke-dev
   clang-format clang-tidy gnuplot-nox
   clang libclang-rt-14-dev
   dataset-fashion-mnist
@@ -17,6 +18,7 @@ packages=(
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
 # clang-tidy: scripts/clang-tidy.sh (run by scripts/test.sh; the checks are in .clang-tidy).
+# liblapacke-dev: LAPACK's eigensolver for the patch-whitening initialisation (layers/patch_whitening.h).
 # curl: scripts/download-data.sh and cnn_train --download.
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 

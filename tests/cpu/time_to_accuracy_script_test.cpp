@@ -1,0 +1,113 @@
+// benchmarks/time_to_accuracy.sh on the tiny image-folder dataset (tests/cpu/cnn_train_test_util.h): a low
+// target is reached by every seed, with a crossing time no later than the run and the summary's mean equal to
+// the mean of the rows; an unreachable target is reported as not reached; bad arguments are refused.
+
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/cpu/cnn_train_test_util.h"
+
+namespace engine::apps {
+namespace {
+
+using testing::shell_quote;
+
+struct ScriptRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+// bash benchmarks/time_to_accuracy.sh ARGS, with this build's cnn_train (<build>/apps/cnn_train).
+ScriptRun run_script(const std::vector<std::string>& args) {
+  ::setenv("OMP_NUM_THREADS", "1", 0);
+  const std::string build =
+      std::filesystem::path(testing::program_path("cnn_train")).parent_path().parent_path().string();
+  // Appended piece by piece: "literal" + std::string trips gcc 12's -Wrestrict false positive.
+  std::string command = "bash ";
+  command.append(shell_quote(std::string(ENGINE_SOURCE_DIR) + "/benchmarks/time_to_accuracy.sh"));
+  command.append(" --build ").append(shell_quote(build));
+  for (const std::string& a : args) command.append(" ").append(shell_quote(a));
+  command.append(" 2>&1");
+  ScriptRun r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::vector<std::string> train_flags(const std::string& root) {
+  return {"--", "--cpu",        "--dataset", "folder:" + root, "--model", "cnn3",           "--epochs",
+          "2",  "--batch-size", "8",         "--lr",           "0.05",    "--deterministic"};
+}
+
+TEST(TimeToAccuracyScript, ReportsEverySeedTheCrossingAndTheSpread) {
+  const std::string root = testing::tiny_folder_dataset("tta_script");
+  std::vector<std::string> args = {"--seeds", "3",     "--target",
+                                   "1",       "--out", testing::temp_dir("tta_script_out")};
+  for (const std::string& f : train_flags(root)) args.push_back(f);
+  const ScriptRun r = run_script(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // seed N | final A% | 1% reached at epoch E: T s (training alone U s)
+  const std::regex row(
+      R"(seed (\d) \| final ([0-9.]+)% \| 1% reached at epoch (\d): ([0-9.]+) s \(training alone ([0-9.]+) s\))");
+  double sum = 0.0;
+  int rows = 0;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), row); it != std::sregex_iterator();
+       ++it) {
+    const std::smatch& m = *it;
+    EXPECT_EQ(std::stoi(m[1]), rows) << "seeds in order";
+    EXPECT_EQ(m[3], "1") << "a 1% target is crossed by the first evaluation";
+    EXPECT_LE(std::stod(m[5]), std::stod(m[4])) << "training alone is part of the time to the crossing";
+    EXPECT_GT(std::stod(m[4]), 0.0);
+    sum += std::stod(m[2]);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3) << r.output;
+  const std::smatch summary = [&] {
+    std::smatch m;
+    std::regex_search(r.output, m,
+                      std::regex(R"(final accuracy: mean ([0-9.]+)% \| std ([0-9.]+) \| .* \| 3 of 3 seed)"));
+    return m;
+  }();
+  ASSERT_FALSE(summary.empty()) << r.output;
+  // Rows and mean are printed with 2 decimals: the mean of the rounded rows is within 0.01 of the printed
+  // one.
+  EXPECT_NEAR(std::stod(summary[1]), sum / 3.0, 0.01) << r.output;
+  EXPECT_NE(r.output.find("time to 1%: mean "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| 3 of 3 seed(s)\ntraining alone to 1%"), std::string::npos) << r.output;
+}
+
+TEST(TimeToAccuracyScript, AnUnreachedTargetIsSaidSo) {
+  const std::string root = testing::tiny_folder_dataset("tta_script_high");
+  std::vector<std::string> args = {"--seeds", "1", "--target", "100.5"};
+  for (const std::string& f : train_flags(root)) args.push_back(f);
+  const ScriptRun r = run_script(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("seed 0 | final "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| 100.5% not reached"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("time to 100.5%: none of 1 seed(s)"), std::string::npos) << r.output;
+}
+
+TEST(TimeToAccuracyScript, RefusesBadArguments) {
+  ScriptRun r = run_script({"--seeds", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--seeds '0': expected a positive integer"), std::string::npos) << r.output;
+  r = run_script({"--", "--dataset", "folder:/x", "--seed", "3"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("do not pass --seed"), std::string::npos) << r.output;
+  // A failing cnn_train run stops the script with its log's end.
+  r = run_script({"--seeds", "1", "--", "--cpu", "--dataset", "folder:/nonexistent/tta"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("seed 0: cnn_train failed"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace engine::apps
