@@ -50,7 +50,9 @@ void apply_airbench94(const CLI::App& app, TrainConfig& c) {
   preset(app, "--augment", c.augment, Augment::FlipTranslate);
   preset(app, "--translate", c.translate, 2);
   preset(app, "--tta", c.tta, 2);
-  // [whiten] the whitening initialisation's flag (eigenvectors of 2x2 training patches) is preset here.
+  // The first conv from the eigenvectors of 2x2 patches of the first 5000 training images (airbench94's
+  // init_whiten); its weights stay frozen (the param group above).
+  preset(app, "--whiten-init", c.whiten_init, std::int64_t{5000});
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 // airbench94 (KellerJordan/cifar10-airbench, airbench94.py, issue 18), translated to cnn_train's terms:
 //   --model airbench --batch-size 1024 --epochs 10 --schedule triangle --schedule-unit step
 //   (triangle 0.2 -> 1 at 23% -> 0.07) --momentum 0.85 --nesterov --label-smoothing 0.2
-//   --augment flip-translate --translate 2 --tta 2
+//   --augment flip-translate --translate 2 --tta 2 --whiten-init 5000
 //   --ema-every 5 --ema-start-epoch 3 --ema-decay 0.95 --ema-decay-pow 3 --ema-mode lookahead
 //   --param-group 0.weight:frozen (the whitening conv), norm1.weight:frozen, norm2.weight:frozen (BatchNorm's
 //   scale stays 1), norm:lr=64,wd=WD/64 (BatchNorm biases: bias_scaler 64, weight decay not scaled)
@@ -18,9 +18,8 @@
 //   with B = --batch-size x --accumulate: a smaller batch gets a proportionally smaller rate, as airbench's
 //   summed loss would give. (With DDP the global batch is world x B: give --lr.)
 // What differs from the file: --epochs is an integer (airbench trains 9.9 epochs: 476 steps of 48; here 10
-// epochs), the last partial batch is trained (airbench drops it), the whitening bias is trained for all
-// epochs (airbench freezes it after 3), and the whitening conv starts from airbench's identity-style init
-// until the whitening initialisation lands (the marked line in recipe.cpp).
+// epochs), the last partial batch is trained (airbench drops it), and the whitening bias is trained for all
+// epochs (airbench freezes it after 3).
 //
 // Refused on datasets other than cifar10 and folder:PATH (decoded to 32x32 RGB).
 

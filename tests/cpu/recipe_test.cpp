@@ -54,6 +54,7 @@ TEST(Recipe, Airbench94PresetsEveryHyperparameter) {
   EXPECT_EQ(c.augment, Augment::FlipTranslate);
   EXPECT_EQ(c.translate, 2);
   EXPECT_EQ(c.tta, 2);
+  EXPECT_EQ(c.whiten_init, 5000);  // airbench94 whitens from train_images[:5000]
   ASSERT_EQ(c.param_groups.size(), 4u);
   EXPECT_EQ(c.param_groups[0], "0.weight:frozen");
   EXPECT_EQ(c.param_groups[1], "norm1.weight:frozen");
