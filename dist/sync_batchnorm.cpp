@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/sync_batchnorm.h"  // declared in every build (kernels/cuda_api.h)
+#include "kernels/ops/dispatch.h"         // data_or_null
 
 namespace engine::dist {
 namespace {
@@ -172,14 +173,11 @@ BatchNorm2dShape device_shape(const Tensor& x) {
           static_cast<int>(x.dim(3))};
 }
 
-const float* f32_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
-float* f32_or_null_mut(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
-
 void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                   const Tensor& save_mean, const Tensor& save_invstd, const Tensor& running_mean,
                   const Tensor& running_var, double momentum, double eps, void* stream) {
+  const BatchNorm2dShape s = device_shape(x);
   if constexpr (kHaveCuda) {
-    const BatchNorm2dShape s = device_shape(x);
     const auto st = static_cast<cudaStream_t>(stream);
     const std::int64_t size = cuda::sync_batchnorm_moments_size(s.c);
     const Tensor local = Tensor::empty({size}, DType::F64, x.device(), stream);
@@ -189,7 +187,7 @@ void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const 
     cuda::sync_batchnorm_forward_global(
         st, s, gathered.data<double>(), pg.world_size(), x.data<float>(), gamma.data<float>(),
         beta.data<float>(), y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
-        f32_or_null_mut(running_mean), f32_or_null_mut(running_var), momentum, eps);
+        ops::data_or_null<float>(running_mean), ops::data_or_null<float>(running_var), momentum, eps);
   } else {
     ENGINE_FAIL("SyncBatchNorm forward: a CUDA tensor {}, but this build has no CUDA device", x.str());
   }
@@ -198,8 +196,8 @@ void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const 
 void backward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
                    const Tensor& save_invstd, const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
                    const Tensor& dbeta, void* stream) {
+  const BatchNorm2dShape s = device_shape(x);
   if constexpr (kHaveCuda) {
-    const BatchNorm2dShape s = device_shape(x);
     const auto st = static_cast<cudaStream_t>(stream);
     const Tensor local =
         Tensor::empty({cuda::sync_batchnorm_grad_sums_size(s.c)}, DType::F64, x.device(), stream);
@@ -207,9 +205,9 @@ void backward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const
                                          save_invstd.data<float>(), local.data<double>(),
                                          dgamma.data<float>(), dbeta.data<float>());
     pg.all_reduce_async(local, ReduceOp::Sum, stream)->wait();
-    cuda::sync_batchnorm_backward_global(st, s, local.data<double>(), x.data<float>(), f32_or_null(gamma),
-                                         save_mean.data<float>(), save_invstd.data<float>(), dy.data<float>(),
-                                         f32_or_null_mut(dx));
+    cuda::sync_batchnorm_backward_global(
+        st, s, local.data<double>(), x.data<float>(), ops::data_or_null<float>(gamma),
+        save_mean.data<float>(), save_invstd.data<float>(), dy.data<float>(), ops::data_or_null<float>(dx));
   } else {
     ENGINE_FAIL("SyncBatchNorm backward: a CUDA tensor {}, but this build has no CUDA device", x.str());
   }

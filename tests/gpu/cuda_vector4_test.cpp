@@ -10,6 +10,7 @@
 // poisoned inside the view too. After the call the view must hold the reference's bits and the padding its
 // poison: a vector store past the end of a short view, or one element the tail loop forgot, fails here.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -84,18 +85,19 @@ std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
 // The view holds `want` bit for bit and the padding around it is still poison.
 template <typename T>
 ::testing::AssertionResult holds(const View<T>& v, const std::vector<T>& want, cudaStream_t s) {
-  const std::vector<T> all = to_host<T>(v.buffer, s);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const auto k = static_cast<std::int64_t>(i);
-    if (k >= v.offset && k < v.offset + v.n) continue;
-    const T p = poison_value<T>();
-    if (std::memcmp(&all[i], &p, sizeof(T)) != 0) {
+  const std::vector<std::uint8_t> all = bytes_of(to_host<T>(v.buffer, s));
+  const auto begin = static_cast<std::size_t>(v.offset) * sizeof(T);
+  const auto end = begin + static_cast<std::size_t>(v.n) * sizeof(T);
+  for (std::size_t b = 0; b < all.size(); ++b) {
+    if ((b < begin || b >= end) && all[b] != kPoison) {
       return ::testing::AssertionFailure()
-             << "element " << k - v.offset << " of the view (outside [0, " << v.n << ")) was written";
+             << "element " << static_cast<std::int64_t>(b / sizeof(T)) - v.offset
+             << " of the view (outside [0, " << v.n << ")) was written";
     }
   }
-  const std::vector<T> inside(all.begin() + v.offset, all.begin() + v.offset + v.n);
-  return bitwise_equal(bytes_of(inside), bytes_of(want));
+  const std::vector<std::uint8_t> inside(all.begin() + static_cast<std::ptrdiff_t>(begin),
+                                         all.begin() + static_cast<std::ptrdiff_t>(end));
+  return bitwise_equal(inside, bytes_of(want));
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
