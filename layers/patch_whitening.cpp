@@ -29,7 +29,7 @@ void add_image_moments(const float* image, int channels, int height, int width, 
         double* column = columns.data() + ((c * kernel + dy) * kernel + dx) * patches;
         for (int y = 0; y < rows; ++y) {
           const float* src = image + (static_cast<std::int64_t>(c) * height + y + dy) * width + dx;
-          for (int x = 0; x < cols; ++x) column[y * cols + x] = src[x];
+          for (int x = 0; x < cols; ++x) column[y * cols + x] = static_cast<double>(src[x]);
         }
       }
     }

@@ -71,9 +71,10 @@ std::vector<double> distinct_values(std::size_t n, std::uint64_t seed, double ga
 }  // namespace engine::testing
 
 // Fails the current test with the checker's report when the gradients disagree.
-#define EXPECT_GRADIENTS_MATCH(gradcheck_case, ...)                                                  \
-  do {                                                                                               \
-    const auto engine_gc_result = ::engine::testing::check_gradients(gradcheck_case, ##__VA_ARGS__); \
-    EXPECT_TRUE(engine_gc_result.ok) << engine_gc_result.report;                                     \
-    EXPECT_GT(engine_gc_result.checked, 0u) << "the gradient check compared no element";             \
+#define EXPECT_GRADIENTS_MATCH(gradcheck_case, ...)                                      \
+  do {                                                                                   \
+    const auto engine_gc_result =                                                        \
+        ::engine::testing::check_gradients(gradcheck_case __VA_OPT__(, ) __VA_ARGS__);   \
+    EXPECT_TRUE(engine_gc_result.ok) << engine_gc_result.report;                         \
+    EXPECT_GT(engine_gc_result.checked, 0u) << "the gradient check compared no element"; \
   } while (0)

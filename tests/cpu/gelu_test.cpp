@@ -152,7 +152,8 @@ TEST(GeluLayer, ForwardAndBackwardAreTheReference) {
 }
 
 TEST(GeluLayer, MulRefusesANonFiniteScale) {
-  EXPECT_THROW(Mul(std::numeric_limits<double>::infinity()), Error);
+  // Braces: `Mul(std::numeric_limits<double>::infinity())` alone would parse as a declaration.
+  EXPECT_THROW(Mul{std::numeric_limits<double>::infinity()}, Error);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ std::vector<double> whitened_covariance(const std::vector<float>& images, int co
           for (int dy = 0; dy < kernel; ++dy) {
             for (int dx = 0; dx < kernel; ++dx) {
               p[(c * kernel + dy) * kernel + dx] =
-                  images[((i * channels + c) * size + y + dy) * size + x + dx];
+                  static_cast<double>(images[((i * channels + c) * size + y + dy) * size + x + dx]);
             }
           }
         }
@@ -139,7 +139,7 @@ std::vector<float> correlated_images(int count, int size, unsigned seed) {
       for (int y = 0; y < size; ++y) {
         for (int x = 0; x < size; ++x) {
           const float smooth = base[y * (size + 1) + x] + base[(y + 1) * (size + 1) + x + 1];
-          images.push_back(smooth * (1.0f + 0.3f * c) + 0.2f * normal(gen));
+          images.push_back(smooth * (1.0f + 0.3f * static_cast<float>(c)) + 0.2f * normal(gen));
         }
       }
     }
@@ -191,7 +191,7 @@ TEST(PatchWhitening, BadInputsAreRefused) {
   EXPECT_THROW(whitening_weights(std::vector<double>{1, 0, 0, -1}, 2, 0.1), Error);  // not PSD
   EXPECT_THROW(whitening_weights(std::vector<double>{1, 0, 0, 1}, 2, -1.0), Error);  // eps < 0
   EXPECT_THROW(whitening_weights(std::vector<double>{1, 0, 0}, 2, 0.0), Error);      // size
-  EXPECT_THROW(whitening_weights(std::vector<double>{1, 0, 0, NAN}, 2, 0.0), Error);
+  EXPECT_THROW(whitening_weights(std::vector<double>{1, 0, 0, std::nan("")}, 2, 0.0), Error);
   // Constant images span one direction: eps = 0 cannot whiten the others; eps > 0 can.
   const std::vector<double> flat = patch_covariance(image, 1, 1, 3, 3, 2);
   EXPECT_THROW(whitening_weights(flat, 4, 0.0), Error);

@@ -72,7 +72,7 @@ TEST(WhitenInit, FirstConvOutputsAreWhitenedTrainingPatches) {
     for (int i = 0; i < 3 * 36; ++i) {
       const float v =
           (static_cast<float>(data.train.image(n)[i]) / 255.0f - data.mean[i / 36]) / data.std[i / 36];
-      x.push_back(v);
+      x.push_back(static_cast<double>(v));
       xf.push_back(v);
     }
   }

@@ -10,6 +10,8 @@
 // (the "magnitude" of each output). That bound is rigorous, so a test using it cannot be flaky, and it is
 // tight: a wrong index or a missing term changes an output by about sum |term| / L, orders of magnitude more.
 
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -118,7 +120,9 @@ template <typename T>
   std::size_t bad = 0;
   std::string report;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+    // Compared as bytes: T's object representation is the bits under test (NaN payloads, -0).
+    if (std::bit_cast<std::array<unsigned char, sizeof(T)>>(got[i]) !=
+        std::bit_cast<std::array<unsigned char, sizeof(T)>>(want[i])) {
       if (++bad <= 8) {
         report += fmt::format("\n  [{}] got {} want {}", i, got[i], want[i]);
       }
