@@ -2,7 +2,9 @@
 // bias add / bias grad. Each of them is computed exactly as the reference computes it (same comparisons, the
 // same double operations rounded once), so most comparisons are bit for bit; the reductions (avgpool
 // forward, bias grads) add in double in another order, so they match to the final float rounding.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -68,7 +70,8 @@ TEST(CudaRelu, KinkNanAndInfinityFollowTheReferenceRule) {
     if (std::isnan(y_ref[i])) {
       EXPECT_TRUE(std::isnan(y[i])) << i;
     } else {
-      EXPECT_EQ(std::memcmp(&y[i], &y_ref[i], 4), 0) << i << ": " << y[i] << " vs " << y_ref[i];
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(y_ref[i]))
+          << i << ": " << y[i] << " vs " << y_ref[i];
     }
   }
   EXPECT_TRUE(bitwise_equal(dx, dx_ref));
