@@ -1,13 +1,14 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ema.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
 namespace {
 
 __global__ void ema_kernel(double w, float* __restrict__ ema, float* __restrict__ x, std::int64_t n,
                            bool copy_back) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (const std::int64_t i : detail::grid_stride(n)) {
     const double e = static_cast<double>(ema[i]);
     const float out = static_cast<float>(__dadd_rn(e, __dmul_rn(w, __dsub_rn(static_cast<double>(x[i]), e))));
     ema[i] = out;
@@ -18,6 +19,7 @@ __global__ void ema_kernel(double w, float* __restrict__ ema, float* __restrict_
 }  // namespace
 
 void ema_update(cudaStream_t stream, double rho, float* ema, float* x, std::int64_t n, bool copy_back) {
+  ENGINE_NVTX_RANGE("ema_update");
   ENGINE_CHECK(rho >= 0.0 && rho <= 1.0, "ema_update: decay {} must be in [0, 1]", rho);
   ENGINE_CHECK(n >= 0, "ema_update: element count must be non-negative, got {}", n);
   if (n == 0) return;
