@@ -1,7 +1,8 @@
 // Residual add kernels: the sum is formed in double and rounded once (as kernels/cpu/residual_add.cpp),
 // with __dadd_rn so the compiler cannot change the operation: bitwise equal to the CPU. 128-bit accesses
-// where the pointers allow (kernels/cuda/vector4.cuh).
+// where the pointers allow (kernels/cuda/vector4.cuh; the forward through elementwise.cuh).
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/residual_add.h"
 #include "kernels/cuda/vector4.cuh"
@@ -9,25 +10,11 @@
 namespace engine::cuda {
 namespace {
 
-__device__ __forceinline__ float residual_sum(float a, float b) {
-  return static_cast<float>(__dadd_rn(static_cast<double>(a), static_cast<double>(b)));
-}
-
-template <bool kVector>
-__global__ void residual_add_forward_kernel(const float* a, const float* b, float* y, std::int64_t n) {
-  std::int64_t scalar_from = 0;
-  if constexpr (kVector) {
-    scalar_from = n / 4 * 4;
-    for (const std::int64_t g : detail::grid_stride(n / 4)) {
-      detail::Float4 s = detail::load4(a, g);
-      const detail::Float4 bv = detail::load4(b, g);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) s.v[k] = residual_sum(s.v[k], bv.v[k]);
-      detail::store4(y, g, s);
-    }
+struct ResidualSum {
+  __device__ float operator()(float a, float b) const {
+    return static_cast<float>(__dadd_rn(static_cast<double>(a), static_cast<double>(b)));
   }
-  for (const std::int64_t i : detail::grid_stride(scalar_from, n)) y[i] = residual_sum(a[i], b[i]);
-}
+};
 
 // Writes dy to da and db; an output that is dy itself is skipped (nullptr here).
 template <bool kVector>
@@ -52,16 +39,7 @@ __global__ void residual_add_backward_kernel(const float* dy, float* da, float* 
 
 void residual_add_forward(cudaStream_t stream, const float* a, const float* b, float* y, std::int64_t n) {
   ENGINE_NVTX_RANGE("residual_add_forward");
-  ENGINE_CHECK(n >= 0, "residual_add_forward: element count must be non-negative, got {}", n);
-  if (n == 0) return;
-  ENGINE_CHECK(a != nullptr && b != nullptr && y != nullptr, "residual_add_forward: null pointer");
-  if (detail::vector_aligned(a, b, y)) {
-    residual_add_forward_kernel<true>
-        <<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(a, b, y, n);
-  } else {
-    residual_add_forward_kernel<false><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(a, b, y, n);
-  }
-  ENGINE_LAUNCH_CHECK();
+  detail::launch_map("residual_add_forward", stream, ResidualSum{}, a, b, y, n);
 }
 
 void residual_add_backward(cudaStream_t stream, const float* dy, float* da, float* db, std::int64_t n) {
