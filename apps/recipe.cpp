@@ -67,7 +67,7 @@ double airbench94_weight_decay() { return kWeightDecayPer1024 / kLrPer1024; }
 std::vector<std::string> airbench94_param_groups() {
   // First match wins: the frozen weights, then every other BatchNorm ("norm") parameter, i.e. the biases.
   // Text selectors, as airbench's `'norm' in name`, so --sync-bn's SyncBatchNorm2d matches too.
-  return {"0.weight:frozen", "norm1.weight:frozen", "norm2.weight:frozen",
+  return {"0.weight:frozen", "0.bias:epochs=3", "norm1.weight:frozen", "norm2.weight:frozen",
           fmt::format("norm:lr={},wd={}", kBiasScaler, airbench94_weight_decay() / kBiasScaler)};
 }
 

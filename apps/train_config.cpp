@@ -47,7 +47,8 @@ void add_airbench_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--param-group", c.param_groups,
                  "SELECTOR:SETTINGS, repeatable: parameters with their own SGD settings. SELECTOR: Kind.leaf "
                  "(BatchNorm2d.bias) or text in the parameter's name; SETTINGS: lr=X (times the scheduled "
-                 "rate), wd=X, frozen; e.g. BatchNorm2d.bias:lr=64,wd=0")
+                 "rate), wd=X, frozen, epochs=N (trained in the first N epochs only); e.g. "
+                 "BatchNorm2d.bias:lr=64,wd=0")
       ->allow_extra_args(false);
   app.add_option("--ema-every", c.ema_every,
                  "average the weights every K optimizer steps (0: no average); the decay per update is "

@@ -86,13 +86,14 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     const std::string note = apply_whiten_init(*model_, data_, c.whiten_init);
     if (c.is_main()) print_line(note);
   }
-  std::vector<optim::ParamGroupRule> rules;
-  for (const std::string& rule : c.param_groups) rules.push_back(optim::parse_param_group_rule(rule));
+  for (const std::string& rule : c.param_groups)
+    param_group_rules_.push_back(optim::parse_param_group_rule(rule));
   sgd_ = std::make_unique<optim::Sgd>(
-      *model_, optim::SgdConfig{.momentum = c.momentum,
-                                .weight_decay = c.weight_decay,
-                                .nesterov = c.nesterov,
-                                .groups = optim::param_groups_for(*model_, rules, c.weight_decay)});
+      *model_,
+      optim::SgdConfig{.momentum = c.momentum,
+                       .weight_decay = c.weight_decay,
+                       .nesterov = c.nesterov,
+                       .groups = optim::param_groups_for(*model_, param_group_rules_, c.weight_decay)});
   if (c.ema_every > 0) {
     // Its start and total steps are set once the loader says how many steps an epoch has.
     ema_ = std::make_unique<optim::WeightAverage>(
@@ -128,25 +129,13 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_loader_ = std::make_unique<data::Loader>(
       data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank),
       test_options);
-  // --tta (airbench94's test-time augmentation): 1 = the mirror too (weights 1/2, 1/2); 2 = also the image
-  // shifted one pixel up-left and down-right (reflection padding), each plain and mirrored (1/4 for the
-  // plain and mirror views, 1/8 for the four shifted ones).
-  if (c.tta > 0) {
-    const auto add_view = [&](std::int32_t dx, std::int32_t dy, bool flip, double weight) {
-      data::LoaderOptions o = test_options;
-      o.transform = data::TransformConfig::view(data_.mean, data_.std, 1, dx, dy, flip);
-      tta_loaders_.push_back(std::make_unique<data::Loader>(
-          data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank), o));
-      tta_weights_.push_back(weight);
-    };
-    tta_weights_.push_back(c.tta == 1 ? 0.5 : 0.25);
-    add_view(1, 1, true, c.tta == 1 ? 0.5 : 0.25);
-    if (c.tta == 2) {
-      for (const std::int32_t shift : {0, 2}) {
-        add_view(shift, shift, false, 0.125);
-        add_view(shift, shift, true, 0.125);
-      }
-    }
+  // --tta (apps/test_time_augmentation.h): one loader per extra view, in step with the test loader.
+  tta_ = tta_plan(c.tta);
+  for (const TtaView& v : tta_.views) {
+    data::LoaderOptions o = test_options;
+    o.transform = data::TransformConfig::view(data_.mean, data_.std, 1, v.dx, v.dy, v.flip);
+    tta_loaders_.push_back(std::make_unique<data::Loader>(
+        data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank), o));
   }
   if (!eval_only) {
     data::LoaderOptions train_options = test_options;
@@ -284,6 +273,9 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t 
 EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, EpochMetrics& m) {
   const bool lr_per_step = schedule_->config().unit == optim::ScheduleUnit::Step;
   double lr = lr_per_step ? schedule_->lr_at_step(sgd_->steps()) : schedule_->lr(epoch);
+  if (optim::param_groups_change_with_epoch(param_group_rules_)) {  // --param-group ...:epochs=N
+    sgd_->set_groups(optim::param_groups_for(*model_, param_group_rules_, config_.weight_decay, epoch));
+  }
   void* stream = device_->context().stream;
   accumulators_.fill_bytes(0, stream);
   const layers::LossAccumulators acc{reinterpret_cast<double*>(accumulators_.data<std::uint8_t>()),
@@ -387,23 +379,16 @@ EpochTotals Trainer::evaluate(std::int64_t epochs_done) {
 }
 
 Tensor Trainer::tta_logits(const data::Batch& batch) {
-  void* stream = device_->context().stream;
-  const Tensor first = model_->forward(batch.images, layers::Mode::Inference);
-  Tensor average = Tensor::empty(first.shape(), first.dtype(), first.device(), stream);
-  average.copy_from(first, stream);
-  // A running weighted mean: after views with total weight W, adding view v of weight w is
-  // average += (w / (W + w)) * (v - average), the weight average's kernel with rho = 1 - w / (W + w).
-  double total = tta_weights_[0];
+  WeightedViewMean mean(device_->context(), model_->forward(batch.images, layers::Mode::Inference),
+                        tta_.plain_weight);
   for (std::size_t v = 0; v < tta_loaders_.size(); ++v) {
     data::Batch view;
     const bool got = tta_loaders_[v]->next(view);
     ENGINE_CHECK(got && view.size() == batch.size(),
                  "--tta: view {} ran out of step with the test set (a bug)", v + 1);
-    const Tensor logits = model_->forward(view.images, layers::Mode::Inference);
-    total += tta_weights_[v + 1];
-    optim::accumulate_average(device_->context(), average, logits, 1.0 - tta_weights_[v + 1] / total);
+    mean.add(model_->forward(view.images, layers::Mode::Inference), tta_.views[v].weight);
   }
-  return average;
+  return mean.mean();
 }
 
 optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {

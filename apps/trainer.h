@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "apps/epoch_log.h"
+#include "apps/test_time_augmentation.h"
 #include "apps/train_config.h"
 #include "apps/train_data.h"
 #include "apps/train_device.h"
@@ -45,6 +46,7 @@
 #include "optim/checkpoint.h"
 #include "optim/ema.h"
 #include "optim/lr_schedule.h"
+#include "optim/param_groups.h"
 #include "optim/sgd.h"
 
 namespace engine::apps {
@@ -156,7 +158,8 @@ class Trainer {
   // --tta: the extra views' loaders (the same sampler as test_loader_, one fixed view each) and their weights
   // in the average of the logits (the plain view's weight first).
   std::vector<std::unique_ptr<data::Loader>> tta_loaders_;
-  std::vector<double> tta_weights_;
+  std::vector<optim::ParamGroupRule> param_group_rules_;  // --param-group, parsed
+  TtaPlan tta_;  // --tta's views after the plain one: tta_loaders_[v] serves tta_.views[v]
   layers::SoftmaxCrossEntropy train_loss_, test_loss_;
   Tensor accumulators_;  // 16 bytes where the logits live: double loss_sum, int64 correct
   Tensor step_losses_;   // CUDA: pinned, one float per step of the epoch, read once per epoch

@@ -45,8 +45,16 @@ ParamGroupRule parse_param_group_rule(std::string_view text) {
       rule.lr_scale = parse_number(item.substr(3), text);
     } else if (item.starts_with("wd=")) {
       rule.weight_decay = parse_number(item.substr(3), text);
+    } else if (item.starts_with("epochs=")) {
+      const std::string_view n = item.substr(7);
+      std::int64_t v = -1;
+      const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+      ENGINE_CHECK(!n.empty() && ec == std::errc() && end == n.data() + n.size() && v >= 0,
+                   "--param-group '{}': epochs='{}' is not a whole number >= 0", text, n);
+      rule.epochs = v;
     } else {
-      ENGINE_FAIL("--param-group '{}': unknown setting '{}' (expected lr=X, wd=X or frozen)", text, item);
+      ENGINE_FAIL("--param-group '{}': unknown setting '{}' (expected lr=X, wd=X, epochs=N or frozen)", text,
+                  item);
     }
     rest = comma < rest.size() ? rest.substr(comma + 1) : std::string_view();
   }
@@ -54,7 +62,7 @@ ParamGroupRule parse_param_group_rule(std::string_view text) {
 }
 
 std::vector<cpu::SgdGroup> param_groups_for(const layers::Model& model, std::span<const ParamGroupRule> rules,
-                                            double default_weight_decay) {
+                                            double default_weight_decay, std::int64_t epoch) {
   const std::vector<layers::Parameter>& params = model.parameters();
   const std::int64_t total = model.flat_parameters().numel();
   std::vector<bool> used(rules.size(), false);
@@ -67,8 +75,9 @@ std::vector<cpu::SgdGroup> param_groups_for(const layers::Model& model, std::spa
     used[r] = true;
     const ParamGroupRule& rule = rules[r];
     const std::int64_t end = k + 1 < params.size() ? params[k + 1].offset : total;
+    const bool frozen = rule.frozen || (rule.epochs && epoch >= *rule.epochs);
     const cpu::SgdGroup g{p.offset, end, rule.lr_scale, rule.weight_decay.value_or(default_weight_decay),
-                          rule.frozen};
+                          frozen};
     if (!groups.empty()) {
       cpu::SgdGroup& last = groups.back();
       if (last.end == g.begin && last.lr_scale == g.lr_scale && last.weight_decay == g.weight_decay &&
@@ -86,6 +95,13 @@ std::vector<cpu::SgdGroup> param_groups_for(const layers::Model& model, std::spa
                  rules[r].selector, model.name());
   }
   return groups;
+}
+
+bool param_groups_change_with_epoch(std::span<const ParamGroupRule> rules) {
+  for (const ParamGroupRule& r : rules) {
+    if (r.epochs) return true;
+  }
+  return false;
 }
 
 }  // namespace engine::optim

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "kernels/ops/sgd.h"
 
@@ -22,20 +23,28 @@ cpu::SgdOptions options_for(const SgdConfig& c, double lr) {
 Sgd::Sgd(layers::Model& model, const SgdConfig& config) : model_(model), config_(config) {
   ENGINE_CHECK(model.finalized(), "Sgd: model '{}' is not finalized", model.name());
   options_for(config_, 0.0).validate();
-  const Tensor& params = model.flat_parameters();
-  if (!config_.groups.empty()) {
-    tiles_ = cpu::tile_sgd_groups(config_.groups, config_.weight_decay, params.numel());
-    if (params.is_cuda()) {
-      const auto bytes = static_cast<std::int64_t>(tiles_.size() * sizeof(cpu::SgdGroup));
-      Tensor host = Tensor::empty({bytes}, DType::U8);
-      std::memcpy(host.data<std::uint8_t>(), tiles_.data(), static_cast<std::size_t>(bytes));
-      device_tiles_ = host.to(params.device(), model.context().stream);
-      // `host` is pageable: the copy is complete on return, so it may go.
-    }
-  }
+  set_groups(std::move(config_.groups));
   if (config_.momentum != 0.0) {
     const Tensor& p = model.flat_parameters();
     momentum_ = Tensor::zeros(p.shape(), p.dtype(), p.device(), model.context().stream);
+  }
+}
+
+void Sgd::set_groups(std::vector<cpu::SgdGroup> groups) {
+  config_.groups = std::move(groups);
+  const Tensor& params = model_.flat_parameters();
+  tiles_.clear();
+  device_tiles_ = Tensor();
+  if (config_.groups.empty()) return;
+  tiles_ = cpu::tile_sgd_groups(config_.groups, config_.weight_decay, params.numel());
+  if (params.is_cuda()) {
+    const auto bytes = static_cast<std::int64_t>(tiles_.size() * sizeof(cpu::SgdGroup));
+    Tensor host = Tensor::empty({bytes}, DType::U8);
+    std::memcpy(host.data<std::uint8_t>(), tiles_.data(), static_cast<std::size_t>(bytes));
+    // A new device buffer, queued on the model's stream: a step already queued keeps reading the old one
+    // (the caching allocator reuses it only in stream order). `host` is pageable: the copy is complete on
+    // return, so it may go.
+    device_tiles_ = host.to(params.device(), model_.context().stream);
   }
 }
 

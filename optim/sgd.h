@@ -42,6 +42,9 @@ class Sgd {
   void step(double lr);
 
   const SgdConfig& config() const { return config_; }
+  // Replaces the parameter groups (optim/param_groups.h: a rule with epochs=N freezes its parameters from
+  // epoch N on). Queued after the steps before it on CUDA; the momentum buffer is kept.
+  void set_groups(std::vector<cpu::SgdGroup> groups);
   // Flat, like the model's parameter buffer; undefined when momentum == 0 (torch keeps no buffer then).
   const Tensor& momentum_buffer() const { return momentum_; }
   // True once a step has filled the momentum buffer (torch: state[p]['momentum_buffer'] exists).

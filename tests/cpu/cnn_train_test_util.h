@@ -16,6 +16,7 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "data/image_codec.h"
@@ -48,15 +49,11 @@ inline std::string shell_quote(const std::string& s) {
   return out;
 }
 
-// The CPU kernels (oneDNN, OpenMP) run one thread in these runs (unless OMP_NUM_THREADS is set): ctest runs
-// tests in parallel on CI's 2 cores, and oversubscribed OpenMP threads spin instead of working.
-inline RunResult run_program(const std::string& name, const std::vector<std::string>& args) {
+// Runs a shell command line (its words already quoted), stdout and stderr interleaved. The CPU kernels
+// (oneDNN, OpenMP) run one thread in these runs (unless OMP_NUM_THREADS is set): ctest runs tests in parallel
+// on CI's 2 cores, and oversubscribed OpenMP threads spin instead of working.
+inline RunResult run_command(std::string command) {
   ::setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0);
-  std::string command = shell_quote(program_path(name));
-  for (const std::string& a : args) {
-    command.push_back(' ');
-    command.append(shell_quote(a));
-  }
   command.append(" 2>&1");
   RunResult r;
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -66,6 +63,16 @@ inline RunResult run_program(const std::string& name, const std::vector<std::str
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// <build>/apps/<name> ARGS.
+inline RunResult run_program(const std::string& name, const std::vector<std::string>& args) {
+  std::string command = shell_quote(program_path(name));
+  for (const std::string& a : args) {
+    command.push_back(' ');
+    command.append(shell_quote(a));
+  }
+  return run_command(std::move(command));
 }
 
 inline RunResult run_train(const std::vector<std::string>& args) { return run_program("cnn_train", args); }

@@ -55,11 +55,12 @@ TEST(Recipe, Airbench94PresetsEveryHyperparameter) {
   EXPECT_EQ(c.translate, 2);
   EXPECT_EQ(c.tta, 2);
   EXPECT_EQ(c.whiten_init, 5000);  // airbench94 whitens from train_images[:5000]
-  ASSERT_EQ(c.param_groups.size(), 4u);
+  ASSERT_EQ(c.param_groups.size(), 5u);
   EXPECT_EQ(c.param_groups[0], "0.weight:frozen");
-  EXPECT_EQ(c.param_groups[1], "norm1.weight:frozen");
-  EXPECT_EQ(c.param_groups[2], "norm2.weight:frozen");
-  const optim::ParamGroupRule bias = optim::parse_param_group_rule(c.param_groups[3]);
+  EXPECT_EQ(c.param_groups[1], "0.bias:epochs=3");  // airbench94: whiten_bias_epochs = 3
+  EXPECT_EQ(c.param_groups[2], "norm1.weight:frozen");
+  EXPECT_EQ(c.param_groups[3], "norm2.weight:frozen");
+  const optim::ParamGroupRule bias = optim::parse_param_group_rule(c.param_groups[4]);
   EXPECT_EQ(bias.selector, "norm");
   EXPECT_EQ(bias.lr_scale, 64.0);
   ASSERT_TRUE(bias.weight_decay.has_value());
@@ -115,22 +116,26 @@ TEST(Recipe, ItsParameterGroupsSelectWhatAirbenchFreezesAndScales) {
   std::vector<optim::ParamGroupRule> rules;
   for (const std::string& r : airbench94_param_groups()) rules.push_back(optim::parse_param_group_rule(r));
   const double wd = airbench94_weight_decay();
-  const auto tiles =
-      cpu::tile_sgd_groups(optim::param_groups_for(m, rules, wd), wd, m.flat_parameters().numel());
-  // Each parameter's settings: the tile holding its first element.
-  for (const layers::Parameter& p : m.parameters()) {
-    const cpu::SgdGroup* tile = nullptr;
-    for (const cpu::SgdGroup& t : tiles) {
-      if (t.begin <= p.offset && p.offset < t.end) tile = &t;
-    }
-    ASSERT_NE(tile, nullptr) << p.name;
-    const bool frozen =
-        p.name == "0.weight" || p.name.ends_with("norm1.weight") || p.name.ends_with("norm2.weight");
-    const bool norm_bias = p.name.find("norm") != std::string::npos && p.name.ends_with(".bias");
-    EXPECT_EQ(tile->frozen, frozen) << p.name;
-    EXPECT_EQ(tile->lr_scale, norm_bias ? 64.0 : 1.0) << p.name;
-    if (!frozen) {
-      EXPECT_DOUBLE_EQ(tile->weight_decay, norm_bias ? wd / 64.0 : wd) << p.name;
+  EXPECT_TRUE(optim::param_groups_change_with_epoch(rules));
+  // Epochs 0-2 (the whitening bias trains) and 3 on (airbench: requires_grad = epoch < 3, so frozen).
+  for (const std::int64_t epoch : {0, 2, 3, 9}) {
+    const auto tiles =
+        cpu::tile_sgd_groups(optim::param_groups_for(m, rules, wd, epoch), wd, m.flat_parameters().numel());
+    // Each parameter's settings: the tile holding its first element.
+    for (const layers::Parameter& p : m.parameters()) {
+      const cpu::SgdGroup* tile = nullptr;
+      for (const cpu::SgdGroup& t : tiles) {
+        if (t.begin <= p.offset && p.offset < t.end) tile = &t;
+      }
+      ASSERT_NE(tile, nullptr) << p.name;
+      const bool frozen = p.name == "0.weight" || (p.name == "0.bias" && epoch >= 3) ||
+                          p.name.ends_with("norm1.weight") || p.name.ends_with("norm2.weight");
+      const bool norm_bias = p.name.find("norm") != std::string::npos && p.name.ends_with(".bias");
+      EXPECT_EQ(tile->frozen, frozen) << p.name;
+      EXPECT_EQ(tile->lr_scale, norm_bias ? 64.0 : 1.0) << p.name;
+      if (!frozen) {
+        EXPECT_DOUBLE_EQ(tile->weight_decay, norm_bias ? wd / 64.0 : wd) << p.name;
+      }
     }
   }
 }

@@ -203,12 +203,53 @@ TEST(ParamGroups, BadRulesNameTheText) {
   EXPECT_TRUE(r.frozen);
   layers::Model m("small_net", layers::testing::small_test_net(), {3, 8, 8});
   m.finalize(layers::testing::cpu_context(DType::F32), 1);
+  EXPECT_FALSE(r.epochs.has_value());
+  EXPECT_EQ(optim::parse_param_group_rule("0.bias:epochs=3").epochs.value(), 3);
+  EXPECT_THROW(optim::parse_param_group_rule("0.bias:epochs=-1"), Error);
+  EXPECT_THROW(optim::parse_param_group_rule("0.bias:epochs=2.5"), Error);
+  EXPECT_THROW(optim::parse_param_group_rule("0.bias:epochs="), Error);
   const std::vector<optim::ParamGroupRule> typo = {optim::parse_param_group_rule("BatchNorm.bias:lr=64")};
   try {
     optim::param_groups_for(m, typo, 0.0);
     ADD_FAILURE() << "a rule that selects nothing was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("selects no parameter"), std::string::npos) << e.what();
+  }
+}
+
+// epochs=N: the parameter is updated in epochs 0..N-1 and frozen from epoch N on; Sgd::set_groups switches
+// at an epoch boundary and keeps the momentum buffer (a frozen element's momentum is not touched either).
+TEST(ParamGroups, EpochLimitedRuleFreezesFromThatEpochOn) {
+  layers::Model m("small_net", layers::testing::small_test_net(), {3, 8, 8});
+  m.finalize(layers::testing::cpu_context(DType::F64), 1);
+  const std::vector<optim::ParamGroupRule> rules = {optim::parse_param_group_rule("0.bias:epochs=2")};
+  EXPECT_TRUE(optim::param_groups_change_with_epoch(rules));
+  EXPECT_FALSE(optim::param_groups_change_with_epoch(
+      std::vector<optim::ParamGroupRule>{optim::parse_param_group_rule("0.bias:frozen")}));
+  ASSERT_EQ(m.parameters()[1].name, "0.bias");
+  const layers::Parameter& bias = m.parameters()[1];
+  const layers::Parameter& weight = m.parameters()[0];
+  for (const layers::Parameter& p : m.parameters()) {
+    std::fill(p.grad.data<double>(), p.grad.data<double>() + p.grad.numel(), 0.25);
+  }
+  optim::Sgd sgd(m, optim::SgdConfig{.momentum = 0.9, .groups = optim::param_groups_for(m, rules, 0.0, 0)});
+  for (std::int64_t epoch = 0; epoch < 4; ++epoch) {
+    sgd.set_groups(optim::param_groups_for(m, rules, 0.0, epoch));
+    const std::vector<double> b = bias.value.to_vector<double>(), w = weight.value.to_vector<double>();
+    const std::vector<double> mb = sgd.momentum_buffer().to_vector<double>();
+    sgd.step(0.1);
+    if (epoch < 2) {
+      EXPECT_NE(bias.value.to_vector<double>(), b) << "epoch " << epoch;
+    } else {
+      EXPECT_EQ(bias.value.to_vector<double>(), b) << "epoch " << epoch;
+      // Its momentum stays what the last trained step left (frozen elements are not touched).
+      const std::vector<double> ma = sgd.momentum_buffer().to_vector<double>();
+      for (std::int64_t i = 0; i < bias.value.numel(); ++i) {
+        const auto k = static_cast<std::size_t>(bias.offset + i);
+        EXPECT_EQ(ma[k], mb[k]) << "epoch " << epoch;
+      }
+    }
+    EXPECT_NE(weight.value.to_vector<double>(), w) << "epoch " << epoch;  // the rest trains on
   }
 }
 

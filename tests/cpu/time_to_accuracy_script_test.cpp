@@ -3,9 +3,9 @@
 // the mean of the rows; an unreachable target is reported as not reached; bad arguments are refused.
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,14 +17,10 @@ namespace {
 
 using testing::shell_quote;
 
-struct ScriptRun {
-  int exit_code = -1;
-  std::string output;
-};
+using ScriptRun = testing::RunResult;
 
 // bash benchmarks/time_to_accuracy.sh ARGS, with this build's cnn_train (<build>/apps/cnn_train).
 ScriptRun run_script(const std::vector<std::string>& args) {
-  ::setenv("OMP_NUM_THREADS", "1", 0);
   const std::string build =
       std::filesystem::path(testing::program_path("cnn_train")).parent_path().parent_path().string();
   // Appended piece by piece: "literal" + std::string trips gcc 12's -Wrestrict false positive.
@@ -32,15 +28,7 @@ ScriptRun run_script(const std::vector<std::string>& args) {
   command.append(shell_quote(std::string(ENGINE_SOURCE_DIR) + "/benchmarks/time_to_accuracy.sh"));
   command.append(" --build ").append(shell_quote(build));
   for (const std::string& a : args) command.append(" ").append(shell_quote(a));
-  command.append(" 2>&1");
-  ScriptRun r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return testing::run_command(std::move(command));
 }
 
 std::vector<std::string> train_flags(const std::string& root) {
