@@ -3,15 +3,18 @@
 # docs/ARCHITECTURE.md, "The GPU machine"). Builds kernel_bench and train_bench if needed, then on the same GPU
 # in the same command runs
 #   1. kernel_bench          every kernel family, validated against the CPU, against measured ceilings
-#   2. train_bench           vgg6 and resnet18 at batch 128 and 512, fp32 (the default) and with TF32 allowed
+#   2. train_bench           vgg6 and resnet18 at batch 128 and 512, --precision fp32, tf32 (the default) and
+#                            bf16 (where this build's train_bench has it)
 #   3. ddp_overlap           the Reducer's timeline of one resnet18 DDP step through NCCL (world size 1: the
 #                            bucket all-reduces still run on the communication stream): do they start before
 #                            backward ends? (its table is in ddp_overlap.log, for benchmarks/RESULTS.md)
-#   4. train_peer.py         the same models in PyTorch: the tutorial pipeline, and PyTorch at its best
+#   4. train_peer.py         the same models in PyTorch: the tutorial pipeline; resident data at the default
+#                            precision (the peer of tf32); bf16 autocast + channels_last; and at its best
+#                            (bf16 + torch.compile)
 # and prints ONE table last: our images/s beside PyTorch's, and the ratios (benchmarks/pytorch/report.py).
-# Budget: BUDGET seconds from the start (default 335, so that with gpu-check's guard and packing the call stays
-# within its 360 s); every stage has its own limit below, cut to what is left, so the table always prints; a
-# stage cut short leaves "-" in its columns. The stage limits add up to about 330 s on an H100.
+# Budget: BUDGET seconds from the start (default 395, so that with gpu-check's guard and packing the call stays
+# within its 420 s); every stage has its own limit below, cut to what is left, so the table always prints; a
+# stage cut short leaves "-" in its columns. The stage limits add up to about 365 s.
 # Logs and JSON go to BENCH_LOGS (default <build>/gpu-logs/bench; the Markdown entry for benchmarks/RESULTS.md
 # is results_entry.md there). Where $OUT is set and this runs on its own, $OUT gets the table, the entry and
 # one archive of the logs (the device tool brings back at most 8 files).
@@ -37,7 +40,7 @@ source scripts/gpu-build-env.sh  # cmake_args, LD_LIBRARY_PATH (.deps, pip cuDNN
 
 echo "== bench: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo 'no GPU visible'), commit $(git rev-parse --short HEAD 2>/dev/null)"
 start=$(date +%s)
-deadline=$(( start + ${BUDGET:-335} ))
+deadline=$(( start + ${BUDGET:-395} ))
 if [ ! -f "$build/build.ninja" ]; then
   if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
     tail -30 "$logs/configure.log"
@@ -86,16 +89,20 @@ stage() {
 
 bin=$build/benchmarks
 if [ "${SKIP_KERNELS:-0}" != 1 ]; then
-  stage kernel_bench 65 "$bin/kernel_bench" --repeats "${KERNEL_REPEATS:-10}" --json "$logs/kernels.json"
+  stage kernel_bench 45 "$bin/kernel_bench" --repeats "${KERNEL_REPEATS:-10}" --json "$logs/kernels.json"
   # The kernel table is long (its log and kernels.json keep it); show the device and the ceilings here.
   grep -E "^ceilings|^kernel_bench" "$logs/kernel_bench.log" | head -3
 fi
 rm -f "$logs/train.jsonl" "$logs/pytorch.jsonl"
-stage train_bench_fp32 50 "$bin/train_bench" --precision fp32 --steps "$steps" --warmup "$warmup" --json "$logs/train.jsonl"
-cp "$logs/train.jsonl" "$logs/train_fp32.jsonl" 2>/dev/null
-stage train_bench_tf32 40 "$bin/train_bench" --precision tf32 --steps "$steps" --warmup "$warmup" --json "$logs/train_tf32.jsonl"
-cat "$logs/train_tf32.jsonl" >>"$logs/train.jsonl" 2>/dev/null
-grep -hE "images/s" "$logs/train_bench_fp32.log" "$logs/train_bench_tf32.log"
+precisions="fp32 tf32"
+if "$bin/train_bench" --help 2>/dev/null | grep -q bf16; then precisions="$precisions bf16"; fi
+for precision in $precisions; do
+  # train_bench's --json rewrites its file: one per precision, gathered into train.jsonl.
+  stage "train_bench_$precision" 40 "$bin/train_bench" --precision "$precision" --steps "$steps" \
+    --warmup "$warmup" --json "$logs/train_$precision.jsonl"
+  cat "$logs/train_$precision.jsonl" >>"$logs/train.jsonl" 2>/dev/null
+  grep -hE "images/s" "$logs/train_bench_$precision.log"
+done
 
 if [ "$overlap_built" = 1 ]; then
   stage ddp_overlap 30 "$bin/ddp_overlap" --nproc 1 --model resnet18 --batch-size 128 --steps 6
@@ -104,9 +111,13 @@ fi
 
 if [ "${SKIP_PYTORCH:-0}" != 1 ]; then
   peer=benchmarks/pytorch/train_peer.py
-  stage pytorch_tutorial 45 python3 "$peer" --setting tutorial --steps "$steps" --warmup "$warmup" \
+  stage pytorch_tutorial 35 python3 "$peer" --setting tutorial --steps "$steps" --warmup "$warmup" \
     --workers "$(( $(nproc) > 8 ? 8 : $(nproc) ))" --json "$logs/pytorch.jsonl"
-  stage pytorch_best 100 python3 "$peer" --setting best --steps "$steps" --warmup "$(( 2 * warmup ))" \
+  stage pytorch_resident 30 python3 "$peer" --setting resident --steps "$steps" --warmup "$warmup" \
+    --json "$logs/pytorch.jsonl"
+  stage pytorch_bf16 30 python3 "$peer" --setting bf16 --steps "$steps" --warmup "$warmup" \
+    --json "$logs/pytorch.jsonl"
+  stage pytorch_best 90 python3 "$peer" --setting best --steps "$steps" --warmup "$(( 2 * warmup ))" \
     --json "$logs/pytorch.jsonl"
 fi
 

@@ -35,7 +35,7 @@ mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
 commands=("" "bash scripts/gpu-check.sh build" "bash scripts/gpu-check.sh sanitize"
   "bash scripts/gpu-check.sh bench" "bash scripts/gpu-check.sh cifar")
-timeouts=("" 540 300 420 420) # each call's budget (gpu-check.sh) + a minute for the tool's start and transfers
+timeouts=("" 540 300 480 420) # each call's budget (gpu-check.sh) + a minute for the tool's start and transfers
 carries=("" ".deps-pack .gpu-data/part4" ".gpu-data/part1" ".gpu-data/part2" ".gpu-data/part3")
 what=("" "probe, build, every test, mnist_cnn 3 epochs (MNIST: part4)"
   "compute-sanitizer on tests/sanitize (carries CIFAR-10 part1 for call 4)"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The last table of scripts/bench.sh: our training throughput beside PyTorch's, per model and batch.
 
-Reads the JSON lines of train_bench (--json) and of train_peer.py (both settings) and prints, per (model,
-batch): our images/s, PyTorch's in the tutorial setting and at its best, and the ratios ours / theirs (above 1
-means we are faster). With --markdown it prints the same table as Markdown, headed by the date, the commit and
+Reads the JSON lines of train_bench (--json, one run per --precision) and of train_peer.py (its four settings)
+and prints, per (model, batch): our images/s per precision, PyTorch's per setting, and the ratios ours /
+theirs (above 1 means we are faster). With --markdown it prints the same table as Markdown, headed by the date, the commit and
 the GPU, ready to paste into benchmarks/RESULTS.md. Needs no PyTorch.
 
   python3 benchmarks/pytorch/report.py --ours train.jsonl --pytorch pytorch.jsonl [--kernels kernels.json]
@@ -46,28 +46,35 @@ def fmt_ratio(a, b):
     return f"{a['images_per_s'] / b['images_per_s']:.2f}" if a and b and b["images_per_s"] > 0 else "-"
 
 
+PRECISIONS = ("fp32", "tf32", "bf16")          # train_bench --precision: its JSON "setting" starts with it
+PEER_SETTINGS = ("tutorial", "resident", "bf16", "best")  # train_peer.py --setting
+
+
 def table(ours, theirs):
     keys = []
     for r in ours + theirs:
         k = (r["model"], int(r["batch"]))
         if k not in keys:
             keys.append(k)
-    header = ["model", "batch", "ours img/s", "ours epoch s", "ours peak MB", "ours tf32 img/s",
-              "torch tutorial img/s", "torch best img/s", "ours/tutorial", "ours/best"]
+    header = (["model", "batch"] + [f"ours {p} img/s" for p in PRECISIONS] + ["ours tf32 epoch s", "ours tf32 peak MB"]
+              + [f"torch {s} img/s" for s in PEER_SETTINGS]
+              + ["tf32/tutorial", "tf32/resident", "bf16/torch bf16", "ours best/torch best"])
     rows = []
     for model, batch in keys:
-        def pick(rows_, setting=None):
+        def pick(rows_, accept):
             for r in rows_:
-                if r["model"] == model and int(r["batch"]) == batch and (setting is None or r["setting"] == setting):
+                if r["model"] == model and int(r["batch"]) == batch and accept(r.get("setting", "")):
                     return r
             return None
-        o = pick([r for r in ours if not r.get("setting", "").startswith("tf32")])
-        o32 = pick([r for r in ours if r.get("setting", "").startswith("tf32")])
-        tut = pick(theirs, "tutorial")
-        best = pick(theirs, "best")
-        rows.append([model, str(batch), fmt_rate(o), f"{o['epoch_s']:.2f}" if o else "-",
-                     f"{o['peak_mem_bytes'] / 1e6:.0f}" if o else "-", fmt_rate(o32), fmt_rate(tut), fmt_rate(best),
-                     fmt_ratio(o, tut), fmt_ratio(o, best)])
+        mine = {p: pick(ours, lambda s, p=p: s.split(" ")[0] == p) for p in PRECISIONS}
+        peer = {s: pick(theirs, lambda t, s=s: t == s) for s in PEER_SETTINGS}
+        fastest = max((r for r in mine.values() if r), key=lambda r: r["images_per_s"], default=None)
+        t32 = mine["tf32"]
+        rows.append([model, str(batch)] + [fmt_rate(mine[p]) for p in PRECISIONS]
+                    + [f"{t32['epoch_s']:.2f}" if t32 else "-", f"{t32['peak_mem_bytes'] / 1e6:.0f}" if t32 else "-"]
+                    + [fmt_rate(peer[s]) for s in PEER_SETTINGS]
+                    + [fmt_ratio(t32, peer["tutorial"]), fmt_ratio(t32, peer["resident"]),
+                       fmt_ratio(mine["bf16"], peer["bf16"]), fmt_ratio(fastest, peer["best"])])
     return header, rows
 
 
@@ -92,8 +99,10 @@ def main(argv):
              "torch tutorial: DataLoader workers + torchvision CPU transforms, eager, default precision"
              + (f" (cudnn.allow_tf32={tut['cudnn_allow_tf32']}, matmul.allow_tf32={tut['matmul_allow_tf32']})"
                 if tut else ""),
-             "torch best: GPU-resident data, channels_last, bf16 autocast, torch.compile, fused SGD",
-             "ratios use ours in fp32 (the engine's default); > 1: ours faster"]
+             "torch resident: GPU-resident data and augmentation, eager, default precision, fused SGD "
+             "(the peer of ours in tf32, the engine's default); torch bf16: that + bf16 autocast + channels_last",
+             "torch best: torch bf16 + torch.compile; 'ours best': the fastest of our precisions",
+             "ratios > 1: ours faster (issue 17's aims: tf32 >= 1.2x PyTorch's default, ours best >= 1.5x torch best)"]
     if a.markdown:
         print(f"### {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit()}, {gpu}\n")
         if ceilings:

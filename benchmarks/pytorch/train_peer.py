@@ -17,9 +17,11 @@ Settings:
             that PyTorch's default lets cuDNN convolutions use TF32 on Ampere and later
             (torch.backends.cudnn.allow_tf32 = True) while matmuls stay fp32
             (torch.backends.cuda.matmul.allow_tf32 = False); the JSON records the flags in force.
-  best      PyTorch at its best on this workload: the uint8 dataset resident on the GPU, crop/flip/normalize as
-            batched GPU tensor ops, channels_last, bf16 autocast, torch.compile, fused SGD,
-            cudnn.benchmark = True.
+  resident  PyTorch's default precision (as tutorial: TF32 convolutions, fp32 matmuls) on the engine's data
+            path: the uint8 dataset resident on the GPU, crop/flip/normalize as batched GPU tensor ops, eager,
+            NCHW, fused SGD, cudnn.benchmark = True. The peer of `train_bench --precision tf32`.
+  bf16      resident, plus bf16 autocast and channels_last, still eager. The peer of `--precision bf16`.
+  best      PyTorch at its best on this workload: bf16, plus torch.compile.
 
 Output: one JSON object per (setting, model, batch) per line on stdout (and appended to --json), plus a
 human line on stderr.
@@ -50,11 +52,13 @@ MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
 EXPECTED_PARAMETERS = {"vgg6": 3249994, "resnet18": 11173962, "mnist_cnn": 1199882, "cnn3": 2474506}
 MNIST_MEAN, MNIST_STD = (0.1307,), (0.3081,)
+# The GPU settings beyond the tutorial's: (bf16 autocast and channels_last, torch.compile).
+SETTINGS = {"tutorial": None, "resident": (False, False), "bf16": (True, False), "best": (True, True)}
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--setting", choices=["tutorial", "best"], default="tutorial")
+    p.add_argument("--setting", choices=list(SETTINGS), default="tutorial")
     p.add_argument("--models", default="vgg6,resnet18", help="comma-separated: vgg6,resnet18")
     p.add_argument("--batches", default="128,512", help="comma-separated batch sizes")
     p.add_argument("--warmup", type=int, default=15, help="untimed steps first (compilation happens here)")
@@ -385,25 +389,27 @@ def run_case(torch, args, setting, name, batch, images, labels, data_desc):
             optimizer.step()
             return loss
     else:
+        bf16, compile_ = SETTINGS[setting]
         torch.backends.cudnn.benchmark = True
-        model = model.to(memory_format=torch.channels_last)
+        if bf16:
+            model = model.to(memory_format=torch.channels_last)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4, fused=True)
         gimages, glabels = images.to(dev), labels.to(dev)
         mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
         std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
-        compiled = torch.compile(model)
+        forward = torch.compile(model) if compile_ else model
 
         def batches():
             while True:
                 perm = torch.randperm(glabels.numel(), device=dev)
                 for s in range(steps_per_epoch):
                     idx = perm[s * batch:(s + 1) * batch]
-                    yield gpu_augment(torch, gimages, idx, mean, std), glabels[idx]
+                    yield gpu_augment(torch, gimages, idx, mean, std, channels_last=bf16), glabels[idx]
 
         def step(x, y):
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = criterion(compiled(x), y)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                loss = criterion(forward(x), y)
             loss.backward()
             optimizer.step()
             return loss
@@ -441,7 +447,9 @@ def run_case(torch, args, setting, name, batch, images, labels, data_desc):
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
         "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
-        "precision": "bf16 autocast" if setting == "best" else "fp32 (cuDNN TF32 per cudnn_allow_tf32)",
+        "precision": ("bf16 autocast" if setting in ("bf16", "best")
+                      else "fp32 (cuDNN TF32 per cudnn_allow_tf32)"),
+        "channels_last": setting in ("bf16", "best"),
         "compiled": setting == "best",
         "workers": args.workers if setting == "tutorial" else 0,
     }
