@@ -9,8 +9,62 @@
 
 namespace engine::cpu_fast {
 
+namespace {
+
+// One output row of the 2x2, stride 2 window: input rows r0 and r1 (r1 = r0 + w), row = r0's offset in the
+// plane. The four cells in the generic loop's scan order with its rule, as selects rather than branches so
+// the loop vectorises (the arguments by value and the pointers disjoint, so nothing is reloaded). The first
+// cell: > -inf, or NaN (which wins), either way the generic loop's pick; then strict '>' (the first maximum
+// wins a tie), and NaN wins.
+void maxpool2x2_row(const float* r0, const float* r1, float* y, std::int32_t* argmax, int q, int row, int w) {
+#pragma omp simd
+  for (int oq = 0; oq < q; ++oq) {
+    const int c = 2 * oq;
+    float best = r0[c];
+    std::int32_t at = row + c;
+    const float v1 = r0[c + 1], v2 = r1[c], v3 = r1[c + 1];
+    const bool t1 = (v1 > best) | (v1 != v1);
+    best = t1 ? v1 : best;
+    at = t1 ? row + c + 1 : at;
+    const bool t2 = (v2 > best) | (v2 != v2);
+    best = t2 ? v2 : best;
+    at = t2 ? row + w + c : at;
+    const bool t3 = (v3 > best) | (v3 != v3);
+    best = t3 ? v3 : best;
+    at = t3 ? row + w + c + 1 : at;
+    y[oq] = best;
+    argmax[oq] = at;
+  }
+}
+
+// The 2x2, stride 2, unpadded window (every zoo model's pooling): no clipping; the same bits as the generic
+// loop.
+void maxpool2x2_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
+  const int p = s.p(), q = s.q(), w = s.w;
+  const std::int64_t planes = static_cast<std::int64_t>(s.n) * s.c;
+  const std::int64_t plane_in = static_cast<std::int64_t>(s.h) * s.w;
+#pragma omp parallel for if (planes * plane_in >= kParallelMinElements) schedule(static)
+  for (std::int64_t plane = 0; plane < planes; ++plane) {
+    const float* xp = x + plane * plane_in;
+    float* yp = y + plane * p * q;
+    std::int32_t* ap = argmax + plane * p * q;
+    for (int op = 0; op < p; ++op) {
+      const int row = 2 * op * w;
+      const std::ptrdiff_t out = static_cast<std::ptrdiff_t>(op) * q;
+      maxpool2x2_row(xp + row, xp + row + w, yp + out, ap + out, q, row, w);
+    }
+  }
+}
+
+}  // namespace
+
 void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
   s.validate();
+  if (s.kernel_h == 2 && s.kernel_w == 2 && s.stride_h == 2 && s.stride_w == 2 && s.pad_h == 0 &&
+      s.pad_w == 0) {
+    maxpool2x2_forward(s, x, y, argmax);
+    return;
+  }
   const int p = s.p(), q = s.q();
   const std::int64_t planes = static_cast<std::int64_t>(s.n) * s.c;
   const std::int64_t plane_in = static_cast<std::int64_t>(s.h) * s.w;

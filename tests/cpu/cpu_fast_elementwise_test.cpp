@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -145,6 +146,10 @@ TEST(CpuFastMaxPool2d, EqualsTheReference) {
     const Pool2dShape& s = c.s;
     auto x = random_values(static_cast<std::size_t>(s.input_size()), 16);
     x[1] = x[0];  // a tie: the first in scan order must win in both
+    // NaN wins (two in one 2x2 window of the first case: the later one), and a window of -inf gives its first
+    // cell: the 2x2 fast path and the generic loop must agree with the reference on both.
+    x[3] = x[13] = std::nanf("");
+    for (const std::size_t i : {22u, 23u, 33u, 34u}) x[i] = -std::numeric_limits<float>::infinity();
     const auto dy = random_values(static_cast<std::size_t>(s.output_size()), 17);
     auto y = poisoned(dy.size()), y_ref = poisoned(dy.size());
     std::vector<std::int32_t> arg(dy.size(), -7), arg_ref(dy.size(), -7);
