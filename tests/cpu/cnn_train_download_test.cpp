@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_train;
 
-const fs::path kRepo = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kRepo = ENGINE_SOURCE_DIR;  // not __FILE__: a prefix map (ccache base_dir) makes that relative
 
 // Sets an environment variable for the scope of a test (the programs it runs inherit it).
 class ScopedEnv {
