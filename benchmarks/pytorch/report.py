@@ -52,7 +52,8 @@ def table(ours, theirs):
         k = (r["model"], int(r["batch"]))
         if k not in keys:
             keys.append(k)
-    header = ["model", "batch", "ours img/s", "ours epoch s", "ours peak MB", "ours tf32 img/s",
+    header = ["model", "batch", "ours img/s", "ours epoch s", "ours peak MB", "ours host ms/step",
+              "ours kernels/step", "ours tf32 img/s",
               "torch tutorial img/s", "torch best img/s", "ours/tutorial", "ours/best"]
     rows = []
     for model, batch in keys:
@@ -66,7 +67,10 @@ def table(ours, theirs):
         tut = pick(theirs, "tutorial")
         best = pick(theirs, "best")
         rows.append([model, str(batch), fmt_rate(o), f"{o['epoch_s']:.2f}" if o else "-",
-                     f"{o['peak_mem_bytes'] / 1e6:.0f}" if o else "-", fmt_rate(o32), fmt_rate(tut), fmt_rate(best),
+                     f"{o['peak_mem_bytes'] / 1e6:.0f}" if o else "-",
+                     f"{o['host_ms_per_step']:.3f}" if o and "host_ms_per_step" in o else "-",
+                     str(o["kernels_per_step"]) if o and o.get("kernels_per_step") is not None else "-",
+                     fmt_rate(o32), fmt_rate(tut), fmt_rate(best),
                      fmt_ratio(o, tut), fmt_ratio(o, best)])
     return header, rows
 
