@@ -94,7 +94,14 @@ class DeviceMemory final : public RawAllocator {
   void* allocate(std::size_t bytes) override {
     DeviceGuard guard(device_);
     void* ptr = nullptr;
+    // A miss while a graph is captured (a graph's pool starts empty): a capture refuses cudaMalloc, a
+    // "potentially unsafe" call, unless the thread's mode is relaxed. It is safe here, as PyTorch's
+    // allocator has it: the block belongs to the graph's pool for the graph's life (caching_allocator.h).
+    // The mode is relaxed for this one call and restored.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     const cudaError_t status = cudaMalloc(&ptr, bytes);
+    CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     guard.restore();
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
@@ -139,7 +146,9 @@ Allocator& pinned_allocator() {
 #endif
 }
 
-Allocator& device_allocator(int device) {
+Allocator& device_allocator(int device) { return device_caching_allocator(device); }
+
+CachingAllocator& device_caching_allocator(int device) {
 #if ENGINE_HAVE_CUDA
   // Built once (thread-safe static initialisation): every tensor allocation and free comes here, so no
   // driver query and no lock on this path. The device count is fixed for the process's life.

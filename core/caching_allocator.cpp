@@ -12,7 +12,11 @@ CachingAllocator::CachingAllocator(std::unique_ptr<RawAllocator> raw) : raw_(std
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mutex_);
-  release_cached_locked();
+  // The cache dies with the process (or a test): pool blocks go to the driver too.
+  for (auto& [key, ptrs] : free_) {
+    for (void* p : ptrs) raw_->free(p);
+  }
+  free_.clear();
 }
 
 void* CachingAllocator::take_cached_locked(const Key& key) {
@@ -24,12 +28,19 @@ void* CachingAllocator::take_cached_locked(const Key& key) {
   return ptr;
 }
 
+std::uint64_t CachingAllocator::capturing_pool_locked(void* stream) const {
+  if (capturing_.empty()) return 0;  // the usual case: one branch more on the allocation path
+  const auto it = capturing_.find(stream);
+  return it == capturing_.end() ? 0 : it->second;
+}
+
 void* CachingAllocator::allocate(std::size_t bytes, void* stream) {
   const std::size_t size = round_allocation_size(bytes);
   std::unique_lock lock(mutex_);
   const auto gen = generation_.find(stream);
   const std::uint64_t generation = gen == generation_.end() ? 0 : gen->second;
-  void* ptr = take_cached_locked({size, stream, generation});
+  const std::uint64_t pool = capturing_pool_locked(stream);
+  void* ptr = take_cached_locked({size, stream, generation, pool});
   if (ptr == nullptr) {
     ptr = raw_->allocate(size);
     if (ptr == nullptr && stats_.bytes_cached > 0) {
@@ -45,8 +56,9 @@ void* CachingAllocator::allocate(std::size_t bytes, void* stream) {
       raw_->out_of_memory(bytes, snapshot);
     }
     ++stats_.driver_allocs;
+    if (pool != 0) pools_[pool] += size;
   }
-  live_[ptr] = {size, stream, generation};
+  live_[ptr] = {size, stream, generation, pool};
   stats_.bytes_in_use += size;
   if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
   return ptr;
@@ -57,11 +69,16 @@ void CachingAllocator::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   auto it = live_.find(ptr);
   ENGINE_CHECK(it != live_.end(), "{}: freeing a pointer this allocator did not hand out", raw_->name());
-  const Block block = it->second;
+  Block block = it->second;
   live_.erase(it);
+  if (block.pool == 0) {
+    // Freed while its stream captures: the graph's kernels use this block, so it joins the graph's pool.
+    block.pool = capturing_pool_locked(block.stream);
+    if (block.pool != 0) pools_[block.pool] += block.size;
+  }
   stats_.bytes_in_use -= block.size;
   stats_.bytes_cached += block.size;
-  free_[{block.size, block.stream, block.generation}].push_back(ptr);
+  free_[{block.size, block.stream, block.generation, block.pool}].push_back(ptr);
 }
 
 AllocatorStats CachingAllocator::stats() const {
@@ -85,15 +102,73 @@ void CachingAllocator::retire_stream(void* stream) {
   ++generation_[stream];
 }
 
+std::uint64_t CachingAllocator::create_graph_pool() {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t pool = next_pool_++;
+  pools_[pool] = 0;
+  return pool;
+}
+
+void CachingAllocator::begin_graph_capture(void* stream, std::uint64_t pool) {
+  std::lock_guard lock(mutex_);
+  ENGINE_CHECK(pools_.contains(pool), "{}: graph pool {} does not exist (never created, or released)",
+               raw_->name(), pool);
+  const auto [it, inserted] = capturing_.emplace(stream, pool);
+  ENGINE_CHECK(inserted, "{}: the stream already captures into graph pool {}", raw_->name(), it->second);
+}
+
+void CachingAllocator::end_graph_capture(void* stream) {
+  std::lock_guard lock(mutex_);
+  ENGINE_CHECK(capturing_.erase(stream) == 1, "{}: end of a graph capture that never began on this stream",
+               raw_->name());
+}
+
+void CachingAllocator::release_graph_pool(std::uint64_t pool) {
+  std::lock_guard lock(mutex_);
+  ENGINE_CHECK(pools_.contains(pool), "{}: graph pool {} does not exist (never created, or released)",
+               raw_->name(), pool);
+  for (const auto& [stream, capturing] : capturing_) {
+    ENGINE_CHECK(capturing != pool, "{}: graph pool {} released while a stream captures into it",
+                 raw_->name(), pool);
+  }
+  pools_.erase(pool);
+  // Its cached blocks join the shared cache under the same stream (the graph's last replay on that stream is
+  // ordered before any reuse there); its blocks in use join it when they are freed.
+  for (auto it = free_.begin(); it != free_.end();) {
+    auto& [size, stream, generation, owner] = it->first;
+    if (owner != pool) {
+      ++it;
+      continue;
+    }
+    auto& shared = free_[{size, stream, generation, 0}];
+    shared.insert(shared.end(), it->second.begin(), it->second.end());
+    it = free_.erase(it);
+  }
+  for (auto& [ptr, block] : live_) {
+    if (block.pool == pool) block.pool = 0;
+  }
+}
+
+std::size_t CachingAllocator::graph_pool_bytes(std::uint64_t pool) const {
+  std::lock_guard lock(mutex_);
+  const auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second;
+}
+
 void CachingAllocator::release_cached_locked() {
-  for (auto& [key, ptrs] : free_) {
-    for (void* p : ptrs) {
+  // Blocks of a live graph pool stay: the graph replays into them.
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (std::get<3>(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    for (void* p : it->second) {
       raw_->free(p);
       ++stats_.driver_frees;
+      stats_.bytes_cached -= std::get<0>(it->first);
     }
+    it = free_.erase(it);
   }
-  free_.clear();
-  stats_.bytes_cached = 0;
 }
 
 }  // namespace engine

@@ -8,6 +8,13 @@
 // block cached under that value; so the key is (size, stream, generation), and retire_stream() starts a new
 // generation for the handle. Blocks of a retired generation are never handed out again: release_cached()
 // (also run before an out-of-memory error) returns them to the driver, whose free waits for the device.
+//
+// Graph pools: a captured CUDA graph keeps the addresses it was captured with, and every replay writes
+// them. So while a stream captures into a pool, its allocations come from that pool (a block the capture
+// freed is reused inside the capture, as replays run in capture order), and every block of that stream freed
+// meanwhile joins the pool, wherever it came from (the graph's kernels use it). A pool's blocks are handed
+// out only to allocations of the same pool, and release_cached() leaves them where they are; they return to
+// the shared cache when the pool is released (the graph destroyed), a block still in use when it is freed.
 
 #include <cstddef>
 #include <cstdint>
@@ -51,13 +58,28 @@ class CachingAllocator final : public Allocator {
   void release_cached() override;
   void retire_stream(void* stream) override;
 
+  // Graph pools (above). A new pool's id (never 0).
+  std::uint64_t create_graph_pool();
+  // From now until end_graph_capture(stream), allocations on `stream` come from `pool`, and every block of
+  // `stream` freed meanwhile joins it. Throws for a pool that does not exist or a stream already capturing.
+  void begin_graph_capture(void* stream, std::uint64_t pool);
+  void end_graph_capture(void* stream);
+  // The graph is destroyed: the pool's blocks go back to the shared cache (those in use when freed).
+  void release_graph_pool(std::uint64_t pool);
+  // Bytes held by `pool` (in use and cached), for tests and logs.
+  std::size_t graph_pool_bytes(std::uint64_t pool) const;
+
  private:
   struct Block {
     std::size_t size;
     void* stream;
     std::uint64_t generation;
+    std::uint64_t pool;  // 0: the shared cache
   };
-  using Key = std::tuple<std::size_t, void*, std::uint64_t>;  // size, stream, the stream's generation
+  // size, stream, the stream's generation, the graph pool (0: shared)
+  using Key = std::tuple<std::size_t, void*, std::uint64_t, std::uint64_t>;
+
+  std::uint64_t capturing_pool_locked(void* stream) const;  // 0 when the stream is not capturing
 
   void* take_cached_locked(const Key& key);
   void release_cached_locked();
@@ -66,8 +88,15 @@ class CachingAllocator final : public Allocator {
   mutable std::mutex mutex_;
   std::map<Key, std::vector<void*>> free_;
   std::unordered_map<void*, Block> live_;
-  std::unordered_map<void*, std::uint64_t> generation_;  // only streams retired at least once
+  std::unordered_map<void*, std::uint64_t> generation_;   // only streams retired at least once
+  std::unordered_map<void*, std::uint64_t> capturing_;    // stream -> the pool it captures into
+  std::unordered_map<std::uint64_t, std::size_t> pools_;  // live pool -> its bytes (in use and cached)
+  std::uint64_t next_pool_ = 1;
   AllocatorStats stats_;
 };
+
+// The cache behind device_allocator(device) (core/allocator.h), for its graph pools. Throws engine::Error for
+// a device that does not exist (and always in a CPU-only build).
+CachingAllocator& device_caching_allocator(int device);
 
 }  // namespace engine

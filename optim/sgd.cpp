@@ -54,9 +54,16 @@ void Sgd::step(double lr) {
   const Tensor& p = model_.flat_parameters();
   const Tensor& g = model_.flat_gradients();
   const bool first = !has_state_;
-  ops::sgd_step(model_.context(), options, p, g, momentum_, first, tiles_, device_tiles_);
+  ops::sgd_step(model_.context(), options, p, g, momentum_, first, tiles_, device_tiles_, device_lr_);
   if (momentum_.defined()) has_state_ = true;
   ++steps_;
+}
+
+void Sgd::set_device_lr(const double* device_lr) {
+  ENGINE_CHECK(device_lr == nullptr || model_.flat_parameters().is_cuda(),
+               "Sgd: a learning rate in device memory needs a model on a CUDA device, '{}' is on {}",
+               model_.name(), model_.flat_parameters().device().str());
+  device_lr_ = device_lr;
 }
 
 }  // namespace engine::optim

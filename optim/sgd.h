@@ -40,6 +40,10 @@ class Sgd {
   // p -= lr * (update from the gradients now in the model's gradient buffer). Queued on the model's stream
   // on CUDA. Throws engine::Error for a negative or NaN lr.
   void step(double lr);
+  // CUDA: from now on the step's kernel reads its rate from this device address (one double: a captured
+  // graph's step state, apps/step_state.h) rather than from step()'s argument, which is still validated;
+  // the caller writes the same value there. nullptr goes back to the argument. Throws on the CPU.
+  void set_device_lr(const double* device_lr);
 
   const SgdConfig& config() const { return config_; }
   // Replaces the parameter groups (optim/param_groups.h: a rule with epochs=N freezes its parameters from
@@ -62,6 +66,7 @@ class Sgd {
   Tensor momentum_;
   bool has_state_ = false;
   std::int64_t steps_ = 0;
+  const double* device_lr_ = nullptr;
 };
 
 }  // namespace engine::optim

@@ -57,6 +57,7 @@ def table(ours, theirs):
         if k not in keys:
             keys.append(k)
     header = (["model", "batch"] + [f"ours {p} img/s" for p in PRECISIONS] + ["ours tf32 epoch s", "ours tf32 peak MB"]
+              + ["ours tf32 host ms/step", "ours tf32 kernels/step"]
               + [f"torch {s} img/s" for s in PEER_SETTINGS]
               + ["tf32/tutorial", "tf32/resident", "bf16/torch bf16", "ours best/torch best"])
     rows = []
@@ -71,7 +72,9 @@ def table(ours, theirs):
         fastest = max((r for r in mine.values() if r), key=lambda r: r["images_per_s"], default=None)
         t32 = mine["tf32"]
         rows.append([model, str(batch)] + [fmt_rate(mine[p]) for p in PRECISIONS]
-                    + [f"{t32['epoch_s']:.2f}" if t32 else "-", f"{t32['peak_mem_bytes'] / 1e6:.0f}" if t32 else "-"]
+                    + [f"{t32['epoch_s']:.2f}" if t32 else "-", f"{t32['peak_mem_bytes'] / 1e6:.0f}" if t32 else "-",
+                       f"{t32['host_ms_per_step']:.3f}" if t32 and "host_ms_per_step" in t32 else "-",
+                       str(t32["kernels_per_step"]) if t32 and t32.get("kernels_per_step") is not None else "-"]
                     + [fmt_rate(peer[s]) for s in PEER_SETTINGS]
                     + [fmt_ratio(t32, peer["tutorial"]), fmt_ratio(t32, peer["resident"]),
                        fmt_ratio(mine["bf16"], peer["bf16"]), fmt_ratio(fastest, peer["best"])])

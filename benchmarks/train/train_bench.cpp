@@ -7,8 +7,12 @@
 // start), then `--steps` timed steps (or a whole epoch with --epoch), timed with CUDA events and the host
 // clock around the synchronized run. Reported: images/s, time per epoch (50,000 images: measured with
 // --epoch, else steps-per-epoch x the measured step time), peak device memory (the caching allocator's peak,
-// which includes the 150 MB resident dataset), the per-phase median from events (step_timer.h), and the
-// achieved model TFLOP/s (forward + backward FLOPs per image from benchmarks/common/layer_costs.h).
+// which includes the 150 MB resident dataset), the per-phase median from events (step_timer.h), the
+// achieved model TFLOP/s (forward + backward FLOPs per image from benchmarks/common/layer_costs.h), the host
+// time per step (the median time the issuing thread takes to queue one step, no synchronization inside: what
+// bounds the step once the GPU is faster than the host), and on a GPU the kernels per step (one step captured
+// into a CUDA graph after the timed run, never launched: its kernel nodes, core/cuda_graph.h; "n/a" with the
+// reason when the step cannot be captured).
 //
 // Data: CIFAR-10 from CIFAR10_DIR (data/cifar10.h) when it loads, else random CIFAR-shaped images (the
 // throughput does not depend on the pixels). The recipe: random crop 32 pad 4, flip, normalize; SGD lr 0.05,
@@ -24,6 +28,7 @@
 //                                                 OMP_NUM_THREADS; mnist_cnn on random 1x28x28 images, the
 //                                                 others on CIFAR-10 or random 3x32x32 ones
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +45,7 @@
 #include "benchmarks/common/random_dataset.h"
 #include "benchmarks/train/step_timer.h"
 #include "core/allocator.h"
+#include "core/caching_allocator.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "data/cifar10.h"
@@ -50,6 +56,7 @@
 
 #if ENGINE_HAVE_CUDA
 #include "core/cuda_check.h"
+#include "core/cuda_graph.h"
 #include "core/stream.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/sgd.h"
@@ -99,7 +106,17 @@ struct Result {
   double model_tflop_s = 0;
   double final_loss = 0;
   bool epoch_measured = false;
+  double host_ms = 0;               // median host time to queue one step
+  long long kernels_per_step = -1;  // -1: not counted (the CPU, or the capture failed: kernels_note says why)
+  std::string kernels_note;
 };
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 void print_result(const Result& r, const Config& c) {
   std::printf(
@@ -107,6 +124,9 @@ void print_result(const Result& r, const Config& c) {
       "  loss %.3f\n",
       r.model.c_str(), static_cast<long long>(r.batch), r.images_per_s, r.epoch_s,
       r.epoch_measured ? "" : "*", r.step_ms, r.peak_bytes / 1e6, r.model_tflop_s, r.final_loss);
+  std::printf("          host %.3f ms/step (to queue it, median)  kernels/step %s\n", r.host_ms,
+              r.kernels_per_step >= 0 ? std::to_string(r.kernels_per_step).c_str()
+                                      : ("n/a (" + r.kernels_note + ")").c_str());
   std::printf("          per step (median of %d, %s): ", r.steps,
               c.smoke || c.cpu ? "host clock" : "CUDA events");
   for (std::size_t p = 0; p < bench::kPhases; ++p)
@@ -138,7 +158,11 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
           {"breakdown_ms", phases},
           {"allreduce_note", "one process: no all-reduce"},
           {"model_tflop_s", r.model_tflop_s},
-          {"final_loss", r.final_loss}};
+          {"final_loss", r.final_loss},
+          {"host_ms_per_step", r.host_ms},
+          {"kernels_per_step",
+           r.kernels_per_step >= 0 ? nlohmann::json(r.kernels_per_step) : nlohmann::json(nullptr)},
+          {"kernels_note", r.kernels_note}};
 }
 
 // One model at one batch on `device`. `stream` and `handles` are CUDA's (nullptr on the CPU).
@@ -220,8 +244,14 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   }
   synchronize();
   loss_sum.fill_bytes(0, stream);
+  std::vector<double> host_ms;
+  host_ms.reserve(static_cast<std::size_t>(timed));
   const auto start = Clock::now();
-  for (int i = 0; i < timed; ++i) step(&timer);
+  for (int i = 0; i < timed; ++i) {
+    const auto queued_from = Clock::now();
+    step(&timer);
+    host_ms.push_back(1e3 * std::chrono::duration<double>(Clock::now() - queued_from).count());
+  }
   synchronize();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
@@ -233,6 +263,7 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   r.step_ms = 1e3 * seconds / timed;
   r.epoch_measured = c.epoch;
   r.epoch_s = c.epoch ? seconds : static_cast<double>(steps_per_epoch) * seconds / timed;
+  r.host_ms = median(host_ms);
   r.phase_ms = timer.median_ms();
   const bench::ModelCost cost = bench::model_cost(model, 1);
   r.model_tflop_s = (cost.forward_flops() + cost.backward_flops()) * r.images_per_s / 1e12;
@@ -240,8 +271,35 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   r.final_loss = ls.data<double>()[0] / (static_cast<double>(batch) * timed);
   ENGINE_CHECK(std::isfinite(r.final_loss), "train_bench: {} batch {}: the loss is not finite ({})",
                model_name, batch, r.final_loss);
-  if (device.is_cuda())
+  if (device.is_cuda()) {
     r.peak_bytes = static_cast<double>(device_allocator(device.index).stats().peak_bytes_in_use);
+#if ENGINE_HAVE_CUDA
+    // After the loss was read: the captured step is never launched, so it changes no weight and no sum,
+    // but its host side consumes one batch and its freed blocks go to a pool released with the graph.
+    CachingAllocator& alloc = device_caching_allocator(device.index);
+    const std::uint64_t pool = alloc.create_graph_pool();
+    alloc.begin_graph_capture(stream, pool);
+    CudaGraph graph;
+    std::string failed;
+    try {
+      failed = graph.capture(static_cast<cudaStream_t>(stream), [&] { step(nullptr); });
+    } catch (...) {
+      alloc.end_graph_capture(stream);
+      throw;
+    }
+    alloc.end_graph_capture(stream);
+    if (failed.empty()) {
+      r.kernels_per_step = static_cast<long long>(graph.kernel_nodes());
+    } else {
+      r.kernels_note = failed;
+    }
+    graph = CudaGraph();
+    synchronize();
+    alloc.release_graph_pool(pool);
+#endif
+  } else {
+    r.kernels_note = "the CPU device: no kernels";
+  }
   return r;
 }
 

@@ -14,7 +14,13 @@ namespace {
 struct SgdParams {
   double lr, momentum, one_minus_dampening, weight_decay;
   bool use_momentum, nesterov, first_step;
+  const double* device_lr;  // when set, the rate is read here (a graph's step state), not from `lr`
 };
+
+// The step's rate: one load per thread from device memory when the launch was given a pointer.
+__device__ __forceinline__ double step_lr(const SgdParams& o) {
+  return o.device_lr != nullptr ? *o.device_lr : o.lr;
+}
 
 // One element's step at rate `lr` and decay `weight_decay`; `buffer` is read and written only with momentum.
 __device__ __forceinline__ void sgd_element(const SgdParams& o, double lr, double weight_decay, float& param,
@@ -35,6 +41,7 @@ __device__ __forceinline__ void sgd_element(const SgdParams& o, double lr, doubl
 template <bool kVector>
 __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float* __restrict__ grads,
                            float* __restrict__ buffer, std::int64_t n) {
+  const double lr = step_lr(o);
   std::int64_t scalar_from = 0;
   if constexpr (kVector) {
     scalar_from = n / 4 * 4;
@@ -44,14 +51,14 @@ __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float*
       detail::Float4 b{};
       if (o.use_momentum && !o.first_step) b = detail::load4(buffer, g);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) sgd_element(o, o.lr, o.weight_decay, p.v[k], gr.v[k], b.v[k]);
+      for (int k = 0; k < 4; ++k) sgd_element(o, lr, o.weight_decay, p.v[k], gr.v[k], b.v[k]);
       detail::store4(params, g, p);
       if (o.use_momentum) detail::store4(buffer, g, b);
     }
   }
   for (const std::int64_t i : detail::grid_stride(scalar_from, n)) {
     float unused = 0.0f;
-    sgd_element(o, o.lr, o.weight_decay, params[i], grads[i], o.use_momentum ? buffer[i] : unused);
+    sgd_element(o, lr, o.weight_decay, params[i], grads[i], o.use_momentum ? buffer[i] : unused);
   }
 }
 
@@ -73,11 +80,12 @@ __device__ const cpu::SgdGroup& tile_of(const cpu::SgdGroup* tiles, int count, s
 __global__ void sgd_tiles_kernel(SgdParams o, const cpu::SgdGroup* __restrict__ tiles, int count,
                                  float* __restrict__ params, const float* __restrict__ grads,
                                  float* __restrict__ buffer, std::int64_t n) {
+  const double lr = step_lr(o);
   for (const std::int64_t i : detail::grid_stride(n)) {
     const cpu::SgdGroup& t = tile_of(tiles, count, i);
     if (t.frozen) continue;
     float unused = 0.0f;
-    sgd_element(o, __dmul_rn(o.lr, t.lr_scale), t.weight_decay, params[i], grads[i],
+    sgd_element(o, __dmul_rn(lr, t.lr_scale), t.weight_decay, params[i], grads[i],
                 o.use_momentum ? buffer[i] : unused);
   }
 }
@@ -87,7 +95,8 @@ __global__ void sgd_tiles_kernel(SgdParams o, const cpu::SgdGroup* __restrict__ 
 namespace {
 
 void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* tiles, int count,
-            float* params, const float* grads, float* momentum_buffer, std::int64_t n, bool first_step) {
+            float* params, const float* grads, float* momentum_buffer, std::int64_t n, bool first_step,
+            const double* device_lr) {
   options.validate();
   ENGINE_CHECK(n >= 0, "sgd_step: parameter count must be non-negative, got {}", n);
   if (n == 0) return;
@@ -96,9 +105,9 @@ void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdG
   ENGINE_CHECK(!use_momentum || momentum_buffer != nullptr, "sgd_step: momentum={} needs a momentum buffer",
                options.momentum);
   // (1 - dampening) is formed on the host exactly as the CPU forms it inside its loop.
-  const SgdParams o{
-      options.lr,       options.momentum, 1.0 - options.dampening, options.weight_decay, use_momentum,
-      options.nesterov, first_step};
+  const SgdParams o{options.lr,           options.momentum, 1.0 - options.dampening,
+                    options.weight_decay, use_momentum,     options.nesterov,
+                    first_step,           device_lr};
   if (tiles != nullptr) {
     sgd_tiles_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, tiles, count, params, grads,
                                                                          momentum_buffer, n);
@@ -115,18 +124,18 @@ void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdG
 }  // namespace
 
 void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
-              float* momentum_buffer, std::int64_t n, bool first_step) {
+              float* momentum_buffer, std::int64_t n, bool first_step, const double* device_lr) {
   ENGINE_NVTX_RANGE("sgd_step");
-  launch(stream, options, nullptr, 0, params, grads, momentum_buffer, n, first_step);
+  launch(stream, options, nullptr, 0, params, grads, momentum_buffer, n, first_step, device_lr);
 }
 
 void sgd_step_tiles(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* device_tiles,
                     int count, float* params, const float* grads, float* momentum_buffer, std::int64_t n,
-                    bool first_step) {
+                    bool first_step, const double* device_lr) {
   ENGINE_NVTX_RANGE("sgd_step_tiles");
   ENGINE_CHECK(device_tiles != nullptr && count > 0, "sgd_step_tiles: {} tiles at {}", count,
                static_cast<const void*>(device_tiles));
-  launch(stream, options, device_tiles, count, params, grads, momentum_buffer, n, first_step);
+  launch(stream, options, device_tiles, count, params, grads, momentum_buffer, n, first_step, device_lr);
 }
 
 }  // namespace engine::cuda

@@ -7,6 +7,11 @@
 //
 // options.validate() is called; momentum != 0 needs a momentum buffer. `first_step` = the buffer holds
 // nothing yet (torch's momentum_buffer is None).
+//
+// `device_lr`: when not null, the kernel reads the learning rate from this device address (one double, e.g.
+// the step state of a captured CUDA graph, apps/step_state.h) instead of options.lr, so a replayed graph
+// applies each step's rate. The arithmetic is the same: for the same value the result is bitwise the same.
+// options.lr is still validated (the caller passes the value it wrote there).
 
 #include <cstdint>
 
@@ -16,13 +21,13 @@
 namespace engine::cuda {
 
 void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
-              float* momentum_buffer, std::int64_t n, bool first_step);
+              float* momentum_buffer, std::int64_t n, bool first_step, const double* device_lr = nullptr);
 
 // With parameter groups, still one launch: `device_tiles` is cpu::tile_sgd_groups(...)'s output (`count`
 // entries tiling [0, n)) copied to device memory once (optim::Sgd does); each thread finds its element's tile
 // by a binary search over the begins. Bitwise equal to cpu::sgd_step_groups<float>; frozen tiles untouched.
 void sgd_step_tiles(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* device_tiles,
                     int count, float* params, const float* grads, float* momentum_buffer, std::int64_t n,
-                    bool first_step);
+                    bool first_step, const double* device_lr = nullptr);
 
 }  // namespace engine::cuda

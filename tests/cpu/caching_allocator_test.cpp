@@ -168,5 +168,102 @@ TEST(CachingAllocator, FreeingAForeignPointerIsAnErrorNamingTheAllocator) {
   }
 }
 
+// A captured graph replays into the addresses it was captured with: no block the capture allocated or
+// freed may go to anyone else while the graph lives, even after the capture ended and the block was freed.
+TEST(CachingAllocatorGraphPool, NoBlockOfACaptureIsReusedOutsideItWhileThePoolLives) {
+  Cache c(64 << 20);
+  int stream = 0;
+  void* before = c.cache->allocate(1000, &stream);  // e.g. the previous step's activations
+  const std::uint64_t pool = c.cache->create_graph_pool();
+  EXPECT_NE(pool, 0u);
+  c.cache->begin_graph_capture(&stream, pool);
+  void* inside = c.cache->allocate(1000, &stream);
+  EXPECT_NE(inside, before);
+  c.cache->deallocate(before);  // freed during the capture: the graph's kernels used it
+  void* scratch = c.cache->allocate(1000, &stream);
+  EXPECT_EQ(scratch, before) << "inside one capture, a freed pool block is reused (replays keep the order)";
+  c.cache->deallocate(scratch);
+  c.cache->end_graph_capture(&stream);
+  c.cache->deallocate(inside);  // freed after the capture, while the graph lives
+  EXPECT_EQ(c.cache->graph_pool_bytes(pool), 2 * round_allocation_size(1000));
+
+  std::set<void*> eager;
+  for (int i = 0; i < 3; ++i) eager.insert(c.cache->allocate(1000, &stream));
+  EXPECT_FALSE(eager.contains(before)) << "a block the capture freed went to eager work";
+  EXPECT_FALSE(eager.contains(inside)) << "a block the capture allocated went to eager work";
+  for (void* p : eager) c.cache->deallocate(p);
+
+  c.cache->release_cached();  // e.g. an out-of-memory retry: the pool's blocks must stay
+  EXPECT_EQ(c.cache->graph_pool_bytes(pool), 2 * round_allocation_size(1000));
+  const int frees = c.raw->frees;
+  EXPECT_EQ(frees, 3) << "release_cached returned only the three eager blocks";
+
+  c.cache->release_graph_pool(pool);  // the graph is destroyed: its blocks are anyone's again
+  EXPECT_EQ(c.cache->graph_pool_bytes(pool), 0u);
+  std::set<void*> after;
+  for (int i = 0; i < 2; ++i) after.insert(c.cache->allocate(1000, &stream));
+  EXPECT_TRUE(after.contains(before));
+  EXPECT_TRUE(after.contains(inside));
+  for (void* p : after) c.cache->deallocate(p);
+}
+
+TEST(CachingAllocatorGraphPool, ABlockInUseWhenThePoolIsReleasedJoinsTheSharedCacheWhenFreed) {
+  Cache c(64 << 20);
+  int stream = 0;
+  const std::uint64_t pool = c.cache->create_graph_pool();
+  c.cache->begin_graph_capture(&stream, pool);
+  void* kept = c.cache->allocate(1000, &stream);  // e.g. the loss the host keeps
+  c.cache->end_graph_capture(&stream);
+  c.cache->release_graph_pool(pool);
+  c.cache->deallocate(kept);
+  void* again = c.cache->allocate(1000, &stream);
+  EXPECT_EQ(again, kept);
+  c.cache->deallocate(again);
+  c.cache->release_cached();
+  EXPECT_EQ(c.raw->frees, 1);
+  EXPECT_EQ(c.cache->stats().bytes_cached, 0u);
+}
+
+TEST(CachingAllocatorGraphPool, OnlyTheCapturingStreamAllocatesFromThePool) {
+  Cache c(64 << 20);
+  int capturing = 0, other = 0;
+  const std::uint64_t pool = c.cache->create_graph_pool();
+  c.cache->begin_graph_capture(&capturing, pool);
+  void* elsewhere = c.cache->allocate(1000, &other);
+  c.cache->deallocate(elsewhere);  // not the capturing stream's: stays shared
+  c.cache->end_graph_capture(&capturing);
+  EXPECT_EQ(c.cache->graph_pool_bytes(pool), 0u);
+  void* again = c.cache->allocate(1000, &other);
+  EXPECT_EQ(again, elsewhere);
+  c.cache->deallocate(again);
+  c.cache->release_graph_pool(pool);
+}
+
+TEST(CachingAllocatorGraphPool, MisuseIsAnErrorNamingTheAllocator) {
+  Cache c(64 << 20);
+  int stream = 0;
+  auto message_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(
+      message_of([&] { c.cache->begin_graph_capture(&stream, 42); }).find("graph pool 42 does not exist"),
+      std::string::npos);
+  EXPECT_NE(message_of([&] { c.cache->end_graph_capture(&stream); }).find("never began"), std::string::npos);
+  const std::uint64_t pool = c.cache->create_graph_pool();
+  c.cache->begin_graph_capture(&stream, pool);
+  EXPECT_NE(message_of([&] { c.cache->begin_graph_capture(&stream, pool); }).find("already captures"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { c.cache->release_graph_pool(pool); }).find("while a stream captures"),
+            std::string::npos);
+  c.cache->end_graph_capture(&stream);
+  c.cache->release_graph_pool(pool);
+  EXPECT_NE(message_of([&] { c.cache->release_graph_pool(pool); }).find("fake allocator"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace engine
