@@ -2,7 +2,8 @@
 // One SGD step over flat buffers (torch.optim.SGD's semantics, kernels/cpu/sgd.h). momentum may be undefined
 // (momentum 0); first_step sets the buffer to the gradient, as PyTorch. With parameter groups, `tiles` is
 // cpu::tile_sgd_groups(...)'s output and, for CUDA tensors, `device_tiles` the same bytes in device memory
-// (one launch either way); frozen tiles stay untouched.
+// (one launch either way); frozen tiles stay untouched. bf16_mirror (optional, bf16 autocast) is a BF16
+// tensor of params' size that receives every updated parameter's bf16 rounding in the same pass.
 
 #include <span>
 
@@ -14,6 +15,7 @@ namespace engine::ops {
 
 void sgd_step(const ExecutionContext& ctx, const cpu::SgdOptions& options, const Tensor& params,
               const Tensor& grads, const Tensor& momentum, bool first_step,
-              std::span<const cpu::SgdGroup> tiles = {}, const Tensor& device_tiles = Tensor());
+              std::span<const cpu::SgdGroup> tiles = {}, const Tensor& device_tiles = Tensor(),
+              const Tensor& bf16_mirror = Tensor());
 
 }  // namespace engine::ops
