@@ -9,6 +9,7 @@
 // Tolerances: tests/common/bf16_tolerance.h (bf16 output rounding 2^-8 relative plus the fp32 summation
 // bound over the reduction length).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -201,9 +202,12 @@ layers::Model bf16_model() {
   return model;
 }
 
+// Random gradients in every parameter's slot (the padding between them stays zero, as after a backward).
 void fill_gradients(const layers::Model& model, std::uint64_t seed) {
-  const std::vector<float> g = random_floats(static_cast<std::size_t>(model.flat_gradients().numel()), seed);
-  Tensor(model.flat_gradients()).copy_from(tensor_of(g).view(model.flat_gradients().shape()), nullptr);
+  for (const layers::Parameter& p : model.parameters()) {
+    const std::vector<float> g = random_floats(static_cast<std::size_t>(p.grad.numel()), seed++ * 1000);
+    Tensor(p.grad).copy_from(tensor_of(g).view(p.grad.shape()), nullptr);
+  }
 }
 
 TEST(Bf16Mirror, FollowsInitializationAndSgdSteps) {
@@ -278,26 +282,39 @@ std::vector<double> train_losses(const std::string& metrics) {
   return out;
 }
 
+// A learning rate at which cnn3 learns this data in fp32 (at 0.05 it diverges after two epochs, fp32 or
+// bf16 alike).
+std::vector<std::string> tiny_bf16_args(const std::string& root, const std::string& dir,
+                                        const char* precision, int epochs) {
+  std::vector<std::string> args = train::tiny_folder_args(root, dir, "cnn3", 8, epochs);
+  *std::find(args.begin(), args.end(), "0.05") = "0.01";  // --lr
+  args.back() = precision;                                // tiny_folder_args ends with --precision fp32
+  args.insert(args.end(), {"--cpu", "--metrics", dir + "/m.jsonl"});
+  return args;
+}
+
 TEST(Bf16Training, CnnTrainLearnsAndItsCheckpointIsFp32WithTheSameNames) {
   const std::string root = train::tiny_folder_dataset("bf16_train");
   const std::string dir = train::temp_dir("bf16_train_out"), fp32_dir = train::temp_dir("bf16_train_fp32");
-  std::vector<std::string> args = train::tiny_folder_args(root, dir, "cnn3", 8, 4);
-  args.back() = "bf16";  // tiny_folder_args ends with --precision fp32
-  args.insert(args.end(), {"--cpu", "--metrics", dir + "/m.jsonl"});
-  const train::RunResult r = train::run_train(args);
+  const train::RunResult r = train::run_train(tiny_bf16_args(root, dir, "bf16", 3));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("| cpu bf16 |"), std::string::npos) << "the banner names the emulation:\n"
                                                               << r.output;
   const std::string metrics = train::file_bytes(dir + "/m.jsonl");
   EXPECT_NE(metrics.find("\"precision\":\"bf16\""), std::string::npos) << metrics;
   const std::vector<double> losses = train_losses(metrics);
-  ASSERT_EQ(losses.size(), 4u) << metrics;
-  EXPECT_LT(losses.back(), 0.8 * losses.front()) << "bf16 training did not learn:\n" << metrics;
+  ASSERT_EQ(losses.size(), 3u) << metrics;
+  EXPECT_LT(losses.back(), 0.1 * losses.front()) << "bf16 training did not learn:\n" << metrics;
 
-  std::vector<std::string> fp32_args = train::tiny_folder_args(root, fp32_dir, "cnn3", 8, 1);
-  fp32_args.push_back("--cpu");
-  ASSERT_EQ(train::run_train(fp32_args).exit_code, 0);
-  const optim::SafetensorsFile bf16_ckpt = optim::SafetensorsFile::read(dir + "/epoch4.safetensors");
+  const train::RunResult fp32 = train::run_train(tiny_bf16_args(root, fp32_dir, "fp32", 1));
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  const std::vector<double> fp32_losses = train_losses(train::file_bytes(fp32_dir + "/m.jsonl"));
+  ASSERT_EQ(fp32_losses.size(), 1u);
+  // Not a precision bound (one epoch of training amplifies rounding without a useful bound): a guard against
+  // an emulation that still learns but computes something else. bf16 moved the first epoch's loss by 0.2%
+  // here (0.3547 vs 0.3541).
+  EXPECT_NEAR(losses.front(), fp32_losses.front(), 0.1 * fp32_losses.front());
+  const optim::SafetensorsFile bf16_ckpt = optim::SafetensorsFile::read(dir + "/epoch3.safetensors");
   const optim::SafetensorsFile fp32_ckpt = optim::SafetensorsFile::read(fp32_dir + "/epoch1.safetensors");
   ASSERT_EQ(bf16_ckpt.entries().size(), fp32_ckpt.entries().size());
   for (const auto& [name, e] : fp32_ckpt.entries()) {
@@ -309,7 +326,7 @@ TEST(Bf16Training, CnnTrainLearnsAndItsCheckpointIsFp32WithTheSameNames) {
   // And it evaluates as an fp32 model.
   const train::RunResult eval =
       train::run_train({"--cpu", "--dataset", "folder:" + root, "--model", "cnn3", "--precision", "fp32",
-                        "--eval-only", dir + "/epoch4.safetensors"});
+                        "--eval-only", dir + "/epoch3.safetensors"});
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
   EXPECT_NE(eval.output.find("Test Acc: "), std::string::npos) << eval.output;
 }
