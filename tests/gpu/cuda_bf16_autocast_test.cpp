@@ -12,6 +12,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/cuda/sgd.h"
 #include "kernels/ops/cast.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/linear.h"
@@ -188,6 +189,40 @@ TEST(CudaBf16Linear, MatchesTheCpuEmulationAndTheReference) {
   EXPECT_TRUE(
       bf16_matches(gy, std::vector<double>(cy.begin(), cy.end()), y_mag, s.in_features + 1, true, 2.0))
       << "y vs CPU";
+}
+
+// The fused SGD's bf16 mirror: after each step it holds the bf16 rounding of every new parameter, and the
+// parameters are the ones a step without a mirror gives (cpu::sgd_step<float>, which the kernel equals
+// bitwise: tests/gpu/cuda_sgd_test.cpp). Both launch forms: 128-bit (aligned, with a tail) and scalar (one
+// element off alignment).
+TEST(CudaBf16Mirror, TheFusedSgdWritesTheRoundedParameters) {
+  SKIP_WITHOUT_GPU();
+  Stream stream(0);
+  const cudaStream_t s = stream.get();
+  const cpu::SgdOptions o{.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4};
+  for (const std::int64_t skew : {0, 1}) {
+    const std::int64_t n = 1001;
+    std::vector<float> params = random_floats(static_cast<std::size_t>(n), 61), buffer(n, 0.0f);
+    Tensor params_d = cuda_test::to_device(params, s), buffer_d = cuda_test::poisoned<float>(n, s);
+    Tensor mirror_d = Tensor::empty({n + skew}, DType::BF16, Device::cuda(0), s);
+    mirror_d.fill_bytes(0xFF, s);
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> grads =
+          random_floats(static_cast<std::size_t>(n), 70 + static_cast<std::uint64_t>(step));
+      Tensor grads_d = cuda_test::to_device(grads, s);
+      cpu::sgd_step(o, params.data(), grads.data(), buffer.data(), n, step == 0);
+      cuda::sgd_step(s, o, params_d.data<float>(), grads_d.data<float>(), buffer_d.data<float>(), n,
+                     step == 0, mirror_d.data<bfloat16>() + skew);
+      ASSERT_TRUE(cuda_test::bitwise_equal(cuda_test::to_host<float>(params_d, s), params))
+          << "step " << step;
+      const std::vector<bfloat16> mirror = cuda_test::to_host<bfloat16>(mirror_d, s);
+      for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(mirror[static_cast<std::size_t>(i + skew)].bits,
+                  to_bfloat16(params[static_cast<std::size_t>(i)]).bits)
+            << "element " << i << " after step " << step << " (skew " << skew << ")";
+      }
+    }
+  }
 }
 
 }  // namespace
