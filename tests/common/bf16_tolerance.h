@@ -39,7 +39,7 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
 
 inline std::vector<double> bf16_rounded(const std::vector<float>& v) {
   std::vector<double> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = bf16_value(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<double>(bf16_value(v[i]));
   return out;
 }
 
