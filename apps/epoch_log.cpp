@@ -39,7 +39,8 @@ std::string format_metrics_json(const EpochMetrics& m) {
                                     {"seconds", m.seconds},
                                     {"elapsed_seconds", m.elapsed_seconds},
                                     {"images_per_second", m.images_per_second},
-                                    {"memory_mb", m.memory_mb}};
+                                    {"memory_mb", m.memory_mb},
+                                    {"precision", m.precision}};
   return j.dump();
 }
 

@@ -1,6 +1,14 @@
 #pragma once
-// --precision (cnn_train, train_bench): what float32 math may use on a GPU, in PyTorch's terms. The CPU
-// computes fp32 whatever it says. bf16 autocast is issue 17's next step and is not a choice until it runs.
+// --precision (cnn_train, train_bench): the math of float32 models, in PyTorch's terms.
+//   fp32  no TF32 anywhere (torch.backends.cudnn.allow_tf32 = False)
+//   tf32  PyTorch's default: TF32 tensor cores for convolutions on a GPU, fp32 for matmul (Linear); the CPU
+//         computes fp32
+//   bf16  torch.autocast(dtype=torch.bfloat16) at Conv2d and Linear (kernels/ops/autocast_bf16.h): bf16
+//         inputs and weights (a bf16 mirror of the fp32 master weights), fp32 accumulation, bf16 outputs and
+//         gradients; BatchNorm, the loss and SGD in fp32; checkpoints fp32. On the CPU it is an exact
+//         emulation in float32 tensors (what the tests here run); on a GPU the same arithmetic through the
+//         fp32 kernels with TF32 allowed for convolutions (exact for bf16 values) until the bf16 tensor-core
+//         path lands (issue 17).
 
 #include <array>
 
@@ -9,15 +17,21 @@
 namespace engine::apps {
 
 enum class Precision {
-  Fp32,  // fp32 everywhere: no TF32 tensor cores (torch.backends.cudnn.allow_tf32 = False)
-  Tf32,  // PyTorch's default: TF32 tensor cores for convolutions, fp32 for matmul (Linear)
+  Fp32,
+  Tf32,
+  Bf16,
 };
-inline constexpr std::array<FlagChoice<Precision>, 2> kPrecisionChoices = {{
+inline constexpr std::array<FlagChoice<Precision>, 3> kPrecisionChoices = {{
     {"fp32", Precision::Fp32},
     {"tf32", Precision::Tf32},
+    {"bf16", Precision::Bf16},
 }};
 
-// cuDNN may use TF32 (torch.backends.cudnn.allow_tf32); cuBLAS stays fp32 under both choices.
-constexpr bool tf32_convolutions(Precision p) { return p == Precision::Tf32; }
+// cuDNN may use TF32 (torch.backends.cudnn.allow_tf32); cuBLAS stays fp32 under every choice. Under bf16 the
+// convolutions see bf16 values only, which TF32 (10-bit significand) holds exactly: their products are exact
+// either way, so TF32 changes nothing but the speed.
+constexpr bool tf32_convolutions(Precision p) { return p != Precision::Fp32; }
+// ExecutionContext::autocast_bf16.
+constexpr bool autocast_bf16(Precision p) { return p == Precision::Bf16; }
 
 }  // namespace engine::apps

@@ -165,9 +165,12 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--eval-only", c.eval_only, "evaluate this checkpoint on the test set and exit");
   app.add_option("--metrics", c.metrics, "write one JSON line per epoch to this file");
   app.add_option("--plot", c.plot, "write loss and accuracy curves per epoch to this PNG (needs gnuplot)");
-  add_choice_option(app, "--precision", c.precision, kPrecisionChoices,
-                    "GPU float32 math: tf32 (PyTorch's default: TF32 tensor cores for convolutions, fp32 for "
-                    "Linear) or fp32 (no TF32 anywhere; what the CUDA-vs-CPU tests compare)");
+  add_choice_option(
+      app, "--precision", c.precision, kPrecisionChoices,
+      "float32 math: tf32 (PyTorch's default: TF32 tensor cores for convolutions on a GPU, fp32 "
+      "for Linear), fp32 (no TF32 anywhere; what the CUDA-vs-CPU tests compare) or bf16 "
+      "(autocast at Conv2d and Linear: bf16 inputs, weights and outputs, fp32 accumulation, fp32 "
+      "master weights and checkpoints; on the CPU an exact emulation in float32)");
   app.add_flag("--deterministic", c.deterministic,
                "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
 }

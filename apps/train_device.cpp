@@ -24,17 +24,19 @@ struct TrainDevice::Cuda {
 struct TrainDevice::Cuda {};
 #endif
 
-TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, bool tf32_convolutions,
+TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, Precision precision,
                          std::uint64_t dropout_seed) {
+  const bool tf32 = tf32_convolutions(precision);
   context_.dtype = DType::F32;
+  context_.autocast_bf16 = autocast_bf16(precision);
   context_.dropout_seed = dropout_seed;
   const bool use_cuda = !force_cpu && device_count() > 0;
   fell_back_ = !force_cpu && !use_cuda;
   if (use_cuda) {
 #if ENGINE_HAVE_CUDA
     set_device(device_index);
-    cuda_ = std::make_unique<Cuda>(device_index, deterministic, tf32_convolutions);
-    context_.allow_tf32 = tf32_convolutions;
+    cuda_ = std::make_unique<Cuda>(device_index, deterministic, tf32);
+    context_.allow_tf32 = tf32;
     context_.device = Device::cuda(device_index);
     context_.stream = cuda_->stream.get();
     context_.handles = &cuda_->handles;
@@ -43,7 +45,7 @@ TrainDevice::TrainDevice(bool force_cpu, int device_index, bool deterministic, b
 #endif
   }
   (void)deterministic;
-  (void)tf32_convolutions;
+  (void)tf32;
   (void)device_index;
   context_.device = Device::cpu();
   label_ = "[CPU]";

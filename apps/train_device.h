@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "apps/precision.h"
 #include "layers/execution_context.h"
 
 namespace engine::apps {
@@ -15,8 +16,9 @@ class TrainDevice {
  public:
   // The CPU when `force_cpu` or when no GPU is visible (then `fell_back_to_cpu()` is true), else CUDA device
   // `device_index`. `deterministic` picks deterministic cuDNN algorithms by heuristic instead of a timed
-  // search; `tf32_convolutions` lets cuDNN use TF32 tensor cores (GEMMs stay fp32, as PyTorch's default).
-  TrainDevice(bool force_cpu, int device_index, bool deterministic, bool tf32_convolutions,
+  // search; `precision` (apps/precision.h) says whether cuDNN may use TF32 tensor cores (GEMMs stay fp32, as
+  // PyTorch's default) and whether Conv2d and Linear run bf16 autocast.
+  TrainDevice(bool force_cpu, int device_index, bool deterministic, Precision precision,
               std::uint64_t dropout_seed);
   ~TrainDevice();
   TrainDevice(const TrainDevice&) = delete;

@@ -61,8 +61,8 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     : config_(std::move(config)), hooks_(std::move(hooks)), train_loss_(config_.label_smoothing) {
   const TrainConfig& c = config_;
   seed_ = c.seed;
-  device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic,
-                                          tf32_convolutions(c.precision), rank_dropout_seed(c.seed, c.rank));
+  device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
+                                          rank_dropout_seed(c.seed, c.rank));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
   if (!c.plot.empty()) {
     ENGINE_CHECK(!find_gnuplot().empty(), "--plot {}: gnuplot is not installed (Debian package gnuplot-nox)",
@@ -160,9 +160,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   }
   accumulators_ = Tensor::zeros({16}, DType::U8, device, stream);
   if (c.is_main()) {
-    // The GPU's math (--precision) beside the device; the CPU computes fp32 whatever it says.
-    const std::string math =
-        device.is_cuda() ? " " + std::string(choice_name(kPrecisionChoices, c.precision)) : std::string();
+    // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).
+    const std::string math = device.is_cuda() || autocast_bf16(c.precision)
+                                 ? " " + std::string(choice_name(kPrecisionChoices, c.precision))
+                                 : std::string();
     print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {}{} | seed {}", data_.description,
                            model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_));
   }
@@ -503,6 +504,9 @@ double Trainer::run() {
     m.test_acc = 100.0 * static_cast<double>(test.correct) / tn;
     m.elapsed_seconds = seconds_since(run_start);  // the totals are on the host: the evaluation has ended
     m.memory_mb = static_cast<double>(device_->peak_memory_bytes()) / (1024.0 * 1024.0);
+    m.precision = std::string(choice_name(kPrecisionChoices, c.precision));
+    // bf16 autocast: a writer of the weights that forgot the mirror is caught here, once an epoch.
+    model_->check_bf16_mirror(fmt::format("epoch {}", epoch + 1));
     last_acc = m.test_acc;
     history_.push_back(m);
     if (c.is_main() || c.log_all_ranks) print_line(format_epoch_line(device_->label(), m));

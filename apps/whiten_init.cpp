@@ -79,6 +79,7 @@ std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::
     Tensor(value).copy_from(Tensor::from_vector(std::vector<float>(w.begin(), w.end()), value.shape()),
                             stream);
   }
+  model.parameters_written();  // bf16 autocast: the mirror follows the whitening weights
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return fmt::format(
       "cnn_train: --whiten-init {}: {} set from the {}x{} patches of {} training images{} (eigenvalues "

@@ -53,6 +53,12 @@ struct ExecutionContext {
   // mode; Model::finalize refuses a context whose handles disagree with these flags, so they say what runs.
   bool allow_tf32 = false;
   bool allow_tf32_matmul = false;
+  // bf16 autocast at Conv2d and Linear (--precision bf16, PyTorch's torch.autocast(dtype=torch.bfloat16)):
+  // their input, weight and bias are rounded to bf16 (the weight read from the model's bf16 mirror of the
+  // flat parameter buffer), products accumulate in fp32, outputs and gradients are rounded to bf16
+  // (kernels/ops/autocast_bf16.h). Everything else stays fp32; activations are float32 tensors holding bf16
+  // values (bf16 storage of activations is the next step). float32 contexts only.
+  bool autocast_bf16 = false;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Cudnn;
   Layout layout = Layout::NCHW;
 };

@@ -99,6 +99,7 @@ void verify_replicas(ProcessGroup& pg, const layers::Model& model, std::string_v
 void broadcast_parameters(ProcessGroup& pg, const layers::Model& model) {
   ENGINE_CHECK(model.finalized(), "broadcast_parameters: model '{}' is not finalized", model.name());
   pg.broadcast(model.flat_parameters(), 0, model.context().stream);
+  model.parameters_written();  // bf16 autocast: the mirror follows rank 0's weights
   broadcast_buffers(pg, model);
 }
 

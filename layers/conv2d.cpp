@@ -52,7 +52,8 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
   const Conv2dShape s = geometry(options_, x.shape());
   Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
   const Tensor& w = param(weight_).value;
-  ops::conv2d_forward(context(), s, x, w, options_.bias ? param(bias_).value : Tensor(), y);
+  ops::conv2d_forward(context(), s, x, w, options_.bias ? param(bias_).value : Tensor(), y,
+                      param(weight_).value_bf16);
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
@@ -62,7 +63,8 @@ Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
   Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
-  ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, options_.bias ? param(bias_).grad : Tensor());
+  ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, options_.bias ? param(bias_).grad : Tensor(),
+                       param(weight_).value_bf16);
   x_ = Tensor();  // one backward per forward: the saved input is released as soon as it is used
   return dx;
 }

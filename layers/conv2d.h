@@ -6,7 +6,8 @@
 //
 // CPU: kernels/cpu_fast/conv2d.h in float32, kernels/cpu/conv2d.h (the reference) in float64. CUDA: cuDNN or
 // the implicit-GEMM convolution of kernels/cuda (conv2d_implicit_gemm), chosen by the context's
-// conv_algorithm. Keeps the input for backward.
+// conv_algorithm. Keeps the input for backward. Under bf16 autocast (kernels/ops/autocast_bf16.h) the weight
+// is read from the model's bf16 mirror.
 
 #include "layers/layer.h"
 

@@ -71,6 +71,7 @@ struct ParamSlot {
   std::int64_t fan_in = 0;  // for FanInUniform
   Tensor value;             // view into the model's flat parameter buffer (undefined until finalize)
   Tensor grad;              // view into the model's flat gradient buffer, same offset
+  Tensor value_bf16;        // view into the model's bf16 mirror, same offset (bf16 autocast only)
   std::size_t index = 0;    // position in Model::parameters()
 };
 

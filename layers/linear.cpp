@@ -23,7 +23,8 @@ Tensor Linear::forward_impl(const Tensor& x, Mode mode) {
   const LinearShape s{.n = detail::to_int(x.dim(0)), .in_features = in_, .out_features = out_};
   Tensor y = new_tensor({x.dim(0), out_});
   const Tensor& w = param(weight_).value;
-  ops::linear_forward(context(), s, x, w, bias_on_ ? param(bias_).value : Tensor(), y);
+  ops::linear_forward(context(), s, x, w, bias_on_ ? param(bias_).value : Tensor(), y,
+                      param(weight_).value_bf16);
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
 }
@@ -33,7 +34,8 @@ Tensor Linear::backward_impl(const Tensor& dy, Mode) {
   Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
-  ops::linear_backward(context(), s, x_, w, dy, dx, dw, bias_on_ ? param(bias_).grad : Tensor());
+  ops::linear_backward(context(), s, x_, w, dy, dx, dw, bias_on_ ? param(bias_).grad : Tensor(),
+                       param(weight_).value_bf16);
   x_ = Tensor();
   return dx;
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "kernels/ops/cast.h"
 #include "kernels/ops/dispatch.h"
 #include "layers/init.h"
 
@@ -68,6 +69,8 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   ENGINE_CHECK(cpu_ok || cuda_ok,
                "model '{}': {} does not run {} (the CPU runs float32 and float64, CUDA float32)", name_,
                context.device.str(), dtype_name(context.dtype));
+  ENGINE_CHECK(!context.autocast_bf16 || context.dtype == DType::F32,
+               "model '{}': bf16 autocast runs on float32 models, not {}", name_, dtype_name(context.dtype));
   if constexpr (kHaveCuda) {
     if (context.device.is_cuda()) ops::check_cuda_context(fmt::format("model '{}'", name_), context);
   }
@@ -113,6 +116,8 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   flat_params_ = Tensor::zeros({param_elems}, context.dtype, device, context.stream);
   flat_grads_ = Tensor::zeros({param_elems}, context.dtype, device, context.stream);
   flat_buffers_ = Tensor::zeros({buffer_elems}, context.dtype, device, context.stream);
+  if (context.autocast_bf16)
+    flat_params_bf16_ = Tensor::zeros({param_elems}, DType::BF16, device, context.stream);
   Tensor host_params = on_host ? flat_params_ : Tensor::zeros({param_elems}, context.dtype);
   Tensor host_buffers = on_host ? flat_buffers_ : Tensor::zeros({buffer_elems}, context.dtype);
 
@@ -124,6 +129,8 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
       ParamSlot& slot = layer.mutable_param(i);
       slot.value = flat_params_.flat_range(p.offset, slot.shape);
       slot.grad = flat_grads_.flat_range(p.offset, slot.shape);
+      if (flat_params_bf16_.defined()) slot.value_bf16 = flat_params_bf16_.flat_range(p.offset, slot.shape);
+      p.value_bf16 = slot.value_bf16;
       slot.index = next_param;
       p.value = slot.value;
       p.grad = slot.grad;
@@ -147,6 +154,28 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
     flat_buffers_.copy_from(host_buffers, context.stream);
   }
   finalized_ = true;
+  parameters_written();
+}
+
+void Model::parameters_written() const {
+  ENGINE_CHECK(finalized_, "model '{}' is not finalized: call finalize first", name_);
+  if (flat_params_bf16_.defined()) ops::cast_to_bf16(*context_, flat_params_, flat_params_bf16_);
+}
+
+void Model::check_bf16_mirror(const std::string& who) const {
+  if (!flat_params_bf16_.defined()) return;
+  const Tensor master = flat_params_.to(Device::cpu(), context_->stream);
+  const Tensor mirror = flat_params_bf16_.to(Device::cpu(), context_->stream);
+  const float* m = master.data<float>();
+  const bfloat16* b = mirror.data<bfloat16>();
+  for (const Parameter& p : params_) {
+    for (std::int64_t i = p.offset; i < p.offset + p.value.numel(); ++i) {
+      ENGINE_CHECK(to_bfloat16(m[i]).bits == b[i].bits,
+                   "{}: model '{}': the bf16 mirror of '{}' is stale at element {} (master {}, mirror {}): a "
+                   "writer of the parameters did not call Model::parameters_written()",
+                   who, name_, p.name, i - p.offset, m[i], from_bfloat16(b[i]));
+    }
+  }
 }
 
 }  // namespace engine::layers

@@ -32,11 +32,12 @@ namespace engine::layers {
 inline constexpr std::int64_t kParameterAlignment = 32;
 
 struct Parameter {
-  std::string name;     // state-dict name: "features.0.weight"
-  Tensor value;         // view into Model::flat_parameters()
-  Tensor grad;          // view into Model::flat_gradients(), at the same offset
-  std::int64_t offset;  // element offset of both views
-  Layer* layer;         // the owner
+  std::string name;        // state-dict name: "features.0.weight"
+  Tensor value;            // view into Model::flat_parameters()
+  Tensor grad;             // view into Model::flat_gradients(), at the same offset
+  std::int64_t offset;     // element offset of both views
+  Layer* layer;            // the owner
+  Tensor value_bf16 = {};  // view into Model::flat_parameters_bf16() (bf16 autocast only), same offset
 };
 
 struct Buffer {
@@ -93,6 +94,17 @@ class Model {
   const Tensor& flat_gradients() const { return flat_grads_; }
   const Tensor& flat_buffers() const { return flat_buffers_; }
 
+  // bf16 autocast (ExecutionContext::autocast_bf16): the bf16 mirror of the flat parameter buffer, the
+  // weights Conv2d and Linear compute with; undefined otherwise. The fp32 buffer stays the master (the
+  // optimizer's, the checkpoint's). Sgd::step writes both in one pass; every other writer of the parameters
+  // (initialization, checkpoint load, broadcast from rank 0, EMA copies and swaps) calls
+  // parameters_written(), which re-rounds the whole mirror. check_bf16_mirror() compares the mirror with the
+  // rounded master on the host and throws naming the first stale parameter: the tests call it after each
+  // writer, the trainer after every epoch, so a writer that forgets cannot go unnoticed for long.
+  const Tensor& flat_parameters_bf16() const { return flat_params_bf16_; }
+  void parameters_written() const;  // const as flat_parameters(): it writes tensor data, not the model
+  void check_bf16_mirror(const std::string& who) const;
+
   ExecutionContext& context() const;
   Layer& root() const { return *root_; }
   const std::string& name() const { return name_; }
@@ -108,7 +120,7 @@ class Model {
   std::vector<Buffer> buffers_;
   std::vector<Counter> counters_;
   std::vector<StateEntry> state_;
-  Tensor flat_params_, flat_grads_, flat_buffers_;
+  Tensor flat_params_, flat_grads_, flat_buffers_, flat_params_bf16_;
   bool finalized_ = false;
 };
 

@@ -230,6 +230,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
       copy_into(entry_tensor(model, e), bytes, stream);
     }
   }
+  model.parameters_written();  // bf16 autocast: the mirror follows the loaded fp32 weights
   if (load_momentum) {
     for (const layers::Parameter& p : model.parameters()) {
       copy_into(sgd->momentum_buffer().flat_range(p.offset, p.value.shape()),

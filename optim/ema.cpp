@@ -58,6 +58,7 @@ void WeightAverage::update(double rho, bool copy_back) {
   }
   const ExecutionContext& ctx = model_.context();
   ops::ema_update(ctx, rho, params_, model_.flat_parameters(), copy_back);
+  if (copy_back) model_.parameters_written();  // bf16 autocast: the mirror follows the written weights
   if (buffers_.defined()) ops::ema_update(ctx, rho, buffers_, model_.flat_buffers(), copy_back);
 }
 
@@ -82,6 +83,7 @@ void WeightAverage::swap_with_weights() {
     Tensor(b).copy_from(tmp, stream);
   };
   swap(params_, model_.flat_parameters());
+  model_.parameters_written();
   if (buffers_.defined()) swap(buffers_, model_.flat_buffers());
 }
 

@@ -54,7 +54,9 @@ void Sgd::step(double lr) {
   const Tensor& p = model_.flat_parameters();
   const Tensor& g = model_.flat_gradients();
   const bool first = !has_state_;
-  ops::sgd_step(model_.context(), options, p, g, momentum_, first, tiles_, device_tiles_, device_lr_);
+  // Under bf16 autocast the same pass writes the model's bf16 mirror (layers/model.h).
+  ops::sgd_step(model_.context(), options, p, g, momentum_, first, tiles_, device_tiles_,
+                model_.flat_parameters_bf16(), device_lr_);
   if (momentum_.defined()) has_state_ = true;
   ++steps_;
 }

@@ -134,7 +134,7 @@ void print_timeline(const dist::StepTimeline& t) {
 int run_rank(const Config& c, const dist::DistEnv& env) {
   const bool gpu = gpu_ranks(c);
   const int device_index = gpu ? dist::rank_cuda_device(env) : 0;
-  apps::TrainDevice device(!gpu, device_index, /*deterministic=*/false, /*tf32_convolutions=*/true,
+  apps::TrainDevice device(!gpu, device_index, /*deterministic=*/false, apps::Precision::Tf32,
                            /*dropout_seed=*/1 + env.rank);  // cnn_train's default math
   const dist::Backend backend = gpu ? dist::Backend::Nccl : dist::Backend::Gloo;
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(c.timeout_s * 1000.0));

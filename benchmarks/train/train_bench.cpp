@@ -143,7 +143,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
       c.implicit_gemm_conv ? " implicit-gemm conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
   return {{"impl", "engine"},
           {"setting", c.cpu || c.smoke
-                          ? std::string("cpu fp32")
+                          ? std::string(apps::autocast_bf16(c.precision) ? "cpu bf16 (emulated)" : "cpu fp32")
                           : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
           {"model", r.model},
           {"batch", r.batch},
@@ -174,6 +174,7 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   ctx.handles = static_cast<cuda::CudaHandles*>(handles);
   ctx.dropout_seed = 1;
   ctx.allow_tf32 = apps::tf32_convolutions(c.precision);
+  ctx.autocast_bf16 = apps::autocast_bf16(c.precision);
   ctx.conv_algorithm =
       c.implicit_gemm_conv ? layers::ConvAlgorithm::ImplicitGemm : layers::ConvAlgorithm::Cudnn;
   layers::Model model =
@@ -195,6 +196,9 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
 
   const Tensor& params = model.flat_parameters();
   const Tensor& grads = model.flat_gradients();
+  // bf16 autocast: the SGD pass also writes the model's bf16 weight mirror (null otherwise).
+  bfloat16* mirror =
+      model.flat_parameters_bf16().defined() ? model.flat_parameters_bf16().data<bfloat16>() : nullptr;
   Tensor momentum = Tensor::zeros(params.shape(), DType::F32, device, stream);
   Tensor loss_sum = Tensor::zeros({1}, DType::F64, device, stream);
   bool first_sgd_step = true;
@@ -223,11 +227,11 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
     if (device.is_cuda()) {
 #if ENGINE_HAVE_CUDA
       cuda::sgd_step(static_cast<cudaStream_t>(stream), kSgd, params.data<float>(), grads.data<float>(),
-                     momentum.data<float>(), params.numel(), first_sgd_step);
+                     momentum.data<float>(), params.numel(), first_sgd_step, mirror);
 #endif
     } else {
       cpu_fast::sgd_step(kSgd, params.data<float>(), grads.data<float>(), momentum.data<float>(),
-                         params.numel(), first_sgd_step);
+                         params.numel(), first_sgd_step, mirror);
     }
     first_sgd_step = false;
     if (t) t->end(bench::Phase::Optimizer);
@@ -317,8 +321,8 @@ int main(int argc, char** argv) {
   app.add_flag("--epoch", c.epoch, "time one whole epoch instead of --steps");
   apps::add_choice_option(
       app, "--precision", c.precision, apps::kPrecisionChoices,
-      "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear) or "
-      "fp32 (no TF32)");
+      "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear), fp32 (no TF32) or "
+      "bf16 (autocast at Conv2d and Linear; on the CPU, with --cpu, an exact emulation in float32)");
   app.add_flag("--implicit-gemm-conv", c.implicit_gemm_conv,
                "the implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.cu) instead of cuDNN");
   app.add_flag(
@@ -392,7 +396,9 @@ int main(int argc, char** argv) {
     const data::Dataset d = cifar_or_random(source);
     std::printf("train_bench on %s: data %s (%lld images), %s, %s conv%s; %d warm-up steps, then %s\n",
                 device.c_str(), source.c_str(), static_cast<long long>(d.size()),
-                c.precision == apps::Precision::Tf32 ? "TF32 convolutions" : "fp32",
+                c.precision == apps::Precision::Tf32
+                    ? "TF32 convolutions"
+                    : (c.precision == apps::Precision::Bf16 ? "bf16 autocast (TF32 convolutions)" : "fp32"),
                 c.implicit_gemm_conv ? "implicit-GEMM" : "cuDNN",
                 c.deterministic ? " (deterministic, heuristic)" : " (benchmark search)", c.warmup,
                 c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());

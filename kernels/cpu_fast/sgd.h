@@ -7,16 +7,20 @@
 #include <cstdint>
 #include <span>
 
+#include "core/dtype.h"
 #include "kernels/cpu/sgd.h"
 
 namespace engine::cpu_fast {
 
+// bf16_mirror (optional, bf16 autocast: Model::flat_parameters_bf16()): each updated parameter's bf16
+// rounding is written there in the same pass, so the mirror never lags the master weights.
 void sgd_step(const cpu::SgdOptions& options, float* params, const float* grads, float* momentum_buffer,
-              std::int64_t n, bool first_step);
+              std::int64_t n, bool first_step, bfloat16* bf16_mirror = nullptr);
 
 // With parameter groups (cpu::tile_sgd_groups): each tile's range with lr * lr_scale (formed in double, then
 // rounded to float) and its weight decay; frozen tiles untouched.
 void sgd_step_groups(const cpu::SgdOptions& options, std::span<const cpu::SgdGroup> groups, float* params,
-                     const float* grads, float* momentum_buffer, std::int64_t n, bool first_step);
+                     const float* grads, float* momentum_buffer, std::int64_t n, bool first_step,
+                     bfloat16* bf16_mirror = nullptr);
 
 }  // namespace engine::cpu_fast

@@ -19,4 +19,8 @@ void cast_f32_to_bf16(cudaStream_t stream, const float* src, bfloat16* dst, std:
 void cast_bf16_to_f32_scaled(cudaStream_t stream, const bfloat16* src, float* dst, std::int64_t n,
                              float scale);
 
+// dst[i] = from_bfloat16(to_bfloat16(src[i])): the nearest bf16 value kept in float32 (bf16 autocast's
+// rounding, kernels/ops/autocast_bf16.h). src == dst is allowed (each element is read once, then written).
+void round_to_bf16_values(cudaStream_t stream, const float* src, float* dst, std::int64_t n);
+
 }  // namespace engine::cuda

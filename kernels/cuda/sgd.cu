@@ -2,7 +2,8 @@
 // kernels/cpu/sgd.cpp operation for operation in double, each step written with an explicit round-to-nearest
 // intrinsic (__dmul_rn, __dadd_rn, __dsub_rn) so nvcc cannot fuse a multiply and an add into an FMA (it
 // would by default, and the CPU build does not): the result is bitwise equal to cpu::sgd_step<float>. 128-bit
-// accesses where the pointers allow (kernels/cuda/vector4.cuh).
+// accesses where the pointers allow (kernels/cuda/vector4.cuh). With a bf16 mirror (bf16 autocast) the same
+// thread stores each new parameter's bf16 rounding there.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/sgd.h"
@@ -40,7 +41,7 @@ __device__ __forceinline__ void sgd_element(const SgdParams& o, double lr, doubl
 // Every element at o.lr and o.weight_decay (no parameter groups).
 template <bool kVector>
 __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float* __restrict__ grads,
-                           float* __restrict__ buffer, std::int64_t n) {
+                           float* __restrict__ buffer, bfloat16* __restrict__ mirror, std::int64_t n) {
   const double lr = step_lr(o);
   std::int64_t scalar_from = 0;
   if constexpr (kVector) {
@@ -54,11 +55,18 @@ __global__ void sgd_kernel(SgdParams o, float* __restrict__ params, const float*
       for (int k = 0; k < 4; ++k) sgd_element(o, lr, o.weight_decay, p.v[k], gr.v[k], b.v[k]);
       detail::store4(params, g, p);
       if (o.use_momentum) detail::store4(buffer, g, b);
+      if (mirror != nullptr) {
+        detail::Bf16x4 m;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) m.v[k] = to_bfloat16(p.v[k]);
+        detail::store4(mirror, g, m);
+      }
     }
   }
   for (const std::int64_t i : detail::grid_stride(scalar_from, n)) {
     float unused = 0.0f;
     sgd_element(o, lr, o.weight_decay, params[i], grads[i], o.use_momentum ? buffer[i] : unused);
+    if (mirror != nullptr) mirror[i] = to_bfloat16(params[i]);
   }
 }
 
@@ -79,7 +87,7 @@ __device__ const cpu::SgdGroup& tile_of(const cpu::SgdGroup* tiles, int count, s
 // With parameter groups: each element takes its tile's rate factor and decay; frozen tiles are skipped.
 __global__ void sgd_tiles_kernel(SgdParams o, const cpu::SgdGroup* __restrict__ tiles, int count,
                                  float* __restrict__ params, const float* __restrict__ grads,
-                                 float* __restrict__ buffer, std::int64_t n) {
+                                 float* __restrict__ buffer, bfloat16* __restrict__ mirror, std::int64_t n) {
   const double lr = step_lr(o);
   for (const std::int64_t i : detail::grid_stride(n)) {
     const cpu::SgdGroup& t = tile_of(tiles, count, i);
@@ -87,6 +95,7 @@ __global__ void sgd_tiles_kernel(SgdParams o, const cpu::SgdGroup* __restrict__ 
     float unused = 0.0f;
     sgd_element(o, __dmul_rn(lr, t.lr_scale), t.weight_decay, params[i], grads[i],
                 o.use_momentum ? buffer[i] : unused);
+    if (mirror != nullptr) mirror[i] = to_bfloat16(params[i]);
   }
 }
 
@@ -96,7 +105,7 @@ namespace {
 
 void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* tiles, int count,
             float* params, const float* grads, float* momentum_buffer, std::int64_t n, bool first_step,
-            const double* device_lr) {
+            bfloat16* mirror, const double* device_lr) {
   options.validate();
   ENGINE_CHECK(n >= 0, "sgd_step: parameter count must be non-negative, got {}", n);
   if (n == 0) return;
@@ -110,13 +119,13 @@ void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdG
                     first_step,           device_lr};
   if (tiles != nullptr) {
     sgd_tiles_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, tiles, count, params, grads,
-                                                                         momentum_buffer, n);
-  } else if (detail::vector_aligned(params, grads, use_momentum ? momentum_buffer : nullptr)) {
+                                                                         momentum_buffer, mirror, n);
+  } else if (detail::vector_aligned(params, grads, use_momentum ? momentum_buffer : nullptr, mirror)) {
     sgd_kernel<true><<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(
-        o, params, grads, momentum_buffer, n);
+        o, params, grads, momentum_buffer, mirror, n);
   } else {
     sgd_kernel<false>
-        <<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, params, grads, momentum_buffer, n);
+        <<<detail::grid_for(n), detail::kBlock, 0, stream>>>(o, params, grads, momentum_buffer, mirror, n);
   }
   ENGINE_LAUNCH_CHECK();
 }
@@ -124,18 +133,20 @@ void launch(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdG
 }  // namespace
 
 void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
-              float* momentum_buffer, std::int64_t n, bool first_step, const double* device_lr) {
+              float* momentum_buffer, std::int64_t n, bool first_step, bfloat16* bf16_mirror,
+              const double* device_lr) {
   ENGINE_NVTX_RANGE("sgd_step");
-  launch(stream, options, nullptr, 0, params, grads, momentum_buffer, n, first_step, device_lr);
+  launch(stream, options, nullptr, 0, params, grads, momentum_buffer, n, first_step, bf16_mirror, device_lr);
 }
 
 void sgd_step_tiles(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* device_tiles,
                     int count, float* params, const float* grads, float* momentum_buffer, std::int64_t n,
-                    bool first_step, const double* device_lr) {
+                    bool first_step, bfloat16* bf16_mirror, const double* device_lr) {
   ENGINE_NVTX_RANGE("sgd_step_tiles");
   ENGINE_CHECK(device_tiles != nullptr && count > 0, "sgd_step_tiles: {} tiles at {}", count,
                static_cast<const void*>(device_tiles));
-  launch(stream, options, device_tiles, count, params, grads, momentum_buffer, n, first_step, device_lr);
+  launch(stream, options, device_tiles, count, params, grads, momentum_buffer, n, first_step, bf16_mirror,
+         device_lr);
 }
 
 }  // namespace engine::cuda

@@ -15,19 +15,23 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
+// bf16_mirror (optional, bf16 autocast: Model::flat_parameters_bf16()): each updated parameter's bf16
+// rounding (core/dtype.h's to_bfloat16) is stored there by the same thread, in the same pass.
 void sgd_step(cudaStream_t stream, const cpu::SgdOptions& options, float* params, const float* grads,
-              float* momentum_buffer, std::int64_t n, bool first_step, const double* device_lr = nullptr);
+              float* momentum_buffer, std::int64_t n, bool first_step, bfloat16* bf16_mirror = nullptr,
+              const double* device_lr = nullptr);
 
 // With parameter groups, still one launch: `device_tiles` is cpu::tile_sgd_groups(...)'s output (`count`
 // entries tiling [0, n)) copied to device memory once (optim::Sgd does); each thread finds its element's tile
 // by a binary search over the begins. Bitwise equal to cpu::sgd_step_groups<float>; frozen tiles untouched.
 void sgd_step_tiles(cudaStream_t stream, const cpu::SgdOptions& options, const cpu::SgdGroup* device_tiles,
                     int count, float* params, const float* grads, float* momentum_buffer, std::int64_t n,
-                    bool first_step, const double* device_lr = nullptr);
+                    bool first_step, bfloat16* bf16_mirror = nullptr, const double* device_lr = nullptr);
 
 }  // namespace engine::cuda

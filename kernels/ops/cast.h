@@ -12,4 +12,7 @@ void cast_to_bf16(const ExecutionContext& ctx, const Tensor& src, const Tensor& 
 // dst (F32) = float(src (BF16)) * scale.
 void cast_from_bf16_scaled(const ExecutionContext& ctx, const Tensor& src, const Tensor& dst, float scale);
 
+// dst (F32) = the nearest bf16 value of each src (F32) element, kept in float32; src may be dst.
+void round_to_bf16_values(const ExecutionContext& ctx, const Tensor& src, const Tensor& dst);
+
 }  // namespace engine::ops

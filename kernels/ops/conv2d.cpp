@@ -3,12 +3,19 @@
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cuda/conv2d_cudnn.h"
 #include "kernels/cuda/conv2d_implicit_gemm.h"
+#include "kernels/ops/autocast_bf16.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
-                    const Tensor& bias, const Tensor& y) {
+                    const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+  if (ctx.autocast_bf16) {
+    conv2d_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                   autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, bias), y);
+    autocast::round_in_place(ctx, y);
+    return;
+  }
   dispatch("conv2d", ctx, x, [&]<Path P, typename T>() {
     const T* b = data_or_null<T>(bias);
     if constexpr (P == Path::Cuda) {
@@ -27,7 +34,18 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
 }
 
 void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
-                     const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+                     const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
+                     const Tensor& w_bf16) {
+  if (ctx.autocast_bf16) {
+    // dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
+    // the bf16 copies of x, w and b, cast up).
+    conv2d_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                    autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, dy), dx, dw, db);
+    autocast::round_in_place(ctx, dx);
+    autocast::round_in_place(ctx, dw);
+    autocast::round_in_place(ctx, db);
+    return;
+  }
   dispatch("conv2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     T* db_data = data_or_null<T>(db);

@@ -2,12 +2,19 @@
 
 #include "kernels/cpu_fast/linear.h"
 #include "kernels/cuda/linear.h"
+#include "kernels/ops/autocast_bf16.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
 void linear_forward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
-                    const Tensor& bias, const Tensor& y) {
+                    const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+  if (ctx.autocast_bf16) {
+    linear_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                   autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, bias), y);
+    autocast::round_in_place(ctx, y);
+    return;
+  }
   dispatch("linear", ctx, x, [&]<Path P, typename T>() {
     const T* b = data_or_null<T>(bias);
     if constexpr (P == Path::Cuda) {
@@ -22,7 +29,18 @@ void linear_forward(const ExecutionContext& ctx, const LinearShape& s, const Ten
 }
 
 void linear_backward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
-                     const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+                     const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
+                     const Tensor& w_bf16) {
+  if (ctx.autocast_bf16) {
+    // dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
+    // the bf16 copies of x, w and b, cast up).
+    linear_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                    autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, dy), dx, dw, db);
+    autocast::round_in_place(ctx, dx);
+    autocast::round_in_place(ctx, dw);
+    autocast::round_in_place(ctx, db);
+    return;
+  }
   dispatch("linear", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     T* db_data = data_or_null<T>(db);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "apps/ddp.h"
@@ -103,12 +104,22 @@ TEST(FlagChoice, PrecisionIsPyTorchsSwitches) {
   app.parse(std::vector<std::string>{"fp32", "--precision", "mnist", "--dataset"});
   EXPECT_EQ(c.precision, Precision::Fp32);
   EXPECT_FALSE(tf32_convolutions(c.precision));
+  EXPECT_FALSE(autocast_bf16(c.precision));
   EXPECT_TRUE(tf32_convolutions(Precision::Tf32));
-  try {
-    app.parse(std::vector<std::string>{"bf16", "--precision", "mnist", "--dataset"});
-    FAIL() << "--precision bf16 was accepted before bf16 runs";
-  } catch (const CLI::ValidationError& e) {
-    EXPECT_EQ(std::string(e.what()), "--precision: 'bf16' is not one of fp32 or tf32");
+  EXPECT_FALSE(autocast_bf16(Precision::Tf32));
+  app.parse(std::vector<std::string>{"bf16", "--precision", "mnist", "--dataset"});
+  EXPECT_EQ(c.precision, Precision::Bf16);
+  EXPECT_TRUE(autocast_bf16(c.precision));
+  // bf16 values are exact in TF32: the convolutions may use its tensor cores without changing a result.
+  EXPECT_TRUE(tf32_convolutions(c.precision));
+  for (const char* bad : {"fp16", "BF16", "bfloat16"}) {
+    try {
+      app.parse(std::vector<std::string>{bad, "--precision", "mnist", "--dataset"});
+      FAIL() << "--precision '" << bad << "' was accepted";
+    } catch (const CLI::ValidationError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("--precision: '{}' is not one of fp32, tf32 or bf16", bad));
+    }
   }
 }
 

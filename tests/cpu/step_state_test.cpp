@@ -95,7 +95,7 @@ TEST(StepState, ALearningRateInDeviceMemoryIsRefusedOnTheCpu) {
   EXPECT_EQ(sgd.steps(), 1);
   try {
     ops::sgd_step(model.context(), {.lr = 0.1}, model.flat_parameters(), model.flat_gradients(), Tensor(),
-                  false, {}, Tensor(), &lr);
+                  false, {}, Tensor(), /*bf16_mirror=*/Tensor(), &lr);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("needs CUDA parameters"), std::string::npos) << e.what();

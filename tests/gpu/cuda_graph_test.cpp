@@ -54,7 +54,7 @@ TEST(CudaGraphStep, ReplayedSgdWithAChangingRateEqualsEagerStepsBitwise) {
   CudaGraph graph;
   const std::string failed = graph.capture(s, [&] {
     cuda::sgd_step(s, o, graph_p.data<float>(), grads.data<float>(), graph_m.data<float>(), n, false,
-                   device_lr);
+                   /*bf16_mirror=*/nullptr, device_lr);
   });
   ASSERT_EQ(failed, "");
   EXPECT_EQ(graph.kernel_nodes(), 1u);

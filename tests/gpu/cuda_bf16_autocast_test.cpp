@@ -1,0 +1,229 @@
+// bf16 autocast (kernels/ops/autocast_bf16.h) on CUDA against the CPU emulation and the float64 reference:
+// Conv2d and Linear forward and backward through the ops a model calls, with the handles cnn_train makes for
+// --precision bf16 (TF32 allowed for convolutions: exact for bf16 values), outputs poisoned first, odd sizes.
+// Both devices compute the same exact products and differ only in the fp32 accumulation order, so each is
+// within tests/common/bf16_tolerance.h's bound of the reference, and they are within twice it of each other.
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/stream.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cuda/handles.h"
+#include "kernels/cuda/sgd.h"
+#include "kernels/ops/cast.h"
+#include "kernels/ops/conv2d.h"
+#include "kernels/ops/linear.h"
+#include "tests/common/bf16_tolerance.h"
+#include "tests/common/gpu.h"
+#include "tests/gpu/kernel_test_util.h"
+
+namespace engine {
+namespace {
+
+using testing::bf16_matches;
+using testing::bf16_rounded;
+using testing::random_floats;
+
+// The operands of one op on one device: x, w and its bf16 mirror, bias, dy, and NaN-poisoned outputs.
+struct Operands {
+  Tensor x, w, mirror, b, dy, y, dx, dw, db;
+};
+
+Operands operands(const ExecutionContext& ctx, const std::vector<float>& x, const std::vector<float>& w,
+                  const std::vector<float>& b, const std::vector<float>& dy, std::size_t y_size) {
+  auto put = [&](const std::vector<float>& v) {
+    return Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())}).to(ctx.device, ctx.stream);
+  };
+  auto poisoned = [&](std::size_t n) {
+    Tensor t = Tensor::empty({static_cast<std::int64_t>(n)}, DType::F32, ctx.device, ctx.stream);
+    t.fill_bytes(0xFF, ctx.stream);
+    return t;
+  };
+  Operands o{put(x),
+             put(w),
+             Tensor(),
+             b.empty() ? Tensor() : put(b),
+             put(dy),
+             poisoned(y_size),
+             poisoned(x.size()),
+             poisoned(w.size()),
+             b.empty() ? Tensor() : poisoned(b.size())};
+  o.mirror = Tensor::empty({o.w.numel()}, DType::BF16, ctx.device, ctx.stream);
+  ops::cast_to_bf16(ctx, o.w, o.mirror);
+  return o;
+}
+
+std::vector<float> host(const Tensor& t, void* stream) {
+  return cuda_test::to_host<float>(t, static_cast<cudaStream_t>(stream));
+}
+
+struct GpuContext {
+  Stream stream{0};
+  cuda::CudaHandles handles{0, stream.get(), cuda::training_handles_options(false, /*allow_tf32=*/true)};
+  ExecutionContext ctx;
+  GpuContext() {
+    ctx.device = Device::cuda(0);
+    ctx.stream = stream.get();
+    ctx.handles = &handles;
+    ctx.allow_tf32 = true;
+    ctx.autocast_bf16 = true;
+  }
+};
+
+ExecutionContext cpu_bf16() {
+  ExecutionContext c;
+  c.autocast_bf16 = true;
+  return c;
+}
+
+class CudaBf16Conv2d : public ::testing::TestWithParam<Conv2dShape> {};
+
+TEST_P(CudaBf16Conv2d, MatchesTheCpuEmulationAndTheReference) {
+  SKIP_WITHOUT_GPU();
+  const Conv2dShape s = GetParam();
+  const std::vector<float> x = random_floats(s.x_size(), 41), w = random_floats(s.w_size(), 42),
+                           b = random_floats(static_cast<std::size_t>(s.k), 43),
+                           dy = random_floats(s.y_size(), 44);
+  const std::vector<double> xr = bf16_rounded(x), wr = bf16_rounded(w), dyr = bf16_rounded(dy);
+  const std::vector<double> bd = bf16_rounded(b);
+  const auto xa = testing::abs_values(xr), wa = testing::abs_values(wr), dya = testing::abs_values(dyr),
+             ba = testing::abs_values(bd);
+  std::vector<double> y_ref(s.y_size()), y_mag(s.y_size()), dx_ref(s.x_size()), dx_mag(s.x_size()),
+      dw_ref(s.w_size()), dw_mag(s.w_size()), db_ref(b.size()), db_mag(b.size());
+  cpu::conv2d_forward<double>(s, xr.data(), wr.data(), bd.data(), y_ref.data());
+  cpu::conv2d_forward<double>(s, xa.data(), wa.data(), ba.data(), y_mag.data());
+  cpu::conv2d_backward<double>(s, xr.data(), wr.data(), dyr.data(), dx_ref.data(), dw_ref.data(),
+                               db_ref.data());
+  cpu::conv2d_backward<double>(s, xa.data(), wa.data(), dya.data(), dx_mag.data(), dw_mag.data(),
+                               db_mag.data());
+
+  GpuContext gpu;
+  const ExecutionContext cpu = cpu_bf16();
+  const Operands g = operands(gpu.ctx, x, w, b, dy, s.y_size()), c = operands(cpu, x, w, b, dy, s.y_size());
+  const auto run = [&s](const ExecutionContext& ctx, const Operands& o) {
+    ops::conv2d_forward(ctx, s, o.x, o.w, o.b, o.y, o.mirror);
+    ops::conv2d_backward(ctx, s, o.x, o.w, o.dy, o.dx, o.dw, o.db, o.mirror);
+  };
+  run(gpu.ctx, g);
+  run(cpu, c);
+  const std::int64_t per_y = static_cast<std::int64_t>(s.c) * s.r * s.s + 1,
+                     per_dx = static_cast<std::int64_t>(s.k) * s.r * s.s,
+                     per_dw = static_cast<std::int64_t>(s.n) * s.p() * s.q();
+  const std::vector<float> gy = host(g.y, gpu.ctx.stream), gdx = host(g.dx, gpu.ctx.stream),
+                           gdw = host(g.dw, gpu.ctx.stream), gdb = host(g.db, gpu.ctx.stream);
+  EXPECT_TRUE(bf16_matches(gy, y_ref, y_mag, per_y, true)) << "y";
+  EXPECT_TRUE(bf16_matches(gdx, dx_ref, dx_mag, per_dx, true)) << "dx";
+  EXPECT_TRUE(bf16_matches(gdw, dw_ref, dw_mag, per_dw, true)) << "dw";
+  EXPECT_TRUE(bf16_matches(gdb, db_ref, db_mag, per_dw, true)) << "db";
+  // GPU against the CPU emulation: each within the bound of the reference, so within twice it of each other.
+  const auto widened = [](const Tensor& t) {
+    const std::vector<float> v = t.to_vector<float>();
+    return std::vector<double>(v.begin(), v.end());
+  };
+  EXPECT_TRUE(bf16_matches(gy, widened(c.y), y_mag, per_y, true, 2.0)) << "y vs CPU";
+  EXPECT_TRUE(bf16_matches(gdx, widened(c.dx), dx_mag, per_dx, true, 2.0)) << "dx vs CPU";
+  EXPECT_TRUE(bf16_matches(gdw, widened(c.dw), dw_mag, per_dw, true, 2.0)) << "dw vs CPU";
+}
+
+INSTANTIATE_TEST_SUITE_P(OddSizes, CudaBf16Conv2d,
+                         ::testing::Values(Conv2dShape{.n = 3,
+                                                       .c = 5,
+                                                       .h = 9,
+                                                       .w = 7,
+                                                       .k = 6,
+                                                       .r = 3,
+                                                       .s = 3,
+                                                       .stride_h = 2,
+                                                       .stride_w = 2,
+                                                       .pad_h = 1,
+                                                       .pad_w = 1},
+                                           Conv2dShape{.n = 2,
+                                                       .c = 17,
+                                                       .h = 11,
+                                                       .w = 13,
+                                                       .k = 9,
+                                                       .r = 3,
+                                                       .s = 3,
+                                                       .stride_h = 1,
+                                                       .stride_w = 1,
+                                                       .pad_h = 1,
+                                                       .pad_w = 1}));
+
+TEST(CudaBf16Linear, MatchesTheCpuEmulationAndTheReference) {
+  SKIP_WITHOUT_GPU();
+  const LinearShape s{.n = 33, .in_features = 301, .out_features = 11};
+  const std::vector<float> x = random_floats(s.x_size(), 51), w = random_floats(s.w_size(), 52),
+                           b = random_floats(11, 53), dy = random_floats(s.y_size(), 54);
+  const std::vector<double> xr = bf16_rounded(x), wr = bf16_rounded(w), dyr = bf16_rounded(dy);
+  const std::vector<double> bd = bf16_rounded(b);
+  const auto xa = testing::abs_values(xr), wa = testing::abs_values(wr), dya = testing::abs_values(dyr),
+             ba = testing::abs_values(bd);
+  std::vector<double> y_ref(s.y_size()), y_mag(s.y_size()), dx_ref(s.x_size()), dx_mag(s.x_size()),
+      dw_ref(s.w_size()), dw_mag(s.w_size()), db_ref(11), db_mag(11);
+  cpu::linear_forward<double>(s, xr.data(), wr.data(), bd.data(), y_ref.data());
+  cpu::linear_forward<double>(s, xa.data(), wa.data(), ba.data(), y_mag.data());
+  cpu::linear_backward<double>(s, xr.data(), wr.data(), dyr.data(), dx_ref.data(), dw_ref.data(),
+                               db_ref.data());
+  cpu::linear_backward<double>(s, xa.data(), wa.data(), dya.data(), dx_mag.data(), dw_mag.data(),
+                               db_mag.data());
+
+  GpuContext gpu;
+  const ExecutionContext cpu = cpu_bf16();
+  const Operands g = operands(gpu.ctx, x, w, b, dy, s.y_size()), c = operands(cpu, x, w, b, dy, s.y_size());
+  const auto run = [&s](const ExecutionContext& ctx, const Operands& o) {
+    ops::linear_forward(ctx, s, o.x, o.w, o.b, o.y, o.mirror);
+    ops::linear_backward(ctx, s, o.x, o.w, o.dy, o.dx, o.dw, o.db, o.mirror);
+  };
+  run(gpu.ctx, g);
+  run(cpu, c);
+  const std::vector<float> gy = host(g.y, gpu.ctx.stream), gdx = host(g.dx, gpu.ctx.stream),
+                           gdw = host(g.dw, gpu.ctx.stream), gdb = host(g.db, gpu.ctx.stream);
+  EXPECT_TRUE(bf16_matches(gy, y_ref, y_mag, s.in_features + 1, true)) << "y";
+  EXPECT_TRUE(bf16_matches(gdx, dx_ref, dx_mag, s.out_features, true)) << "dx";
+  EXPECT_TRUE(bf16_matches(gdw, dw_ref, dw_mag, s.n, true)) << "dw";
+  EXPECT_TRUE(bf16_matches(gdb, db_ref, db_mag, s.n, true)) << "db";
+  const std::vector<float> cy = c.y.to_vector<float>();
+  EXPECT_TRUE(
+      bf16_matches(gy, std::vector<double>(cy.begin(), cy.end()), y_mag, s.in_features + 1, true, 2.0))
+      << "y vs CPU";
+}
+
+// The fused SGD's bf16 mirror: after each step it holds the bf16 rounding of every new parameter, and the
+// parameters are the ones a step without a mirror gives (cpu::sgd_step<float>, which the kernel equals
+// bitwise: tests/gpu/cuda_sgd_test.cpp). Both launch forms: 128-bit (aligned, with a tail) and scalar (one
+// element off alignment).
+TEST(CudaBf16Mirror, TheFusedSgdWritesTheRoundedParameters) {
+  SKIP_WITHOUT_GPU();
+  Stream stream(0);
+  const cudaStream_t s = stream.get();
+  const cpu::SgdOptions o{.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4};
+  for (const std::int64_t skew : {0, 1}) {
+    const std::int64_t n = 1001;
+    std::vector<float> params = random_floats(static_cast<std::size_t>(n), 61), buffer(n, 0.0f);
+    Tensor params_d = cuda_test::to_device(params, s), buffer_d = cuda_test::poisoned<float>(n, s);
+    Tensor mirror_d = Tensor::empty({n + skew}, DType::BF16, Device::cuda(0), s);
+    mirror_d.fill_bytes(0xFF, s);
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> grads =
+          random_floats(static_cast<std::size_t>(n), 70 + static_cast<std::uint64_t>(step));
+      Tensor grads_d = cuda_test::to_device(grads, s);
+      cpu::sgd_step(o, params.data(), grads.data(), buffer.data(), n, step == 0);
+      cuda::sgd_step(s, o, params_d.data<float>(), grads_d.data<float>(), buffer_d.data<float>(), n,
+                     step == 0, mirror_d.data<bfloat16>() + skew);
+      ASSERT_TRUE(cuda_test::bitwise_equal(cuda_test::to_host<float>(params_d, s), params))
+          << "step " << step;
+      const std::vector<bfloat16> mirror = cuda_test::to_host<bfloat16>(mirror_d, s);
+      for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(mirror[static_cast<std::size_t>(i + skew)].bits,
+                  to_bfloat16(params[static_cast<std::size_t>(i)]).bits)
+            << "element " << i << " after step " << step << " (skew " << skew << ")";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace engine
