@@ -33,14 +33,17 @@ constexpr double kOneUlp = 0x1p-23;
 
 struct Data {
   BatchNorm2dShape g;
-  std::size_t size, hw, c;
+  std::size_t size = 0, hw = 0, c = 0;
   std::vector<float> x, dy, gamma, beta, rm, rv;
   std::size_t channel_of(std::size_t i) const { return (i / hw) % c; }
 };
 
 Data make_data(const BatchNorm2dShape& g) {
-  Data d{g, g.x_size(), static_cast<std::size_t>(g.h) * static_cast<std::size_t>(g.w),
-         static_cast<std::size_t>(g.c)};
+  Data d;
+  d.g = g;
+  d.size = g.x_size();
+  d.hw = static_cast<std::size_t>(g.h) * static_cast<std::size_t>(g.w);
+  d.c = static_cast<std::size_t>(g.c);
   d.x = nonzero_floats(d.size, 61);
   for (float& v : d.x) v += 3.0f;  // an offset mean: the centring matters
   d.dy = nonzero_floats(d.size, 62, -1.0f, 1.0f);
