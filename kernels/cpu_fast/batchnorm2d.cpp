@@ -1,5 +1,6 @@
 #include "kernels/cpu_fast/batchnorm2d.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -46,11 +47,18 @@ void normalize_plane(const float* x, float* y, int64_t hw, double mean, double s
   }
 }
 
-// dy as BatchNorm sees it: fused, masked by the fused output (ReLU's backward, gradient 0 unless y > 0).
+// dy as BatchNorm sees it: fused, masked by the fused output (ReLU's backward: dy where y > 0, else +0).
+// The mask is a bitwise and, not a select: GCC leaves a select in these double loops as control flow and
+// does not vectorise them.
 template <bool kMask>
 inline double grad_at(const float* dy, const float* relu_y, int64_t i) {
-  if constexpr (kMask) return relu_y[i] > 0.0f ? static_cast<double>(dy[i]) : 0.0;
-  return static_cast<double>(dy[i]);
+  const float d = dy[i];
+  if constexpr (kMask) {
+    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(relu_y[i] > 0.0f);
+    return static_cast<double>(std::bit_cast<float>(std::bit_cast<std::uint32_t>(d) & keep));
+  } else {
+    return static_cast<double>(d);
+  }
 }
 
 struct PlaneSums {
