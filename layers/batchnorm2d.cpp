@@ -40,6 +40,13 @@ BatchNorm2d::BatchNorm2d(int num_features, double eps, double momentum,
   num_batches_tracked_ = add_counter("num_batches_tracked");
 }
 
+void BatchNorm2d::set_fused_relu(bool fused) {
+  LAYER_CHECK(!finalized(), "the ReLU fusion is decided before the model is finalized");
+  LAYER_CHECK(!fused || can_fuse_relu(), "a {} does not fuse a ReLU (its statistics step is not local)",
+              kind());
+  fused_relu_ = fused;
+}
+
 namespace {
 
 BatchNorm2dShape geometry(const Shape& x) {
@@ -72,14 +79,21 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x, Mode mode) {
   if (mode == Mode::Train) {
     save_mean_ = new_tensor({num_features_});
     save_invstd_ = new_tensor({num_features_});
-    statistics_->forward_training(context(), s, x, gamma, beta, y, save_mean_, save_invstd_, rmean, rvar,
-                                  momentum_, eps_);
+    if (fused_relu_) {  // fuses_relu(): the statistics step is exactly this op, here in its fused form
+      ops::batchnorm2d_forward_training(context(), s, x, gamma, beta, y, save_mean_, save_invstd_, rmean,
+                                        rvar, momentum_, eps_, /*relu=*/true);
+    } else {
+      statistics_->forward_training(context(), s, x, gamma, beta, y, save_mean_, save_invstd_, rmean, rvar,
+                                    momentum_, eps_);
+    }
     ++counter(num_batches_tracked_).value;
   } else {
     save_mean_ = save_invstd_ = Tensor();
-    ops::batchnorm2d_forward_eval(context(), s, x, gamma, beta, rmean, rvar, y, eps_);
+    ops::batchnorm2d_forward_eval(context(), s, x, gamma, beta, rmean, rvar, y, eps_, fused_relu_);
   }
   x_ = keeps_for_backward(mode) ? x : Tensor();
+  y_ = fused_relu_ && keeps_for_backward(mode) ? y : Tensor();
+  last_output_data_ = y.raw_data();
   return y;
 }
 
@@ -89,13 +103,18 @@ Tensor BatchNorm2d::backward_impl(const Tensor& dy, Mode mode) {
   const Tensor& gamma = param(weight_).value;
   const Tensor& dgamma = param(weight_).grad;
   const Tensor& dbeta = param(bias_).grad;
-  if (mode == Mode::Train) {
+  // Fused: dy is the ReLU's output gradient (the pass-through ReLU returned it unchanged); the kernels mask
+  // it by the fused output y_ > 0, which is ReLU's backward.
+  if (mode == Mode::Train && fused_relu_) {
+    ops::batchnorm2d_backward_training(context(), s, x_, gamma, save_mean_, save_invstd_, dy, dx, dgamma,
+                                       dbeta, y_);
+  } else if (mode == Mode::Train) {
     statistics_->backward_training(context(), s, x_, gamma, save_mean_, save_invstd_, dy, dx, dgamma, dbeta);
   } else {  // eval: the running statistics are constants, nothing to synchronize
     ops::batchnorm2d_backward_eval(context(), s, x_, gamma, buffer(running_mean_).value,
-                                   buffer(running_var_).value, dy, dx, dgamma, dbeta, eps_);
+                                   buffer(running_var_).value, dy, dx, dgamma, dbeta, eps_, y_);
   }
-  x_ = save_mean_ = save_invstd_ = Tensor();
+  x_ = save_mean_ = save_invstd_ = y_ = Tensor();
   return dx;
 }
 

@@ -15,6 +15,10 @@
 //
 // The training-mode statistics step is pluggable (layers/batchnorm_statistics.h): this process's batch by
 // default, or every rank's through a process group (dist::SyncBatchNorm2d is this class with that step).
+//
+// Fused ReLU (layers/fusion.h): with set_fused_relu(true) the layer outputs relu(BN(x)) in the same kernel
+// pass and folds ReLU's backward into its own (dy masked by its output > 0); the ReLU that followed it
+// becomes a pass-through. Same parameters, buffers and state dict. Only local statistics fuse.
 
 #include <memory>
 
@@ -38,6 +42,14 @@ class BatchNorm2d : public Layer {
   const Tensor& saved_mean() const { return save_mean_; }
   const Tensor& saved_invstd() const { return save_invstd_; }
 
+  // Whether this layer can carry the ReLU that follows it (its statistics step is the local one).
+  bool can_fuse_relu() const { return statistics_->fuses_relu(); }
+  // Applies ReLU to the output and folds ReLU's backward in. Before the model is finalized only.
+  void set_fused_relu(bool fused);
+  bool fused_relu() const { return fused_relu_; }
+  // The storage of the last forward's output (null before one): a fused ReLU checks it is fed exactly that.
+  const void* last_output_data() const { return last_output_data_; }
+
  protected:
   Tensor forward_impl(const Tensor& x, Mode mode) override;
   Tensor backward_impl(const Tensor& dy, Mode mode) override;
@@ -49,6 +61,9 @@ class BatchNorm2d : public Layer {
   double eps_, momentum_;
   std::size_t weight_ = 0, bias_ = 0, running_mean_ = 0, running_var_ = 0, num_batches_tracked_ = 0;
   Tensor x_, save_mean_, save_invstd_;
+  bool fused_relu_ = false;
+  Tensor y_;  // the fused output, kept for backward's ReLU mask (fused only)
+  const void* last_output_data_ = nullptr;
 };
 
 }  // namespace engine::layers

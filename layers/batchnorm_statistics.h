@@ -25,6 +25,10 @@ class BatchNormStatistics {
   // True when the statistics are those of this process's batch alone, so the batch itself must hold more
   // than one value per channel (a global step checks the global count itself).
   virtual bool local() const = 0;
+  // True when the training step is exactly ops::batchnorm2d_forward_training / _backward_training, whose
+  // fused-ReLU form BatchNorm2d then calls when the model's fusion pass folds a ReLU into it
+  // (layers/fusion.h). Other steps (SyncBatchNorm's all-reduced statistics) are never fused.
+  virtual bool fuses_relu() const { return false; }
 
   virtual void forward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                                 const Tensor& gamma, const Tensor& beta, const Tensor& y,
@@ -42,6 +46,7 @@ class LocalBatchNormStatistics final : public BatchNormStatistics {
  public:
   std::string_view layer_kind() const override { return "BatchNorm2d"; }
   bool local() const override { return true; }
+  bool fuses_relu() const override { return true; }
   void forward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                         const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& save_mean,
                         const Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var,

@@ -6,6 +6,7 @@
 
 #include "kernels/ops/cast.h"
 #include "kernels/ops/dispatch.h"
+#include "layers/fusion.h"
 #include "layers/init.h"
 
 namespace engine::layers {
@@ -62,6 +63,11 @@ std::int64_t Model::parameter_count() const {
   return n;
 }
 
+void Model::set_fusion(bool enabled) {
+  ENGINE_CHECK(!finalized_, "model '{}': fusion is chosen before finalize", name_);
+  fusion_ = enabled;
+}
+
 void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   ENGINE_CHECK(!finalized_, "model '{}' is already finalized", name_);
   const bool cpu_ok = context.device.is_cpu() && (context.dtype == DType::F32 || context.dtype == DType::F64);
@@ -74,6 +80,7 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   if constexpr (kHaveCuda) {
     if (context.device.is_cuda()) ops::check_cuda_context(fmt::format("model '{}'", name_), context);
   }
+  if (fusion_) fused_batchnorm_relu_ = fuse_batchnorm_relu(*root_);
   context_ = std::make_shared<ExecutionContext>(context);
 
   // 1. Names and offsets, in registration order.

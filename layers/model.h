@@ -14,7 +14,9 @@
 //   - allocates one flat buffer for the float buffers (BatchNorm running statistics), for one broadcast;
 //   - initializes every parameter from Philox with the seed (layers/init.h) and every buffer to its fill:
 //     the same seed gives bit-identical weights on every rank and device;
-//   - binds every layer to the shared ExecutionContext and grad-ready hook.
+//   - binds every layer to the shared ExecutionContext and grad-ready hook;
+//   - first of all, unless set_fusion(false): fuses every BatchNorm2d -> ReLU pair of a Sequential
+//     (layers/fusion.h), which changes the kernels run and nothing in the state dict.
 //
 // Backward OVERWRITES the gradients (there is no accumulation across backward calls; nothing to zero).
 
@@ -71,6 +73,11 @@ class Model {
   Model& operator=(Model&&) noexcept = default;
 
   void finalize(const ExecutionContext& context, std::uint64_t init_seed);
+  // Whether finalize runs the fusion pass (default on; off to compare with the unfused kernels).
+  void set_fusion(bool enabled);
+  bool fusion() const { return fusion_; }
+  // How many BatchNorm2d -> ReLU pairs finalize fused.
+  int fused_batchnorm_relu() const { return fused_batchnorm_relu_; }
   bool finalized() const { return finalized_; }
 
   Tensor forward(const Tensor& x, Mode mode) { return root_->forward(x, mode); }
@@ -122,6 +129,8 @@ class Model {
   std::vector<StateEntry> state_;
   Tensor flat_params_, flat_grads_, flat_buffers_, flat_params_bf16_;
   bool finalized_ = false;
+  bool fusion_ = true;
+  int fused_batchnorm_relu_ = 0;
 };
 
 }  // namespace engine::layers

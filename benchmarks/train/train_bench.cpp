@@ -82,6 +82,7 @@ struct Config {
   std::string json_path;
   bool smoke = false;
   bool cpu = false;
+  bool no_fusion = false;  // Model::set_fusion(false): BatchNorm and ReLU as separate kernels
 };
 
 // CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
@@ -180,6 +181,7 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   layers::Model model =
       layers::build_model(model_name, static_cast<int>(dataset.channels), 10,
                           static_cast<int>(dataset.height), static_cast<int>(dataset.width));
+  model.set_fusion(!c.no_fusion);
   model.finalize(ctx, /*init_seed=*/7);
   layers::SoftmaxCrossEntropy loss;
 
@@ -335,6 +337,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--smoke", c.smoke, "CPU: mnist_cnn, batch 4, 2 steps (for CI)");
   app.add_flag("--cpu", c.cpu, "train on the CPU device (threads: OMP_NUM_THREADS)");
+  app.add_flag("--no-fusion", c.no_fusion,
+               "run BatchNorm2d and the ReLU after it as separate kernels (layers/fusion.h), to compare");
   CLI11_PARSE(app, argc, argv);
 
   try {

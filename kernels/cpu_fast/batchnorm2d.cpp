@@ -1,7 +1,9 @@
 #include "kernels/cpu_fast/batchnorm2d.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/cpu_fast/parallel.h"
@@ -11,7 +13,7 @@ namespace {
 
 using std::int64_t;
 
-// Sum of n floats in double: four independent accumulators, so the loop vectorises without reassociating
+// Sum of n floats in double: independent vector lanes, so the loop vectorises without reassociating
 // anything the reference would not (it is still a double sum of the same values, to double rounding).
 double sum(const float* v, int64_t n) {
   double acc = 0.0;
@@ -30,13 +32,118 @@ double sum_sq_dev(const float* v, int64_t n, double mean) {
   return acc;
 }
 
+// ReLU of the engine (kernels/cpu/relu.h): NaN propagates.
+inline float relu(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
+
+// y = (x - mean) * scale + shift over one plane, in double as the reference (BatchNorm divides by the
+// spread: when it is tiny against the mean, (x - mean) rounded to float would be amplified by invstd), then
+// rounded to float once and, fused, passed through ReLU, as relu_forward would on the stored value.
+template <bool kRelu>
+void normalize_plane(const float* x, float* y, int64_t hw, double mean, double scale, double shift) {
+#pragma omp simd
+  for (int64_t i = 0; i < hw; ++i) {
+    const float v = static_cast<float>((static_cast<double>(x[i]) - mean) * scale + shift);
+    y[i] = kRelu ? relu(v) : v;
+  }
+}
+
+// dy as BatchNorm sees it: fused, masked by the fused output (ReLU's backward: dy where y > 0, else +0).
+// The mask is a bitwise and, not a select: GCC leaves a select in these double loops as control flow and
+// does not vectorise them.
+template <bool kMask>
+inline double grad_at(const float* dy, const float* relu_y, int64_t i) {
+  const float d = dy[i];
+  if constexpr (kMask) {
+    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(relu_y[i] > 0.0f);
+    return static_cast<double>(std::bit_cast<float>(std::bit_cast<std::uint32_t>(d) & keep));
+  } else {
+    return static_cast<double>(d);
+  }
+}
+
+struct PlaneSums {
+  double dy = 0.0, dy_xc = 0.0;  // sum dy, sum dy * (x - mean)
+};
+
+template <bool kMask>
+PlaneSums grad_sums(const float* x, const float* dy, const float* relu_y, int64_t hw, double mean) {
+  double a = 0.0, b = 0.0;
+#pragma omp simd reduction(+ : a, b)
+  for (int64_t i = 0; i < hw; ++i) {
+    const double d = grad_at<kMask>(dy, relu_y, i);
+    a += d;
+    b += d * (static_cast<double>(x[i]) - mean);
+  }
+  return {a, b};
+}
+
+// dx = k * dy + k_x * (x - mean) + k_0 over one plane.
+template <bool kMask>
+void grad_input_plane(const float* x, const float* dy, const float* relu_y, float* dx, int64_t hw,
+                      double mean, double k, double k_x, double k_0) {
+#pragma omp simd
+  for (int64_t i = 0; i < hw; ++i) {
+    dx[i] = static_cast<float>(k * grad_at<kMask>(dy, relu_y, i) + k_x * (static_cast<double>(x[i]) - mean) +
+                               k_0);
+  }
+}
+
+// Both backwards, as the reference's backward_impl: per channel, with xhat = (x - mean) * invstd,
+//   dbeta = sum dy, dgamma = sum dy * xhat,
+//   dx = gamma * invstd * (dy - batch_terms * (dbeta / M + xhat * dgamma / M))
+//      = k * dy + k_x * (x - mean) + k_0,
+// batch_terms 1 in training (the statistics depend on x), 0 in eval. dy is masked by relu_y when given.
+template <bool kMask>
+void backward_impl(const BatchNorm2dShape& g, const float* x, const float* gamma, const double* mean_of,
+                   const double* invstd_of, const float* dy, const float* relu_y, float* dx, float* dgamma,
+                   float* dbeta, bool batch_terms) {
+  const int64_t hw = static_cast<int64_t>(g.h) * g.w;
+  const int64_t channel_stride = hw * g.c;
+  const double m = static_cast<double>(g.count());
+#pragma omp parallel for if (static_cast <int64_t>(g.x_size()) >= kParallelMinElements) schedule(static)
+  for (int c = 0; c < g.c; ++c) {
+    const double mean = mean_of[c];
+    const double invstd = invstd_of[c];
+    PlaneSums total;
+    for (int n = 0; n < g.n; ++n) {
+      const int64_t o = c * hw + n * channel_stride;
+      const PlaneSums p = grad_sums<kMask>(x + o, dy + o, kMask ? relu_y + o : nullptr, hw, mean);
+      total.dy += p.dy;
+      total.dy_xc += p.dy_xc;
+    }
+    if (dbeta != nullptr) dbeta[c] = static_cast<float>(total.dy);
+    if (dgamma != nullptr) dgamma[c] = static_cast<float>(total.dy_xc * invstd);
+    if (dx == nullptr) continue;
+    const double k = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
+    const double k_x = batch_terms ? -k * invstd * invstd * total.dy_xc / m : 0.0;
+    const double k_0 = batch_terms ? -k * total.dy / m : 0.0;
+    for (int n = 0; n < g.n; ++n) {
+      const int64_t o = c * hw + n * channel_stride;
+      grad_input_plane<kMask>(x + o, dy + o, kMask ? relu_y + o : nullptr, dx + o, hw, mean, k, k_x, k_0);
+    }
+  }
+}
+
+void backward(const BatchNorm2dShape& g, const float* x, const float* gamma, const double* mean,
+              const double* invstd, const float* dy, const float* relu_y, float* dx, float* dgamma,
+              float* dbeta, bool batch_terms) {
+  if (relu_y != nullptr) {
+    backward_impl<true>(g, x, gamma, mean, invstd, dy, relu_y, dx, dgamma, dbeta, batch_terms);
+  } else {
+    backward_impl<false>(g, x, gamma, mean, invstd, dy, relu_y, dx, dgamma, dbeta, batch_terms);
+  }
+}
+
+void check_eps(double eps) { ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not be negative, got {}", eps); }
+
 }  // namespace
 
 void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
-                                  float* running_mean, float* running_var, double momentum, double eps) {
+                                  float* running_mean, float* running_var, double momentum, double eps,
+                                  bool relu) {
   g.validate();
-  ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not be negative, got {}", eps);
+  check_eps(eps);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "batchnorm2d: momentum must lie in [0, 1], got {}",
                momentum);
   ENGINE_CHECK(
@@ -62,15 +169,14 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, con
     for (int n = 0; n < g.n; ++n) sq += sum_sq_dev(xc + n * channel_stride, hw, mean);
     const double invstd = 1.0 / std::sqrt(sq / m + eps);
     const double scale = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
-    // Elementwise in double, as the reference: BatchNorm divides by the spread, and when the spread is tiny
-    // against the mean, (x - mean) rounded to float would be amplified by invstd.
     const double shift = beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
     for (int n = 0; n < g.n; ++n) {
-      const float* xp = xc + n * channel_stride;
-      float* yp = y + c * hw + n * channel_stride;
-#pragma omp simd
-      for (int64_t i = 0; i < hw; ++i)
-        yp[i] = static_cast<float>((static_cast<double>(xp[i]) - mean) * scale + shift);
+      const int64_t o = c * hw + n * channel_stride;
+      if (relu) {
+        normalize_plane<true>(x + o, y + o, hw, mean, scale, shift);
+      } else {
+        normalize_plane<false>(x + o, y + o, hw, mean, scale, shift);
+      }
     }
     save_mean[c] = static_cast<float>(mean);
     save_invstd[c] = static_cast<float>(invstd);
@@ -83,53 +189,59 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, con
   }
 }
 
-void batchnorm2d_backward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
-                                   const float* save_mean, const float* save_invstd, const float* dy,
-                                   float* dx, float* dgamma, float* dbeta) {
+void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                              const float* beta, const float* running_mean, const float* running_var,
+                              float* y, double eps, bool relu) {
   g.validate();
-  ENGINE_CHECK(x != nullptr && dy != nullptr && save_mean != nullptr && save_invstd != nullptr,
-               "batchnorm2d_backward_training: x, dy, save_mean and save_invstd must not be null");
+  check_eps(eps);
+  ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
+               "batchnorm2d_forward_eval: x, y, running_mean and running_var must not be null");
   const int64_t hw = static_cast<int64_t>(g.h) * g.w;
   const int64_t channel_stride = hw * g.c;
-  const double m = static_cast<double>(g.count());
 #pragma omp parallel for if (static_cast <int64_t>(g.x_size()) >= kParallelMinElements) schedule(static)
   for (int c = 0; c < g.c; ++c) {
-    const double mean = static_cast<double>(save_mean[c]);
-    const double invstd = static_cast<double>(save_invstd[c]);
-    // sum dy and sum dy * (x - mean); xhat = (x - mean) * invstd is applied once, to the sum.
-    double sum_dy = 0.0, sum_dy_xc = 0.0;
+    const double mean = static_cast<double>(running_mean[c]);
+    const double scale = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) /
+                         std::sqrt(static_cast<double>(running_var[c]) + eps);
+    const double shift = beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
     for (int n = 0; n < g.n; ++n) {
-      const float* xp = x + c * hw + n * channel_stride;
-      const float* dyp = dy + c * hw + n * channel_stride;
-      double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b)
-      for (int64_t i = 0; i < hw; ++i) {
-        const double d = static_cast<double>(dyp[i]);
-        a += d;
-        b += d * (static_cast<double>(xp[i]) - mean);
-      }
-      sum_dy += a;
-      sum_dy_xc += b;
-    }
-    const double sum_dy_xhat = sum_dy_xc * invstd;
-    if (dbeta != nullptr) dbeta[c] = static_cast<float>(sum_dy);
-    if (dgamma != nullptr) dgamma[c] = static_cast<float>(sum_dy_xhat);
-    if (dx == nullptr) continue;
-    // dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)) = k * dy + k_x * (x - mean) + k_0.
-    const double k = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
-    const double k_x = -k * invstd * invstd * sum_dy_xc / m;
-    const double k_0 = -k * sum_dy / m;
-    for (int n = 0; n < g.n; ++n) {
-      const float* xp = x + c * hw + n * channel_stride;
-      const float* dyp = dy + c * hw + n * channel_stride;
-      float* dxp = dx + c * hw + n * channel_stride;
-#pragma omp simd
-      for (int64_t i = 0; i < hw; ++i) {
-        dxp[i] = static_cast<float>(k * static_cast<double>(dyp[i]) +
-                                    k_x * (static_cast<double>(xp[i]) - mean) + k_0);
+      const int64_t o = c * hw + n * channel_stride;
+      if (relu) {
+        normalize_plane<true>(x + o, y + o, hw, mean, scale, shift);
+      } else {
+        normalize_plane<false>(x + o, y + o, hw, mean, scale, shift);
       }
     }
   }
+}
+
+void batchnorm2d_backward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                                   const float* save_mean, const float* save_invstd, const float* dy,
+                                   float* dx, float* dgamma, float* dbeta, const float* relu_y) {
+  g.validate();
+  ENGINE_CHECK(x != nullptr && dy != nullptr && save_mean != nullptr && save_invstd != nullptr,
+               "batchnorm2d_backward_training: x, dy, save_mean and save_invstd must not be null");
+  std::vector<double> mean(static_cast<std::size_t>(g.c)), invstd(static_cast<std::size_t>(g.c));
+  for (std::size_t c = 0; c < mean.size(); ++c) {
+    mean[c] = static_cast<double>(save_mean[c]);
+    invstd[c] = static_cast<double>(save_invstd[c]);
+  }
+  backward(g, x, gamma, mean.data(), invstd.data(), dy, relu_y, dx, dgamma, dbeta, /*batch_terms=*/true);
+}
+
+void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                               const float* running_mean, const float* running_var, const float* dy,
+                               float* dx, float* dgamma, float* dbeta, double eps, const float* relu_y) {
+  g.validate();
+  check_eps(eps);
+  ENGINE_CHECK(x != nullptr && dy != nullptr && running_mean != nullptr && running_var != nullptr,
+               "batchnorm2d_backward_eval: x, dy, running_mean and running_var must not be null");
+  std::vector<double> mean(static_cast<std::size_t>(g.c)), invstd(static_cast<std::size_t>(g.c));
+  for (std::size_t c = 0; c < mean.size(); ++c) {
+    mean[c] = static_cast<double>(running_mean[c]);
+    invstd[c] = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
+  }
+  backward(g, x, gamma, mean.data(), invstd.data(), dy, relu_y, dx, dgamma, dbeta, /*batch_terms=*/false);
 }
 
 }  // namespace engine::cpu_fast

@@ -1,12 +1,18 @@
 #pragma once
-// BatchNorm2d in training mode, float32 on the host, fast: OpenMP threads over channels, each channel's sums
-// in double (vectorised conversions), the elementwise passes in float. Same contract as
-// cpu::batchnorm2d_forward_training / batchnorm2d_backward_training (kernels/cpu/batchnorm2d.h, the oracle):
-// two-pass variance, biased variance for normalising, unbiased for running_var, dx/dgamma/dbeta overwritten
-// (each may be null), gamma/beta may be null (1 and 0).
+// BatchNorm2d, float32 on the host, fast: OpenMP threads over channels, each channel's sums in double
+// (vectorised conversions). Same contract as kernels/cpu/batchnorm2d.h (the oracle): two-pass variance,
+// biased variance for normalising, unbiased for running_var, dx/dgamma/dbeta overwritten (each may be null),
+// gamma/beta may be null (1 and 0).
 //
 // The arithmetic is the reference's (double, rounded to float once per output); what differs is only the
-// order of the double sums (four-way vectorised), so outputs agree with it to about one float rounding.
+// order of the double sums (vectorised), so outputs agree with it to about one float rounding.
+//
+// Fused ReLU (the model's fusion pass, layers/model.h; the CUDA kernels fuse the same way):
+//   forward  `relu` true: y = relu(BN(x)) in the same pass that writes y (NaN propagates, as
+//            kernels/cpu/relu.h);
+//   backward `relu_y` non-null: it is that forward's fused output, and every read of dy is masked by
+//            relu_y > 0: ReLU's backward (gradient 0 at the kink and for NaN) folded into BatchNorm's sums
+//            and its dx pass. relu(v) > 0 exactly when v > 0, so the mask is the one ReLU would apply.
 
 #include "kernels/cpu/batchnorm2d.h"
 
@@ -16,10 +22,19 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& shape, const float* x,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
                                   float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
-                                  double eps = cpu::kBatchNormDefaultEps);
+                                  double eps = cpu::kBatchNormDefaultEps, bool relu = false);
+
+void batchnorm2d_forward_eval(const BatchNorm2dShape& shape, const float* x, const float* gamma,
+                              const float* beta, const float* running_mean, const float* running_var,
+                              float* y, double eps = cpu::kBatchNormDefaultEps, bool relu = false);
 
 void batchnorm2d_backward_training(const BatchNorm2dShape& shape, const float* x, const float* gamma,
                                    const float* save_mean, const float* save_invstd, const float* dy,
-                                   float* dx, float* dgamma, float* dbeta);
+                                   float* dx, float* dgamma, float* dbeta, const float* relu_y = nullptr);
+
+void batchnorm2d_backward_eval(const BatchNorm2dShape& shape, const float* x, const float* gamma,
+                               const float* running_mean, const float* running_var, const float* dy,
+                               float* dx, float* dgamma, float* dbeta, double eps = cpu::kBatchNormDefaultEps,
+                               const float* relu_y = nullptr);
 
 }  // namespace engine::cpu_fast

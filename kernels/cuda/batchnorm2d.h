@@ -12,11 +12,16 @@
 //     the data, not with its offset), and double accumulation (53-bit) keeps the rounding of M adds far
 //     below float resolution for any M a GPU holds. One read of x instead of two-pass's two.
 //   The reduction is split over a grid (channel x chunk of the M values); each block writes its partial
-//   (S1, S2) in double to a scratch buffer and a second kernel adds the chunks in a fixed order: no atomics,
-//   so the statistics and everything downstream are deterministic (bitwise equal run to run).
+//   (S1, S2) in double to a scratch buffer and the last block of each channel to finish adds the chunks in
+//   a fixed order and finishes the channel (channel_reduce.cuh): no atomics on the sums, so the statistics
+//   and everything downstream are deterministic (bitwise equal run to run).
 //   mean = K + S1/M, var = S2/M - (S1/M)^2 (all double), invstd = 1/sqrt(var + eps).
 // Backward reduces sum dy and sum dy * xhat the same way (double, fixed order), then dx elementwise.
 // Scratch (a few KB) comes from the caching allocator on `stream`.
+//
+// Fused ReLU (as kernels/cpu_fast/batchnorm2d.h): forward `relu` writes relu(y) in the normalize pass;
+// backward `relu_y` (that forward's output) masks every read of dy by relu_y > 0, in the sums and in dx.
+// Kernels per call: forward 2 (sums + finish, normalize), backward 3 (statistics, sums + finish, dx).
 
 #include "kernels/cpu/batchnorm2d.h"
 #include "kernels/cuda_api.h"
@@ -27,19 +32,21 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
-                                  double eps = cpu::kBatchNormDefaultEps);
+                                  double eps = cpu::kBatchNormDefaultEps, bool relu = false);
 
 void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,
-                              const float* running_var, float* y, double eps = cpu::kBatchNormDefaultEps);
+                              const float* running_var, float* y, double eps = cpu::kBatchNormDefaultEps,
+                              bool relu = false);
 
 void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
-                                   const float* dy, float* dx, float* dgamma, float* dbeta);
+                                   const float* dy, float* dx, float* dgamma, float* dbeta,
+                                   const float* relu_y = nullptr);
 
 void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta,
-                               double eps = cpu::kBatchNormDefaultEps);
+                               double eps = cpu::kBatchNormDefaultEps, const float* relu_y = nullptr);
 
 }  // namespace engine::cuda

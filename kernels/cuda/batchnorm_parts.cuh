@@ -4,8 +4,14 @@
 // (ShiftedSums for the statistics, GradSums for the backward sums; summed by channel_reduce.cuh) and the two
 // elementwise passes (normalize, dx) that read per-channel coefficients prepared in double. batchnorm2d.h
 // explains the arithmetic. Each .cu file that includes this gets its own copies (anonymous namespace).
+//
+// The elementwise passes walk planes (one (n, c) image channel of H*W values): grid.y strides over the N*C
+// planes, grid.x over a plane's values, so the channel is known per plane (one 32-bit modulo per block
+// row) and no element divides a 64-bit index. A fused ReLU rides along: normalize writes relu(y) (NaN
+// propagates, as kernels/cpu/relu.h), and GradSums / grad_input read dy masked by the fused output > 0.
 
 #include "kernels/cuda/channel_reduce.cuh"
+#include "kernels/shapes.h"
 
 namespace engine::cuda::detail {
 namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): kernels private to each including .cu file
@@ -22,18 +28,52 @@ struct ShiftedSums {
   }
 };
 
-// y = ((x - shift) - (mean - shift)) * scale + beta, with coef = [shift, mean - shift, scale] per channel.
-// Subtracting the mean in two steps keeps float accuracy when |mean| >> std: x - shift is exact there
-// (Sterbenz: both are data values of the same size), and mean - shift is small, so rounding it to float
-// costs nothing next to the data's spread. (x - mean_as_float would lose up to half an ulp of the mean.)
+// The grid of a plane walk: x over a plane's hw values, y over the planes (capped; the kernels stride).
+struct PlaneGrid {
+  dim3 grid;
+  int planes;
+};
+inline PlaneGrid plane_grid(int n, int c, int hw) {
+  constexpr int kMaxPlaneBlocks = 65535;  // gridDim.y's limit
+  const int planes = n * c;               // callers checked N*C*H*W fits in int
+  const auto x = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(hw, kBlock), 1, 1024));
+  const auto y = static_cast<unsigned>(std::min(planes, kMaxPlaneBlocks));
+  return {dim3(x, y), planes};
+}
+
+// The engine's ReLU: NaN propagates.
+__device__ __forceinline__ float relu(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
+
+// y = ((x - shift) - (mean - shift)) * scale + beta, with coef = [shift, mean - shift, scale] per channel;
+// relu(y) when kRelu. Subtracting the mean in two steps keeps float accuracy when |mean| >> std: x - shift is
+// exact there (Sterbenz: both are data values of the same size), and mean - shift is small, so rounding it
+// to float costs nothing next to the data's spread. (x - mean_as_float would lose up to half an ulp of the
+// mean.)
+template <bool kRelu>
 __global__ void normalize_kernel(const float* x, const float* coef, const float* beta, float* y, int c_count,
-                                 int hw, std::int64_t total) {
-  for (const std::int64_t i : detail::grid_stride(total)) {
-    const int c = static_cast<int>((i / hw) % c_count);
-    const float* k = coef + static_cast<std::int64_t>(c) * 3;
+                                 int hw, int planes) {
+  for (int plane = static_cast<int>(blockIdx.y); plane < planes; plane += static_cast<int>(gridDim.y)) {
+    const int c = plane % c_count;
+    const float shift = coef[3 * c], centre = coef[3 * c + 1], scale = coef[3 * c + 2];
     const float b = beta != nullptr ? beta[c] : 0.0f;
-    y[i] = fmaf((x[i] - k[0]) - k[1], k[2], b);
+    const std::int64_t base = static_cast<std::int64_t>(plane) * hw;
+    for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < hw;
+         i += static_cast<int>(gridDim.x * blockDim.x)) {
+      const float v = fmaf((x[base + i] - shift) - centre, scale, b);
+      y[base + i] = kRelu ? relu(v) : v;
+    }
   }
+}
+
+inline void launch_normalize(cudaStream_t stream, const BatchNorm2dShape& s, const float* x,
+                             const float* coef, const float* beta, float* y, bool relu) {
+  const PlaneGrid g = plane_grid(s.n, s.c, s.h * s.w);
+  if (relu) {
+    normalize_kernel<true><<<g.grid, kBlock, 0, stream>>>(x, coef, beta, y, s.c, s.h * s.w, g.planes);
+  } else {
+    normalize_kernel<false><<<g.grid, kBlock, 0, stream>>>(x, coef, beta, y, s.c, s.h * s.w, g.planes);
+  }
+  ENGINE_LAUNCH_CHECK();
 }
 
 // ---- backward ----
@@ -48,13 +88,20 @@ __global__ void backward_stats_kernel(const float* mean_in, const float* invstd_
                                    : 1.0 / sqrt(static_cast<double>(running_var[c]) + eps);
 }
 
+// dy as BatchNorm's backward sees it: masked by the fused ReLU's output (relu_y > 0) when there is one.
+__device__ __forceinline__ float masked_dy(const float* dy, const float* relu_y, std::int64_t i) {
+  return (relu_y == nullptr || relu_y[i] > 0.0f) ? dy[i] : 0.0f;
+}
+
+// sum dy, sum dy * xhat (dy masked by relu_y when fused; relu_y null otherwise).
 struct GradSums {
   const float* x;
   const float* dy;
   const double* mean;
   const double* invstd;
+  const float* relu_y = nullptr;
   __device__ void operator()(std::int64_t offset, int c, double* acc) const {
-    const double d = static_cast<double>(dy[offset]);
+    const double d = static_cast<double>(masked_dy(dy, relu_y, offset));
     const double xhat = (static_cast<double>(x[offset]) - mean[c]) * invstd[c];
     acc[0] += d;
     acc[1] += d * xhat;
@@ -62,14 +109,26 @@ struct GradSums {
 };
 
 // dx = scale * (dy - mean_dy - xhat * mean_dy_xhat), xhat = (x - mean) * invstd, with coef = [mean, invstd,
-// scale, mean_dy, mean_dy_xhat] per channel.
-__global__ void grad_input_kernel(const float* x, const float* dy, const float* coef, float* dx, int c_count,
-                                  int hw, std::int64_t total) {
-  for (const std::int64_t i : detail::grid_stride(total)) {
-    const float* k = coef + ((i / hw) % c_count) * 5;
-    const float xhat = (x[i] - k[0]) * k[1];
-    dx[i] = k[2] * (dy[i] - k[3] - xhat * k[4]);
+// scale, mean_dy, mean_dy_xhat] per channel; dy masked by relu_y when not null.
+__global__ void grad_input_kernel(const float* x, const float* dy, const float* relu_y, const float* coef,
+                                  float* dx, int c_count, int hw, int planes) {
+  for (int plane = static_cast<int>(blockIdx.y); plane < planes; plane += static_cast<int>(gridDim.y)) {
+    const float* k = coef + 5 * (plane % c_count);
+    const float mean = k[0], invstd = k[1], scale = k[2], mean_dy = k[3], mean_dy_xhat = k[4];
+    const std::int64_t base = static_cast<std::int64_t>(plane) * hw;
+    for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < hw;
+         i += static_cast<int>(gridDim.x * blockDim.x)) {
+      const float xhat = (x[base + i] - mean) * invstd;
+      dx[base + i] = scale * (masked_dy(dy, relu_y, base + i) - mean_dy - xhat * mean_dy_xhat);
+    }
   }
+}
+
+inline void launch_grad_input(cudaStream_t stream, const BatchNorm2dShape& s, const float* x, const float* dy,
+                              const float* relu_y, const float* coef, float* dx) {
+  const PlaneGrid g = plane_grid(s.n, s.c, s.h * s.w);
+  grad_input_kernel<<<g.grid, kBlock, 0, stream>>>(x, dy, relu_y, coef, dx, s.c, s.h * s.w, g.planes);
+  ENGINE_LAUNCH_CHECK();
 }
 
 }  // namespace

@@ -146,15 +146,12 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& 
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0 && eps >= 0.0, "{}: momentum {} or eps {} out of range", op,
                momentum, eps);
   const int hw = shape.h * shape.w;
-  const std::int64_t total = static_cast<std::int64_t>(shape.x_size());
   Tensor coef = detail::scratch<float>(3 * static_cast<std::int64_t>(shape.c), stream);
   const ForwardArgs args{gathered,  world_size,  shape.c,      hw,          momentum,          eps, x, gamma,
                          save_mean, save_invstd, running_mean, running_var, coef.data<float>()};
   forward_global_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(args);
   ENGINE_LAUNCH_CHECK();
-  detail::normalize_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(
-      x, coef.data<float>(), beta, y, shape.c, hw, total);
-  ENGINE_LAUNCH_CHECK();
+  detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, /*relu=*/false);
 }
 
 void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
@@ -193,15 +190,11 @@ void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape&
   ENGINE_CHECK(
       reduced != nullptr && x != nullptr && dy != nullptr && save_mean != nullptr && save_invstd != nullptr,
       "{}: reduced, x, dy, save_mean and save_invstd must not be null", op);
-  const int hw = shape.h * shape.w;
-  const std::int64_t total = static_cast<std::int64_t>(shape.x_size());
   Tensor coef = detail::scratch<float>(5 * static_cast<std::int64_t>(shape.c), stream);
   backward_global_coef_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
       reduced, shape.c, gamma, save_mean, save_invstd, coef.data<float>());
   ENGINE_LAUNCH_CHECK();
-  detail::grad_input_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(x, dy, coef.data<float>(),
-                                                                                    dx, shape.c, hw, total);
-  ENGINE_LAUNCH_CHECK();
+  detail::launch_grad_input(stream, shape, x, dy, /*relu_y=*/nullptr, coef.data<float>(), dx);
 }
 
 }  // namespace engine::cuda

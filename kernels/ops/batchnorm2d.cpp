@@ -1,43 +1,74 @@
 #include "kernels/ops/batchnorm2d.h"
 
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/relu.h"
 #include "kernels/cpu_fast/batchnorm2d.h"
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
+namespace {
+
+std::int64_t elements(const BatchNorm2dShape& s) { return static_cast<std::int64_t>(s.x_size()); }
+
+void check_relu_y(const BatchNorm2dShape& s, const Tensor& dy, const Tensor& relu_y) {
+  if (!relu_y.defined()) return;
+  ENGINE_CHECK(
+      relu_y.numel() == elements(s) && relu_y.device() == dy.device() && relu_y.dtype() == dy.dtype(),
+      "batchnorm2d: the fused ReLU's output {} does not match dy {}", relu_y.str(), dy.str());
+}
+
+// The reference's fused backward is the composition: ReLU's backward (on the fused output: relu(v) > 0
+// exactly when v > 0, the mask ReLU would take from its input), then BatchNorm's backward of that gradient.
+template <typename T>
+std::vector<T> relu_masked(const BatchNorm2dShape& s, const Tensor& relu_y, const Tensor& dy) {
+  std::vector<T> masked(s.x_size());
+  cpu::relu_backward<T>(relu_y.data<T>(), dy.data<T>(), masked.data(), elements(s));
+  return masked;
+}
+
+}  // namespace
 
 void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                                   const Tensor& gamma, const Tensor& beta, const Tensor& y,
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   const Tensor& running_mean, const Tensor& running_var, double momentum,
-                                  double eps) {
+                                  double eps, bool relu) {
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                          y.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
-                                         running_mean.data<T>(), running_var.data<T>(), momentum, eps);
+                                         running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu);
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
-                                             save_mean.data<T>(), save_invstd.data<T>(),
-                                             running_mean.data<T>(), running_var.data<T>(), momentum, eps);
+      cpu_fast::batchnorm2d_forward_training(
+          s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(), save_mean.data<T>(),
+          save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu);
     } else {
       cpu::batchnorm2d_forward_training<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                            save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(),
                                            running_var.data<T>(), momentum, eps);
+      if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), elements(s));
     }
   });
 }
 
 void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-                              const Tensor& running_var, const Tensor& y, double eps) {
+                              const Tensor& running_var, const Tensor& y, double eps, bool relu) {
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                     running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps);
-    } else {  // no fast eval kernel: the reference's float instantiation
+                                     running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps, relu);
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
+                                         running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps,
+                                         relu);
+    } else {
       cpu::batchnorm2d_forward_eval<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                        running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps);
+      if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), elements(s));
     }
   });
 }
@@ -45,21 +76,25 @@ void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShap
 void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                                    const Tensor& gamma, const Tensor& save_mean, const Tensor& save_invstd,
                                    const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
-                                   const Tensor& dbeta) {
+                                   const Tensor& dbeta, const Tensor& relu_y) {
+  check_relu_y(s, dy, relu_y);
   dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
+    const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_backward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(),
                                           save_mean.data<T>(), save_invstd.data<T>(), dy.data<T>(), dx_data,
-                                          dgamma.data<T>(), dbeta.data<T>());
+                                          dgamma.data<T>(), dbeta.data<T>(), relu_y_data);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(),
                                               save_invstd.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
-                                              dbeta.data<T>());
+                                              dbeta.data<T>(), relu_y_data);
     } else {
-      cpu::batchnorm2d_backward_training<T>(s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(),
-                                            save_invstd.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
-                                            dbeta.data<T>());
+      std::vector<T> masked;
+      if (relu_y.defined()) masked = relu_masked<T>(s, relu_y, dy);
+      cpu::batchnorm2d_backward_training<T>(
+          s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
+          relu_y.defined() ? masked.data() : dy.data<T>(), dx_data, dgamma.data<T>(), dbeta.data<T>());
     }
   });
 }
@@ -67,17 +102,25 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
 void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                                const Tensor& gamma, const Tensor& running_mean, const Tensor& running_var,
                                const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                               double eps) {
+                               double eps, const Tensor& relu_y) {
+  check_relu_y(s, dy, relu_y);
   dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
+    const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_backward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(),
                                       running_mean.data<T>(), running_var.data<T>(), dy.data<T>(), dx_data,
-                                      dgamma.data<T>(), dbeta.data<T>(), eps);
+                                      dgamma.data<T>(), dbeta.data<T>(), eps, relu_y_data);
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(),
+                                          running_var.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
+                                          dbeta.data<T>(), eps, relu_y_data);
     } else {
-      cpu::batchnorm2d_backward_eval<T>(s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(),
-                                        running_var.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
-                                        dbeta.data<T>(), eps);
+      std::vector<T> masked;
+      if (relu_y.defined()) masked = relu_masked<T>(s, relu_y, dy);
+      cpu::batchnorm2d_backward_eval<T>(
+          s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(), running_var.data<T>(),
+          relu_y.defined() ? masked.data() : dy.data<T>(), dx_data, dgamma.data<T>(), dbeta.data<T>(), eps);
     }
   });
 }

@@ -228,6 +228,32 @@ void compare_with_cpu(const ZooCase& z, ConvAlgorithm conv, const cuda::CudaHand
   EXPECT_EQ(again.buffers, g.buffers) << what;
 }
 
+// The BatchNorm2d -> ReLU fusion (layers/fusion.h) on the GPU: the fused kernels do the unfused ones' float
+// operations (the normalize's fma, then the ReLU's select; the backward's double sums of dy masked by the
+// same sign), so a fused and an unfused model give the same bits: loss, gradients, running statistics, the
+// step's parameters and eval logits.
+TEST(LayersGpu, FusedBatchNormReluEqualsUnfusedBitForBit) {
+  SKIP_WITHOUT_GPU();
+  set_device(0);
+  GpuSetup gpu;
+  for (const ZooCase& z : {kCases[0], kCases[3]}) {  // vgg6, resnet18
+    const Tensor x = testing::random_tensor({z.batch, z.c, z.h, z.w}, DType::F32, 601);
+    const Tensor labels = testing::random_labels(z.batch, 10, 602);
+    Model fused = build_model(z.name, z.c, 10, z.h, z.w);
+    fused.finalize(gpu.context(ConvAlgorithm::Cudnn), kInitSeed);
+    Model plain = build_model(z.name, z.c, 10, z.h, z.w);
+    plain.set_fusion(false);
+    plain.finalize(gpu.context(ConvAlgorithm::Cudnn), kInitSeed);
+    ASSERT_GT(fused.fused_batchnorm_relu(), 0) << z.name;
+    const StepResult a = run_step(fused, x, labels), b = run_step(plain, x, labels);
+    EXPECT_EQ(a.loss, b.loss) << z.name;
+    EXPECT_EQ(a.grads, b.grads) << z.name;
+    EXPECT_EQ(a.buffers, b.buffers) << z.name;
+    EXPECT_EQ(a.params_after, b.params_after) << z.name;
+    EXPECT_EQ(a.eval_logits, b.eval_logits) << z.name;
+  }
+}
+
 TEST(LayersGpu, Vgg6MatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   compare_with_cpu(kCases[0], ConvAlgorithm::Cudnn);
