@@ -114,7 +114,7 @@ data::Dataset tiny_dataset() {
 }
 
 // One epoch's batches, on the host.
-std::vector<Tensor> epoch_batches(const data::Dataset& d, data::LoaderOptions o) {
+std::vector<Tensor> epoch_batches(const data::Dataset& d, const data::LoaderOptions& o) {
   data::Loader loader(d, data::DistributedSampler(19, 1, 0, true, 9), o);
   loader.start_epoch(1);
   std::vector<Tensor> out;
