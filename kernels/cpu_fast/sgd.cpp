@@ -35,7 +35,9 @@ void sgd_range(const cpu::SgdOptions& o, double lr_d, double wd_d, float* params
   }
   float* b = momentum_buffer + begin;
   // The three momentum cases as separate loops, so each vectorises without a branch per element.
-  if (first_step) {
+  // The two loops differ (b = g, or the momentum update); inside a template clang-tidy 14 compares OpenMP
+  // directives by kind, not by body (untemplated, it is silent), hence the NOLINT.
+  if (first_step) {  // NOLINT(bugprone-branch-clone)
 #pragma omp parallel for simd if (n >= kParallelMinElements) schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
       const float g = gr[i] + wd * p[i];
