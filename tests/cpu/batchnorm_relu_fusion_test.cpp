@@ -21,6 +21,7 @@
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/common/error_of.h"
+#include "tests/common/test_data.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine {
@@ -33,14 +34,6 @@ using layers::testing::host_values;
 
 // float32's unit roundoff, 2^-24.
 constexpr double kEps32 = 0x1p-24;
-
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 // An output buffer filled with 0xFF bytes (a NaN in every element) before the call: an element the kernel
 // skips shows.
@@ -77,10 +70,10 @@ struct Case {
 // x offset (mean 3, spread 2) so centring matters; channel 0 constant with beta 0 so its BatchNorm output is
 // exactly 0, the ReLU's kink, where the gradient must be 0.
 Case make_case(const BatchNorm2dShape& g, std::uint32_t seed) {
-  Case k{g, random_floats(g.x_size(), seed, 2.0f, 4.0f),
-         random_floats(static_cast<std::size_t>(g.c), seed + 1, 0.5f, 1.5f),
-         random_floats(static_cast<std::size_t>(g.c), seed + 2, -0.5f, 0.5f),
-         random_floats(g.x_size(), seed + 3)};
+  Case k{g, testing::uniform_floats(g.x_size(), seed, 2.0f, 4.0f),
+         testing::uniform_floats(static_cast<std::size_t>(g.c), seed + 1, 0.5f, 1.5f),
+         testing::uniform_floats(static_cast<std::size_t>(g.c), seed + 2, -0.5f, 0.5f),
+         testing::uniform_floats(g.x_size(), seed + 3)};
   const std::size_t hw = static_cast<std::size_t>(g.h) * static_cast<std::size_t>(g.w);
   for (int n = 0; n < g.n; ++n) {
     for (std::size_t i = 0; i < hw; ++i)
@@ -140,7 +133,8 @@ TEST(BatchNormReluFusion, EvalKernelsMatchTheFloat64ReferenceOfBatchNormThenRelu
   for (const BatchNorm2dShape& g : kShapes) {
     const Case k = make_case(g, 50);
     const std::size_t c = static_cast<std::size_t>(g.c), size = g.x_size();
-    const std::vector<float> rm = random_floats(c, 55, 2.5f, 3.5f), rv = random_floats(c, 56, 0.2f, 1.5f);
+    const std::vector<float> rm = testing::uniform_floats(c, 55, 2.5f, 3.5f),
+                             rv = testing::uniform_floats(c, 56, 0.2f, 1.5f);
     const std::vector<double> xd = widen(k.x), gd = widen(k.gamma), bd = widen(k.beta), dyd = widen(k.dy),
                               rmd = widen(rm), rvd = widen(rv);
     std::vector<double> bn_out(size), y_ref(size);

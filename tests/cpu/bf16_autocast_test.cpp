@@ -33,6 +33,7 @@
 #include "optim/safetensors.h"
 #include "optim/sgd.h"
 #include "tests/common/bf16_tolerance.h"
+#include "tests/common/test_data.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine {
@@ -111,24 +112,11 @@ TEST_P(Bf16Conv2d, ForwardAndBackwardAreTheReferenceOnRoundedOperands) {
   }
 }
 
-Conv2dShape conv(int n, int c, int h, int w, int k, int r, int stride, int pad) {
-  return {.n = n,
-          .c = c,
-          .h = h,
-          .w = w,
-          .k = k,
-          .r = r,
-          .s = r,
-          .stride_h = stride,
-          .stride_w = stride,
-          .pad_h = pad,
-          .pad_w = pad};
-}
-
-INSTANTIATE_TEST_SUITE_P(OddSizes, Bf16Conv2d,
-                         ::testing::Values(std::make_tuple(conv(3, 5, 9, 7, 6, 3, 2, 1), true),
-                                           std::make_tuple(conv(2, 3, 5, 6, 4, 1, 1, 0), false),
-                                           std::make_tuple(conv(2, 17, 11, 13, 9, 3, 1, 1), true)));
+INSTANTIATE_TEST_SUITE_P(
+    OddSizes, Bf16Conv2d,
+    ::testing::Values(std::make_tuple(testing::square_conv(3, 5, 9, 7, 6, 3, 2, 1), true),
+                      std::make_tuple(testing::square_conv(2, 3, 5, 6, 4, 1, 1, 0), false),
+                      std::make_tuple(testing::square_conv(2, 17, 11, 13, 9, 3, 1, 1), true)));
 
 class Bf16Linear : public ::testing::TestWithParam<std::tuple<LinearShape, bool>> {};
 

@@ -31,17 +31,10 @@
 #include "kernels/cpu_fast/relu.h"
 #include "kernels/cpu_fast/residual_add.h"
 #include "kernels/cpu_fast/sgd.h"
+#include "tests/common/test_data.h"
 
 namespace engine {
 namespace {
-
-std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 std::vector<float> poisoned(std::size_t n) { return std::vector<float>(n, NAN); }
 
@@ -76,10 +69,10 @@ const std::int64_t kSizes[] = {1, 7, 1001, 40001, 200003};
 
 TEST(CpuFastRelu, EqualsTheReference) {
   for (const std::int64_t n : kSizes) {
-    auto x = random_values(static_cast<std::size_t>(n), 11);
+    auto x = testing::uniform_floats(static_cast<std::size_t>(n), 11);
     x[0] = NAN;
     if (n > 3) x[3] = 0.0f;
-    const auto dy = random_values(x.size(), 12);
+    const auto dy = testing::uniform_floats(x.size(), 12);
     auto y = poisoned(x.size()), y_ref = poisoned(x.size()), dx = poisoned(x.size()),
          dx_ref = poisoned(x.size());
     cpu_fast::relu_forward(x.data(), y.data(), n);
@@ -94,7 +87,7 @@ TEST(CpuFastRelu, EqualsTheReference) {
 TEST(CpuFastDropout, EqualsTheReferenceMask) {
   for (const float p : {0.0f, 0.25f, 0.5f, 1.0f}) {
     for (const std::int64_t n : kSizes) {
-      const auto x = random_values(static_cast<std::size_t>(n), 13);
+      const auto x = testing::uniform_floats(static_cast<std::size_t>(n), 13);
       auto y = poisoned(x.size()), y_ref = poisoned(x.size()), dx = poisoned(x.size()),
            dx_ref = poisoned(x.size());
       cpu_fast::dropout_forward(p, 42, 7, x.data(), y.data(), n);
@@ -109,8 +102,8 @@ TEST(CpuFastDropout, EqualsTheReferenceMask) {
 
 TEST(CpuFastResidualAdd, EqualsTheReference) {
   for (const std::int64_t n : kSizes) {
-    const auto a = random_values(static_cast<std::size_t>(n), 14),
-               b = random_values(a.size(), 15, -1e4f, 1e4f);
+    const auto a = testing::uniform_floats(static_cast<std::size_t>(n), 14),
+               b = testing::uniform_floats(a.size(), 15, -1e4f, 1e4f);
     auto y = poisoned(a.size()), y_ref = poisoned(a.size());
     cpu_fast::residual_add_forward(a.data(), b.data(), y.data(), n);
     cpu::residual_add_forward<float>(a.data(), b.data(), y_ref.data(), n);
@@ -144,13 +137,13 @@ TEST(CpuFastMaxPool2d, EqualsTheReference) {
   };
   for (const Case& c : cases) {
     const Pool2dShape& s = c.s;
-    auto x = random_values(static_cast<std::size_t>(s.input_size()), 16);
+    auto x = testing::uniform_floats(static_cast<std::size_t>(s.input_size()), 16);
     x[1] = x[0];  // a tie: the first in scan order must win in both
     // NaN wins (two in one 2x2 window of the first case: the later one), and a window of -inf gives its first
     // cell: the 2x2 fast path and the generic loop must agree with the reference on both.
     x[3] = x[13] = std::nanf("");
     for (const std::size_t i : {22u, 23u, 33u, 34u}) x[i] = -std::numeric_limits<float>::infinity();
-    const auto dy = random_values(static_cast<std::size_t>(s.output_size()), 17);
+    const auto dy = testing::uniform_floats(static_cast<std::size_t>(s.output_size()), 17);
     auto y = poisoned(dy.size()), y_ref = poisoned(dy.size());
     std::vector<std::int32_t> arg(dy.size(), -7), arg_ref(dy.size(), -7);
     cpu_fast::maxpool2d_forward(s, x.data(), y.data(), arg.data());
@@ -184,9 +177,10 @@ TEST(CpuFastBatchNorm2d, TrainingMatchesTheReference) {
   for (const BatchNorm2dShape& g : shapes) {
     for (const bool affine : {true, false}) {
       // An offset mean (3) against a spread of 1: the centring must happen before the scaling.
-      const auto x = random_values(g.x_size(), 18, 2.0f, 4.0f), dy = random_values(g.x_size(), 19);
-      const auto gamma = random_values(static_cast<std::size_t>(g.c), 20, 0.5f, 1.5f),
-                 beta = random_values(static_cast<std::size_t>(g.c), 21);
+      const auto x = testing::uniform_floats(g.x_size(), 18, 2.0f, 4.0f),
+                 dy = testing::uniform_floats(g.x_size(), 19);
+      const auto gamma = testing::uniform_floats(static_cast<std::size_t>(g.c), 20, 0.5f, 1.5f),
+                 beta = testing::uniform_floats(static_cast<std::size_t>(g.c), 21);
       const float* gp = affine ? gamma.data() : nullptr;
       const float* bp = affine ? beta.data() : nullptr;
       const std::size_t c = static_cast<std::size_t>(g.c);
@@ -228,9 +222,9 @@ TEST(CpuFastSgd, MatchesTheReference) {
   for (const cpu::SgdOptions& o : options) {
     for (const std::int64_t n : kSizes) {
       const std::size_t size = static_cast<std::size_t>(n);
-      auto p = random_values(size, 22), p_ref = p, buf = poisoned(size), buf_ref = poisoned(size);
+      auto p = testing::uniform_floats(size, 22), p_ref = p, buf = poisoned(size), buf_ref = poisoned(size);
       for (int step = 0; step < 3; ++step) {
-        const auto grad = random_values(size, 23 + static_cast<std::uint32_t>(step));
+        const auto grad = testing::uniform_floats(size, 23 + static_cast<std::uint32_t>(step));
         cpu_fast::sgd_step(o, p.data(), grad.data(), buf.data(), n, step == 0);
         cpu::sgd_step<float>(o, p_ref.data(), grad.data(), buf_ref.data(), n, step == 0);
         // |p| <= ~1 and lr * |update| <= ~0.3: a few float ulps of 1 per step, three steps.

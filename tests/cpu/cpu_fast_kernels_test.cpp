@@ -22,17 +22,10 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/linear.h"
+#include "tests/common/test_data.h"
 
 namespace engine {
 namespace {
-
-std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 std::vector<float> absolute(const std::vector<float>& v) {
   std::vector<float> out(v.size());
@@ -73,8 +66,9 @@ class CpuFastConv2d : public ::testing::TestWithParam<ConvCase> {};
 TEST_P(CpuFastConv2d, MatchesTheReference) {
   const ConvCase& c = GetParam();
   const Conv2dShape& g = c.shape;
-  const auto x = random_values(g.x_size(), 1), w = random_values(g.w_size(), 2);
-  const auto b = random_values(static_cast<std::size_t>(g.k), 3), dy = random_values(g.y_size(), 4);
+  const auto x = testing::uniform_floats(g.x_size(), 1), w = testing::uniform_floats(g.w_size(), 2);
+  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 3),
+             dy = testing::uniform_floats(g.y_size(), 4);
   const float* bias = c.bias ? b.data() : nullptr;
 
   std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
@@ -98,36 +92,23 @@ TEST_P(CpuFastConv2d, MatchesTheReference) {
   if (c.bias) expect_close(db_fast, db_ref, db_mag, "db");
 }
 
-Conv2dShape conv(int n, int c, int h, int w, int k, int r, int stride, int pad) {
-  return {.n = n,
-          .c = c,
-          .h = h,
-          .w = w,
-          .k = k,
-          .r = r,
-          .s = r,
-          .stride_h = stride,
-          .stride_w = stride,
-          .pad_h = pad,
-          .pad_w = pad};
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuFastConv2d,
-    ::testing::Values(ConvCase{conv(3, 5, 7, 9, 4, 3, 1, 1), true, true},
-                      ConvCase{conv(2, 3, 9, 7, 6, 3, 2, 1), false, true},
-                      ConvCase{conv(2, 4, 8, 8, 5, 1, 1, 0), false, true},    // pointwise
-                      ConvCase{conv(2, 4, 8, 8, 5, 1, 2, 0), true, true},     // 1x1 stride 2
-                      ConvCase{conv(4, 1, 28, 28, 8, 3, 1, 0), true, false},  // mnist conv1
-                      ConvCase{conv(2, 6, 11, 10, 7, 5, 3, 2), true, true}),
+    ::testing::Values(ConvCase{testing::square_conv(3, 5, 7, 9, 4, 3, 1, 1), true, true},
+                      ConvCase{testing::square_conv(2, 3, 9, 7, 6, 3, 2, 1), false, true},
+                      ConvCase{testing::square_conv(2, 4, 8, 8, 5, 1, 1, 0), false, true},    // pointwise
+                      ConvCase{testing::square_conv(2, 4, 8, 8, 5, 1, 2, 0), true, true},     // 1x1 stride 2
+                      ConvCase{testing::square_conv(4, 1, 28, 28, 8, 3, 1, 0), true, false},  // mnist conv1
+                      ConvCase{testing::square_conv(2, 6, 11, 10, 7, 5, 3, 2), true, true}),
     [](const ::testing::TestParamInfo<ConvCase>& test) { return case_name(test.param); });
 
 // The primitives are cached per shape: a second call with other buffers and values must use them, not the
 // first call's (a plan that kept a pointer would give the first result again).
 TEST(CpuFastConv2d, CachedPlanUsesEachCallsBuffers) {
-  const Conv2dShape g = conv(2, 6, 10, 10, 8, 3, 1, 1);
+  const Conv2dShape g = testing::square_conv(2, 6, 10, 10, 8, 3, 1, 1);
   for (std::uint32_t seed = 30; seed < 33; ++seed) {
-    const auto x = random_values(g.x_size(), seed), w = random_values(g.w_size(), seed + 10);
+    const auto x = testing::uniform_floats(g.x_size(), seed),
+               w = testing::uniform_floats(g.w_size(), seed + 10);
     std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
     cpu_fast::conv2d_forward(g, x.data(), w.data(), nullptr, y_fast.data());
     cpu::conv2d_forward<float>(g, x.data(), w.data(), nullptr, y_ref.data());
@@ -140,9 +121,9 @@ TEST(CpuFastConv2d, CachedPlanUsesEachCallsBuffers) {
 TEST(CpuFastLinear, MatchesTheReference) {
   for (const bool with_bias : {true, false}) {
     const LinearShape g{.n = 7, .in_features = 33, .out_features = 11};
-    const auto x = random_values(g.x_size(), 5), w = random_values(g.w_size(), 6);
-    const auto b = random_values(static_cast<std::size_t>(g.out_features), 7),
-               dy = random_values(g.y_size(), 8);
+    const auto x = testing::uniform_floats(g.x_size(), 5), w = testing::uniform_floats(g.w_size(), 6);
+    const auto b = testing::uniform_floats(static_cast<std::size_t>(g.out_features), 7),
+               dy = testing::uniform_floats(g.y_size(), 8);
     const auto ax = absolute(x), aw = absolute(w), ab = absolute(b), ady = absolute(dy);
     const float* bias = with_bias ? b.data() : nullptr;
     std::vector<float> y_fast(g.y_size(), NAN), y_ref(g.y_size()), y_mag(g.y_size());
