@@ -3,6 +3,7 @@
 // float accesses (64-bit for the 4 bfloat16) where the pointers allow (kernels/cuda/vector4.cuh).
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/vector4.cuh"
 
@@ -45,37 +46,16 @@ __global__ void cast_bf16_to_f32_scaled_kernel(const bfloat16* src, float* dst, 
   for (const std::int64_t i : detail::grid_stride(scalar_from, n)) dst[i] = widen_scaled(src[i], scale);
 }
 
-// Elementwise in place or not: no __restrict__, since src may be dst.
-template <bool kVector>
-__global__ void round_to_bf16_values_kernel(const float* src, float* dst, std::int64_t n) {
-  std::int64_t scalar_from = 0;
-  if constexpr (kVector) {
-    scalar_from = n / 4 * 4;
-    for (const std::int64_t g : detail::grid_stride(n / 4)) {
-      detail::Float4 v = detail::load4(src, g);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v.v[k] = from_bfloat16(to_bfloat16(v.v[k]));
-      detail::store4(dst, g, v);
-    }
-  }
-  for (const std::int64_t i : detail::grid_stride(scalar_from, n))
-    dst[i] = from_bfloat16(to_bfloat16(src[i]));
-}
+// A float map (kernels/cuda/elementwise.cuh, which allows src == dst): the nearest bf16 value, as a float.
+struct RoundToBf16 {
+  __device__ float operator()(float v) const { return from_bfloat16(to_bfloat16(v)); }
+};
 
 }  // namespace
 
 void round_to_bf16_values(cudaStream_t stream, const float* src, float* dst, std::int64_t n) {
   ENGINE_NVTX_RANGE("round_to_bf16_values");
-  ENGINE_CHECK(n >= 0, "round_to_bf16_values: element count must be non-negative, got {}", n);
-  if (n == 0) return;
-  ENGINE_CHECK(src != nullptr && dst != nullptr, "round_to_bf16_values: null pointer");
-  if (detail::vector_aligned(src, dst)) {
-    round_to_bf16_values_kernel<true>
-        <<<detail::grid_for(detail::ceil_div(n, 4)), detail::kBlock, 0, stream>>>(src, dst, n);
-  } else {
-    round_to_bf16_values_kernel<false><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(src, dst, n);
-  }
-  ENGINE_LAUNCH_CHECK();
+  detail::launch_map("round_to_bf16_values", stream, RoundToBf16{}, src, dst, n);
 }
 
 void cast_f32_to_bf16(cudaStream_t stream, const float* src, bfloat16* dst, std::int64_t n) {
