@@ -47,6 +47,15 @@ void BatchNorm2d::set_fused_relu(bool fused) {
   fused_relu_ = fused;
 }
 
+void BatchNorm2d::set_folded_conv(const Conv2d* conv) {
+  LAYER_CHECK(!finalized(), "the conv bias fold is decided before the model is finalized");
+  LAYER_CHECK(conv == nullptr || can_fuse_relu(),
+              "a {} does not take in a conv bias (its statistics step is not local)", kind());
+  LAYER_CHECK(conv == nullptr || (conv->has_bias() && conv->options().out_channels == num_features_),
+              "the folded conv must have a bias of {} channels", num_features_);
+  folded_conv_ = conv;
+}
+
 namespace {
 
 BatchNorm2dShape geometry(const Shape& x) {
@@ -79,9 +88,11 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x, Mode mode) {
   if (mode == Mode::Train) {
     save_mean_ = new_tensor({num_features_});
     save_invstd_ = new_tensor({num_features_});
-    if (fused_relu_) {  // fuses_relu(): the statistics step is exactly this op, here in its fused form
+    if (fused_relu_ || folded_conv_ != nullptr) {
+      // Local statistics (both require it): the statistics step is exactly this op, in its fused form.
       ops::batchnorm2d_forward_training(context(), s, x, gamma, beta, y, save_mean_, save_invstd_, rmean,
-                                        rvar, momentum_, eps_, /*relu=*/true);
+                                        rvar, momentum_, eps_, fused_relu_,
+                                        folded_conv_ != nullptr ? folded_conv_->bias() : Tensor());
     } else {
       statistics_->forward_training(context(), s, x, gamma, beta, y, save_mean_, save_invstd_, rmean, rvar,
                                     momentum_, eps_);

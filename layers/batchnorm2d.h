@@ -19,10 +19,15 @@
 // Fused ReLU (layers/fusion.h): with set_fused_relu(true) the layer outputs relu(BN(x)) in the same kernel
 // pass and folds ReLU's backward into its own (dy masked by its output > 0); the ReLU that followed it
 // becomes a pass-through. Same parameters, buffers and state dict. Only local statistics fuse.
+//
+// Folded conv bias (layers/fusion.h): with set_folded_conv(conv), the Conv2d before this layer leaves its
+// bias out in training mode and this layer adds it to the batch mean in its running-mean update (inside the
+// statistics kernel), which is where the bias would have shown. Only local statistics fold.
 
 #include <memory>
 
 #include "layers/batchnorm_statistics.h"
+#include "layers/conv2d.h"
 #include "layers/layer.h"
 
 namespace engine::layers {
@@ -47,6 +52,10 @@ class BatchNorm2d : public Layer {
   // Applies ReLU to the output and folds ReLU's backward in. Before the model is finalized only.
   void set_fused_relu(bool fused);
   bool fused_relu() const { return fused_relu_; }
+  // Takes in `conv`'s bias, which `conv` (the layer feeding this one) leaves out in training mode. Before
+  // the model is finalized; local statistics only.
+  void set_folded_conv(const Conv2d* conv);
+  const Conv2d* folded_conv() const { return folded_conv_; }
   // The storage of the last forward's output (null before one): a fused ReLU checks it is fed exactly that.
   const void* last_output_data() const { return last_output_data_; }
 
@@ -62,6 +71,7 @@ class BatchNorm2d : public Layer {
   std::size_t weight_ = 0, bias_ = 0, running_mean_ = 0, running_var_ = 0, num_batches_tracked_ = 0;
   Tensor x_, save_mean_, save_invstd_;
   bool fused_relu_ = false;
+  const Conv2d* folded_conv_ = nullptr;
   Tensor y_;  // the fused output, kept for backward's ReLU mask (fused only)
   const void* last_output_data_ = nullptr;
 };

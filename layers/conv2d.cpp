@@ -19,6 +19,12 @@ Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
   }
 }
 
+void Conv2d::set_bias_folded(bool folded) {
+  LAYER_CHECK(!finalized(), "the bias fold is decided before the model is finalized");
+  LAYER_CHECK(!folded || options_.bias, "has no bias to fold");
+  bias_folded_ = folded;
+}
+
 namespace {
 
 Conv2dShape geometry(const Conv2dOptions& o, const Shape& x) {
@@ -52,7 +58,9 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
   const Conv2dShape s = geometry(options_, x.shape());
   Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
   const Tensor& w = param(weight_).value;
-  ops::conv2d_forward(context(), s, x, w, options_.bias ? param(bias_).value : Tensor(), y,
+  bias_left_out_ = bias_folded_ && mode == Mode::Train;
+  const bool add_bias = options_.bias && !bias_left_out_;
+  ops::conv2d_forward(context(), s, x, w, add_bias ? param(bias_).value : Tensor(), y,
                       param(weight_).value_bf16);
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
@@ -63,8 +71,13 @@ Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
   Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
-  ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, options_.bias ? param(bias_).grad : Tensor(),
+  const bool bias_grad = options_.bias && !bias_left_out_;
+  ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, bias_grad ? param(bias_).grad : Tensor(),
                        param(weight_).value_bf16);
+  if (bias_left_out_) {  // the loss does not depend on a bias a training-mode BatchNorm follows: exactly 0
+    Tensor db = param(bias_).grad;
+    db.fill_bytes(0, context().stream);
+  }
   x_ = Tensor();  // one backward per forward: the saved input is released as soon as it is used
   return dx;
 }

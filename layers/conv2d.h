@@ -8,6 +8,12 @@
 // the implicit-GEMM convolution of kernels/cuda (conv2d_implicit_gemm), chosen by the context's
 // conv_algorithm. Keeps the input for backward. Under bf16 autocast (kernels/ops/autocast_bf16.h) the weight
 // is read from the model's bf16 mirror.
+//
+// Folded bias (layers/fusion.h, a float32 model whose conv feeds a BatchNorm2d): training-mode forwards do
+// not add the bias — the BatchNorm's normalization removes any per-channel constant, so its output is the
+// same — and the BatchNorm adds it to its running mean instead, the one place it shows. Its gradient in
+// training mode is then exactly 0 (the loss does not depend on it), written as such. Eval and inference add
+// it as usual.
 
 #include "layers/layer.h"
 
@@ -33,6 +39,11 @@ class Conv2d final : public Layer {
   const Conv2dOptions& options() const { return options_; }
   const Tensor& weight() const { return param(weight_).value; }
   bool has_bias() const { return options_.bias; }
+  const Tensor& bias() const { return param(bias_).value; }  // has_bias() only
+
+  // Leaves the bias out of training-mode forwards (see above). Before the model is finalized, with a bias.
+  void set_bias_folded(bool folded);
+  bool bias_folded() const { return bias_folded_; }
 
  protected:
   Tensor forward_impl(const Tensor& x, Mode mode) override;
@@ -43,6 +54,8 @@ class Conv2d final : public Layer {
   Conv2dOptions options_;
   std::size_t weight_ = 0, bias_ = 0;
   Tensor x_;  // the last forward's input
+  bool bias_folded_ = false;
+  bool bias_left_out_ = false;  // the last forward left the bias out (folded, training mode)
 };
 
 }  // namespace engine::layers

@@ -80,7 +80,10 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   if constexpr (kHaveCuda) {
     if (context.device.is_cuda()) ops::check_cuda_context(fmt::format("model '{}'", name_), context);
   }
-  if (fusion_) fused_batchnorm_relu_ = fuse_batchnorm_relu(*root_);
+  if (fusion_) {
+    fused_batchnorm_relu_ = fuse_batchnorm_relu(*root_);
+    if (context.dtype != DType::F64) folded_conv_bias_ = fold_conv_bias_into_batchnorm(*root_);
+  }
   context_ = std::make_shared<ExecutionContext>(context);
 
   // 1. Names and offsets, in registration order.

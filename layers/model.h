@@ -16,6 +16,7 @@
 //     the same seed gives bit-identical weights on every rank and device;
 //   - binds every layer to the shared ExecutionContext and grad-ready hook;
 //   - first of all, unless set_fusion(false): fuses every BatchNorm2d -> ReLU pair of a Sequential
+//     and, in float32 models, folds the bias of every Conv2d followed by a BatchNorm2d into it
 //     (layers/fusion.h), which changes the kernels run and nothing in the state dict.
 //
 // Backward OVERWRITES the gradients (there is no accumulation across backward calls; nothing to zero).
@@ -78,6 +79,8 @@ class Model {
   bool fusion() const { return fusion_; }
   // How many BatchNorm2d -> ReLU pairs finalize fused.
   int fused_batchnorm_relu() const { return fused_batchnorm_relu_; }
+  // How many Conv2d biases finalize folded into the BatchNorm2d after them (float32 models only).
+  int folded_conv_bias() const { return folded_conv_bias_; }
   bool finalized() const { return finalized_; }
 
   Tensor forward(const Tensor& x, Mode mode) { return root_->forward(x, mode); }
@@ -131,6 +134,7 @@ class Model {
   bool finalized_ = false;
   bool fusion_ = true;
   int fused_batchnorm_relu_ = 0;
+  int folded_conv_bias_ = 0;
 };
 
 }  // namespace engine::layers

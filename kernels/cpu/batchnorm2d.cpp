@@ -34,7 +34,7 @@ void check_eps(double eps) { ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not
 template <typename T>
 void batchnorm2d_forward_training(const BatchNorm2dShape& g, const T* x, const T* gamma, const T* beta, T* y,
                                   T* save_mean, T* save_invstd, T* running_mean, T* running_var,
-                                  double momentum, double eps) {
+                                  double momentum, double eps, const T* running_mean_shift) {
   g.validate();
   check_eps(eps);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "batchnorm2d: momentum must lie in [0, 1], got {}",
@@ -78,8 +78,10 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& g, const T* x, const T
     save_mean[c] = static_cast<T>(mean);
     save_invstd[c] = static_cast<T>(invstd);
     if (running_mean != nullptr) {
+      const double shifted =
+          mean + (running_mean_shift != nullptr ? static_cast<double>(running_mean_shift[c]) : 0.0);
       running_mean[c] =
-          static_cast<T>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean);
+          static_cast<T>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * shifted);
       running_var[c] = static_cast<T>((1.0 - momentum) * static_cast<double>(running_var[c]) +
                                       momentum * sum_sq / (m - 1.0));
     }
@@ -177,7 +179,7 @@ void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const T* x, const T* g
 
 template void batchnorm2d_forward_training<float>(const BatchNorm2dShape&, const float*, const float*,
                                                   const float*, float*, float*, float*, float*, float*,
-                                                  double, double);
+                                                  double, double, const float*);
 template void batchnorm2d_forward_eval<float>(const BatchNorm2dShape&, const float*, const float*,
                                               const float*, const float*, const float*, float*, double);
 template void batchnorm2d_backward_training<float>(const BatchNorm2dShape&, const float*, const float*,
@@ -188,7 +190,7 @@ template void batchnorm2d_backward_eval<float>(const BatchNorm2dShape&, const fl
                                                float*, double);
 template void batchnorm2d_forward_training<double>(const BatchNorm2dShape&, const double*, const double*,
                                                    const double*, double*, double*, double*, double*, double*,
-                                                   double, double);
+                                                   double, double, const double*);
 template void batchnorm2d_forward_eval<double>(const BatchNorm2dShape&, const double*, const double*,
                                                const double*, const double*, const double*, double*, double);
 template void batchnorm2d_backward_training<double>(const BatchNorm2dShape&, const double*, const double*,

@@ -27,12 +27,14 @@ inline constexpr double kBatchNormDefaultEps = 1e-5;
 // updated in place as PyTorch does, with the UNBIASED variance:
 //   running_mean = (1 - momentum) * running_mean + momentum * mean
 //   running_var  = (1 - momentum) * running_var  + momentum * sum (x - mean)^2 / (M - 1)
+// running_mean_shift (optional, [C]) is added to the batch mean in the running-mean update only: the conv
+// bias folded into this BatchNorm (layers/fusion.h), which x lacks; normalization does not depend on it.
 // Throws engine::Error when M < 2 (as PyTorch: "Expected more than 1 value per channel when training").
 template <typename T>
 void batchnorm2d_forward_training(const BatchNorm2dShape& shape, const T* x, const T* gamma, const T* beta,
                                   T* y, T* save_mean, T* save_invstd, T* running_mean, T* running_var,
                                   double momentum = kBatchNormDefaultMomentum,
-                                  double eps = kBatchNormDefaultEps);
+                                  double eps = kBatchNormDefaultEps, const T* running_mean_shift = nullptr);
 
 // Eval mode: y = gamma * (x - running_mean) / sqrt(running_var + eps) + beta; the running stats are read
 // only.

@@ -141,7 +141,7 @@ void check_eps(double eps) { ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not
 void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
                                   float* running_mean, float* running_var, double momentum, double eps,
-                                  bool relu) {
+                                  bool relu, const float* running_mean_shift) {
   g.validate();
   check_eps(eps);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "batchnorm2d: momentum must lie in [0, 1], got {}",
@@ -181,8 +181,10 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, con
     save_mean[c] = static_cast<float>(mean);
     save_invstd[c] = static_cast<float>(invstd);
     if (running_mean != nullptr) {
+      const double shifted =
+          mean + (running_mean_shift != nullptr ? static_cast<double>(running_mean_shift[c]) : 0.0);
       running_mean[c] =
-          static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean);
+          static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * shifted);
       running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) +
                                           momentum * sq / (m - 1.0));
     }

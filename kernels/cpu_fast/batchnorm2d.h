@@ -22,7 +22,8 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& shape, const float* x,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
                                   float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
-                                  double eps = cpu::kBatchNormDefaultEps, bool relu = false);
+                                  double eps = cpu::kBatchNormDefaultEps, bool relu = false,
+                                  const float* running_mean_shift = nullptr);
 
 void batchnorm2d_forward_eval(const BatchNorm2dShape& shape, const float* x, const float* gamma,
                               const float* beta, const float* running_mean, const float* running_var,

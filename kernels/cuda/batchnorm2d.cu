@@ -31,6 +31,7 @@ struct FinishStats {
   float* save_invstd;
   float* running_mean;
   float* running_var;
+  const float* running_mean_shift;  // may be null
   float* coef;
 
   __device__ void operator()(int c, const double* sums) const {
@@ -47,8 +48,10 @@ struct FinishStats {
     k[1] = static_cast<float>(s1 / m);  // mean - shift, small next to the data's offset
     k[2] = static_cast<float>((gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd);
     if (running_mean != nullptr) {
+      const double shifted =
+          mean + (running_mean_shift != nullptr ? static_cast<double>(running_mean_shift[c]) : 0.0);
       running_mean[c] =
-          static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean);
+          static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * shifted);
       running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) +
                                           momentum * sum_sq / (m - 1.0));
     }
@@ -131,7 +134,7 @@ void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, co
 void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
-                                  double momentum, double eps, bool relu) {
+                                  double momentum, double eps, bool relu, const float* running_mean_shift) {
   ENGINE_NVTX_RANGE("batchnorm2d_forward_training");
   const char* op = "batchnorm2d_forward_training";
   check_shape(op, shape, eps);
@@ -156,6 +159,7 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                            save_invstd,
                            running_mean,
                            running_var,
+                           running_mean_shift,
                            coef.data<float>()};
   detail::launch_channel_reduce<2>(stream, shape.n, shape.c, hw, chunks, ShiftedSums{x, hw}, finish, op);
   detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);

@@ -32,7 +32,8 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
-                                  double eps = cpu::kBatchNormDefaultEps, bool relu = false);
+                                  double eps = cpu::kBatchNormDefaultEps, bool relu = false,
+                                  const float* running_mean_shift = nullptr);
 
 void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,

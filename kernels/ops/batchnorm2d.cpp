@@ -35,20 +35,30 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                                   const Tensor& gamma, const Tensor& beta, const Tensor& y,
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   const Tensor& running_mean, const Tensor& running_var, double momentum,
-                                  double eps, bool relu) {
+                                  double eps, bool relu, const Tensor& running_mean_shift) {
+  if (running_mean_shift.defined()) {
+    ENGINE_CHECK(running_mean_shift.numel() == s.c && running_mean_shift.device() == x.device() &&
+                     running_mean.defined() && running_mean_shift.dtype() == running_mean.dtype(),
+                 "batchnorm2d: the running-mean shift {} does not match x {} (or there are no running "
+                 "statistics to shift)",
+                 running_mean_shift.str(), x.str());
+  }
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
+    const T* mean_shift = data_or_null<T>(running_mean_shift);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                          y.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
-                                         running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu);
+                                         running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu,
+                                         mean_shift);
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::batchnorm2d_forward_training(
-          s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(), save_mean.data<T>(),
-          save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu);
+      cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
+                                             save_mean.data<T>(), save_invstd.data<T>(),
+                                             running_mean.data<T>(), running_var.data<T>(), momentum, eps,
+                                             relu, mean_shift);
     } else {
       cpu::batchnorm2d_forward_training<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                            save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(),
-                                           running_var.data<T>(), momentum, eps);
+                                           running_var.data<T>(), momentum, eps, mean_shift);
       if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), elements(s));
     }
   });

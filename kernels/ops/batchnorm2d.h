@@ -8,6 +8,10 @@
 // BatchNorm's. The fast float32 CPU kernels and the CUDA kernels do it inside their passes; the float64
 // reference path runs the plain composition of the reference kernels (kernels/cpu/batchnorm2d.h then
 // kernels/cpu/relu.h), which is also what the fused kernels are tested against.
+//
+// Folded conv bias (layers/fusion.h): `running_mean_shift` ([C], optional) is the bias of the Conv2d before
+// this BatchNorm, which that conv did not add in training mode; it enters the running-mean update only (the
+// batch normalization removes any per-channel constant). Every path takes it inside its statistics finish.
 
 #include "core/execution_context.h"
 #include "core/tensor.h"
@@ -19,7 +23,7 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                                   const Tensor& gamma, const Tensor& beta, const Tensor& y,
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   const Tensor& running_mean, const Tensor& running_var, double momentum,
-                                  double eps, bool relu = false);
+                                  double eps, bool relu = false, const Tensor& running_mean_shift = Tensor());
 void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& y, double eps, bool relu = false);

@@ -161,6 +161,45 @@ TEST_P(CudaBatchNormRelu, TrainingMatchesTheReferenceOfBatchNormThenRelu) {
       << "dgamma run to run";
 }
 
+// A conv bias folded into the BatchNorm (layers/fusion.h): the kernel sees x without the bias and adds the
+// bias to the batch mean in its running-mean update only. Reference: the biased input x + b through the
+// unfused ops. The tolerances are the ones above: y's terms are the same (x and its mean shift together).
+TEST_P(CudaBatchNormRelu, TrainingWithAFoldedConvBiasMatchesTheReferenceOfTheBiasedInput) {
+  SKIP_WITHOUT_GPU();
+  Stream stream(0);
+  const cudaStream_t s = stream.get();
+  const Data d = make_data(GetParam());
+  const auto n = static_cast<std::int64_t>(d.size);
+  const std::vector<float> bias = nonzero_floats(d.c, 67, -0.5f, 0.5f);
+  std::vector<double> biased(d.size);
+  for (std::size_t i = 0; i < d.size; ++i) {
+    biased[i] = static_cast<double>(d.x[i]) + static_cast<double>(bias[d.channel_of(i)]);
+  }
+  const auto gd = widen(d.gamma), bd = widen(d.beta);
+  std::vector<double> bn_out(d.size), y_ref(d.size), mean_ref(d.c), invstd_ref(d.c), rm_ref = widen(d.rm),
+                                                                                     rv_ref = widen(d.rv);
+  cpu::batchnorm2d_forward_training(d.g, biased.data(), gd.data(), bd.data(), bn_out.data(), mean_ref.data(),
+                                    invstd_ref.data(), rm_ref.data(), rv_ref.data());
+  cpu::relu_forward(bn_out.data(), y_ref.data(), n);
+  std::vector<double> mean_of_x(d.c);  // the saved mean is x's: backward sees x
+  for (std::size_t ch = 0; ch < d.c; ++ch) mean_of_x[ch] = mean_ref[ch] - static_cast<double>(bias[ch]);
+
+  Tensor x_d = to_device(d.x, s), g_d = to_device(d.gamma, s), b_d = to_device(d.beta, s);
+  Tensor bias_d = to_device(bias, s), rm_d = to_device(d.rm, s), rv_d = to_device(d.rv, s);
+  Tensor y_d = poisoned<float>(n, s), mean_d = poisoned<float>(d.g.c, s),
+         invstd_d = poisoned<float>(d.g.c, s);
+  cuda::batchnorm2d_forward_training(s, d.g, x_d.data<float>(), g_d.data<float>(), b_d.data<float>(),
+                                     y_d.data<float>(), mean_d.data<float>(), invstd_d.data<float>(),
+                                     rm_d.data<float>(), rv_d.data<float>(), cpu::kBatchNormDefaultMomentum,
+                                     cpu::kBatchNormDefaultEps, /*relu=*/true, bias_d.data<float>());
+  EXPECT_TRUE(close_to(to_host<float>(y_d, s), y_ref, y_scale(d, mean_of_x, invstd_ref, y_ref), 8 * kU))
+      << "y";
+  EXPECT_TRUE(close_to(to_host<float>(mean_d, s), mean_of_x, sum_scale(d, mean_of_x, {}), kOneUlp))
+      << "save_mean";
+  EXPECT_TRUE(close_to(to_host<float>(rm_d, s), rm_ref, sum_scale(d, rm_ref, {}), kOneUlp)) << "running_mean";
+  EXPECT_TRUE(close_to(to_host<float>(rv_d, s), rv_ref, sum_scale(d, rv_ref, {}), kOneUlp)) << "running_var";
+}
+
 TEST_P(CudaBatchNormRelu, EvalMatchesTheReferenceOfBatchNormThenRelu) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
