@@ -82,7 +82,7 @@ struct Config {
   std::string json_path;
   bool smoke = false;
   bool cpu = false;
-  bool no_fusion = false;  // Model::set_fusion(false): BatchNorm and ReLU as separate kernels
+  bool no_fusion = false;  // Model::set_fusion(false): no BatchNorm+ReLU fusion, no conv-bias fold
 };
 
 // CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
@@ -338,7 +338,8 @@ int main(int argc, char** argv) {
   app.add_flag("--smoke", c.smoke, "CPU: mnist_cnn, batch 4, 2 steps (for CI)");
   app.add_flag("--cpu", c.cpu, "train on the CPU device (threads: OMP_NUM_THREADS)");
   app.add_flag("--no-fusion", c.no_fusion,
-               "run BatchNorm2d and the ReLU after it as separate kernels (layers/fusion.h), to compare");
+               "run BatchNorm2d and the ReLU after it as separate kernels and add every conv bias "
+               "(no fusion pass, layers/fusion.h), to compare");
   CLI11_PARSE(app, argc, argv);
 
   try {
