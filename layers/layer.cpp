@@ -1,5 +1,6 @@
 #include "layers/layer.h"
 
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -74,14 +75,20 @@ Shape Layer::output_shape(const Shape& input_shape) const { return output_shape_
 
 Tensor Layer::forward(const Tensor& x, Mode mode) {
   check_input(x, "input");
-  Shape out_shape = output_shape_impl(x.shape());
+  // The output shape is a function of the input shape: it is worked out (and the input shape validated, a
+  // walk over the children for a container) when the input shape changes, not at every step.
+  std::optional<Shape> new_output_shape;
+  if (!has_forward_ || x.shape() != input_shape_) new_output_shape = output_shape_impl(x.shape());
+  const Shape& expected = new_output_shape ? *new_output_shape : output_shape_;
   Tensor y = forward_impl(x, mode);
-  ENGINE_CHECK(y.defined() && y.shape() == out_shape, "{}: forward produced {} where {} was expected (a bug)",
-               describe(), y.str(), shape_str(out_shape));
+  ENGINE_CHECK(y.defined() && y.shape() == expected, "{}: forward produced {} where {} was expected (a bug)",
+               describe(), y.str(), shape_str(expected));
+  if (new_output_shape) {
+    input_shape_ = x.shape();
+    output_shape_ = std::move(*new_output_shape);
+  }
   has_forward_ = true;
   last_mode_ = mode;
-  input_shape_ = x.shape();
-  output_shape_ = std::move(out_shape);
   return y;
 }
 
