@@ -50,7 +50,7 @@ Shape Conv2d::output_shape_impl(const Shape& in) const {
 
 Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
   const Conv2dShape s = geometry(options_, x.shape());
-  Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
+  Tensor y = new_tensor({s.n, s.k, s.p(), s.q()}, autocast_output_dtype());
   const Tensor& w = param(weight_).value;
   ops::conv2d_forward(context(), s, x, w, options_.bias ? param(bias_).value : Tensor(), y,
                       param(weight_).value_bf16);
@@ -60,7 +60,7 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
 
 Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
   const Conv2dShape s = geometry(options_, x_.shape());
-  Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
+  Tensor dx = needs_input_grad() ? new_input_grad() : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
   ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, options_.bias ? param(bias_).grad : Tensor(),

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/cast.h"
 #include "kernels/ops/dispatch.h"
 #include "layers/fusion.h"
@@ -66,6 +67,11 @@ std::int64_t Model::parameter_count() const {
 void Model::set_fusion(bool enabled) {
   ENGINE_CHECK(!finalized_, "model '{}': fusion is chosen before finalize", name_);
   fusion_ = enabled;
+}
+
+Tensor Model::forward(const Tensor& x, Mode mode) {
+  Tensor y = root_->forward(x, mode);
+  return y.dtype() == DType::BF16 ? ops::bf16::widened(*context_, y) : y;
 }
 
 void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {

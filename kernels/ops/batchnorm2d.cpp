@@ -6,6 +6,7 @@
 #include "kernels/cpu/relu.h"
 #include "kernels/cpu_fast/batchnorm2d.h"
 #include "kernels/cuda/batchnorm2d.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
@@ -36,6 +37,12 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   const Tensor& running_mean, const Tensor& running_var, double momentum,
                                   double eps, bool relu) {
+  if (bf16::on_float32(ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) {
+        batchnorm2d_forward_training(ctx, s, in[0], gamma, beta, out[0], save_mean, save_invstd, running_mean,
+                                     running_var, momentum, eps, relu);
+      })) {
+    return;
+  }
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
@@ -57,6 +64,11 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
 void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& y, double eps, bool relu) {
+  if (bf16::on_float32(ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) {
+        batchnorm2d_forward_eval(ctx, s, in[0], gamma, beta, running_mean, running_var, out[0], eps, relu);
+      })) {
+    return;
+  }
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
@@ -77,6 +89,12 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
                                    const Tensor& gamma, const Tensor& save_mean, const Tensor& save_invstd,
                                    const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
                                    const Tensor& dbeta, const Tensor& relu_y) {
+  if (bf16::on_float32(ctx, {x, dy, relu_y}, {dx}, [&](const Tensor* in, const Tensor* out) {
+        batchnorm2d_backward_training(ctx, s, in[0], gamma, save_mean, save_invstd, in[1], out[0], dgamma,
+                                      dbeta, in[2]);
+      })) {
+    return;
+  }
   check_relu_y(s, dy, relu_y);
   dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
@@ -103,6 +121,12 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
                                const Tensor& gamma, const Tensor& running_mean, const Tensor& running_var,
                                const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                                double eps, const Tensor& relu_y) {
+  if (bf16::on_float32(ctx, {x, dy, relu_y}, {dx}, [&](const Tensor* in, const Tensor* out) {
+        batchnorm2d_backward_eval(ctx, s, in[0], gamma, running_mean, running_var, in[1], out[0], dgamma,
+                                  dbeta, eps, in[2]);
+      })) {
+    return;
+  }
   check_relu_y(s, dy, relu_y);
   dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);

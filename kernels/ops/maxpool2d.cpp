@@ -4,12 +4,18 @@
 
 #include "kernels/cpu_fast/maxpool2d.h"
 #include "kernels/cuda/maxpool2d.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
 void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& x, const Tensor& y,
                        const Tensor& argmax) {
+  if (bf16::on_float32(ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) {
+        maxpool2d_forward(ctx, s, in[0], out[0], argmax);
+      })) {
+    return;
+  }
   dispatch("maxpool2d", ctx, x, [&]<Path P, typename T>() {
     auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
@@ -24,6 +30,11 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
 
 void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& dy,
                         const Tensor& argmax, const Tensor& dx) {
+  if (bf16::on_float32(ctx, {dy}, {dx}, [&](const Tensor* in, const Tensor* out) {
+        maxpool2d_backward(ctx, s, in[0], argmax, out[0]);
+      })) {
+    return;
+  }
   dispatch("maxpool2d", ctx, dy, [&]<Path P, typename T>() {
     const auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {

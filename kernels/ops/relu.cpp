@@ -3,11 +3,16 @@
 #include "kernels/cpu/relu.h"
 #include "kernels/cpu_fast/relu.h"
 #include "kernels/cuda/relu.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
 void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
+  if (bf16::on_float32(ctx, {x}, {y},
+                       [&](const Tensor* in, const Tensor* out) { relu_forward(ctx, in[0], out[0]); })) {
+    return;
+  }
   dispatch("relu", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::relu_forward(cuda_stream(ctx), x.data<T>(), y.data<T>(), x.numel());
@@ -20,6 +25,11 @@ void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y)
 }
 
 void relu_backward(const ExecutionContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  if (bf16::on_float32(ctx, {x, dy}, {dx}, [&](const Tensor* in, const Tensor* out) {
+        relu_backward(ctx, in[0], in[1], out[0]);
+      })) {
+    return;
+  }
   dispatch("relu", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::relu_backward(cuda_stream(ctx), x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
