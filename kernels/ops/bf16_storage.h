@@ -9,11 +9,19 @@
 // kernels (the CPU's whole bf16 story), and a CUDA op without a bf16 kernel yet is correct, only slower.
 
 #include <cstddef>
+#include <initializer_list>
 
 #include "core/execution_context.h"
 #include "core/tensor.h"
 
 namespace engine::ops::bf16 {
+
+// Whether the op has its own bf16 kernel on CUDA (dispatch_with_bf16): then tensors that are all CUDA BF16
+// go to it, and on_float32 leaves them alone.
+enum class NativeBf16 { None, Cuda };
+
+// Whether every defined tensor of `ts` is a BF16 tensor on a CUDA device.
+bool all_cuda_bf16(std::initializer_list<const Tensor*> ts);
 
 // A float32 tensor with t's values: a new one for a BF16 t, else t itself (undefined stays undefined).
 Tensor widened(const ExecutionContext& ctx, const Tensor& t);
@@ -22,8 +30,8 @@ void round_into(const ExecutionContext& ctx, const Tensor& f, const Tensor& targ
 
 // When any of `ins` or `outs` is BF16: runs op(fins, fouts) on their float32 stand-ins (`widened`; outputs
 // too, so an op that reads its output, or writes it in place of an input, sees the same values), rounds
-// each output back with `round_into`, and returns true. Otherwise does nothing and returns false, and the
-// caller runs its usual dispatch:
+// each output back with `round_into`, and returns true. Otherwise (no BF16 tensor, or with NativeBf16::Cuda
+// all of them CUDA BF16) does nothing and returns false, and the caller runs its usual dispatch:
 //   if (bf16::on_float32(ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) {
 //         relu_forward(ctx, in[0], out[0]);
 //       })) {
@@ -31,7 +39,14 @@ void round_into(const ExecutionContext& ctx, const Tensor& f, const Tensor& targ
 //   }
 // (the op is called again on float32 tensors, so it takes its usual path.)
 template <std::size_t I, std::size_t O, typename Op>
-bool on_float32(const ExecutionContext& ctx, const Tensor (&ins)[I], const Tensor (&outs)[O], Op&& op) {
+bool on_float32(const ExecutionContext& ctx, const Tensor (&ins)[I], const Tensor (&outs)[O], Op&& op,
+                NativeBf16 native = NativeBf16::None) {
+  if (native == NativeBf16::Cuda) {
+    bool all = true;
+    for (const Tensor& t : ins) all = all && all_cuda_bf16({&t});
+    for (const Tensor& t : outs) all = all && all_cuda_bf16({&t});
+    if (all) return false;
+  }
   bool any = false;
   for (const Tensor& t : ins) any = any || (t.defined() && t.dtype() == DType::BF16);
   for (const Tensor& t : outs) any = any || (t.defined() && t.dtype() == DType::BF16);
