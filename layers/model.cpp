@@ -83,6 +83,12 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
                context.device.str(), dtype_name(context.dtype));
   ENGINE_CHECK(!context.autocast_bf16 || context.dtype == DType::F32,
                "model '{}': bf16 autocast runs on float32 models, not {}", name_, dtype_name(context.dtype));
+  ENGINE_CHECK(
+      !(context.autocast_bf16 && context.device.is_cuda() &&
+        context.conv_algorithm == ConvAlgorithm::ImplicitGemm),
+      "model '{}': bf16 autocast runs its convolutions on cuDNN (bf16 tensor cores); the implicit-GEMM "
+      "convolution is float32 only",
+      name_);
   if constexpr (kHaveCuda) {
     if (context.device.is_cuda()) ops::check_cuda_context(fmt::format("model '{}'", name_), context);
   }

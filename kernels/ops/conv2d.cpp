@@ -12,8 +12,7 @@ namespace {
 // The CUDA path of bf16 autocast is cuDNN's bf16 configuration; our implicit-GEMM convolution is float32.
 void check_bf16_algorithm(const ExecutionContext& ctx) {
   ENGINE_CHECK(ctx.conv_algorithm == ConvAlgorithm::Cudnn,
-               "conv2d: bf16 autocast runs its convolutions on cuDNN; the {} convolution is float32 only "
-               "(use --conv-algorithm cudnn with --precision bf16, or --precision fp32/tf32)",
+               "conv2d: bf16 autocast runs its convolutions on cuDNN; the {} convolution is float32 only",
                conv_algorithm_name(ctx.conv_algorithm));
 }
 
@@ -23,6 +22,7 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
   check_layout("conv2d", ctx);
   if (x.is_cuda()) {
     if constexpr (kHaveCuda) {
+      check_bf16_layout("conv2d", ctx);
       check_bf16_algorithm(ctx);
       const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
       const Tensor xb = autocast::as_bf16(ctx, x);
@@ -48,6 +48,7 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
   check_layout("conv2d", ctx);
   if (dy.is_cuda()) {
     if constexpr (kHaveCuda) {
+      check_bf16_layout("conv2d", ctx);
       check_bf16_algorithm(ctx);
       const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
       const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/cpu/relu.h"
 #include "kernels/ops/cast.h"
@@ -154,6 +155,38 @@ TEST_P(Bf16Models, ActivationsAreBf16AndGradientsAndMasterWeightsFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vgg6AndResnet18, Bf16Models, ::testing::Values("vgg6", "resnet18"));
+
+std::string finalize_error(ExecutionContext ctx) {
+  layers::Model model = layers::build_model("cnn3", 3, 10, 32, 32);
+  try {
+    model.finalize(ctx, 1);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Bf16Storage, BadCombinationsAreRefusedByName) {
+  ExecutionContext f64 = cpu_context(true);
+  f64.dtype = DType::F64;
+  EXPECT_NE(finalize_error(f64).find("bf16 autocast runs on float32 models, not float64"), std::string::npos)
+      << finalize_error(f64);
+  // Refused before anything touches a device, so this runs without one.
+  ExecutionContext implicit_gemm = cpu_context(true);
+  implicit_gemm.device = Device::cuda(0);
+  implicit_gemm.conv_algorithm = ConvAlgorithm::ImplicitGemm;
+  EXPECT_NE(finalize_error(implicit_gemm).find("the implicit-GEMM convolution is float32 only"),
+            std::string::npos)
+      << finalize_error(implicit_gemm);
+  // A bf16 tensor given to an op that has no bf16 path (the optimizer's, the EMA's) names the op and dtype.
+  const Tensor b = Tensor::empty({4}, DType::BF16);
+  try {
+    ops::cast_to_bf16(ExecutionContext{}, b, Tensor::empty({4}, DType::BF16));
+    ADD_FAILURE() << "a bf16 source was cast as float32";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace engine
