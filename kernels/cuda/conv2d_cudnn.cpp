@@ -64,11 +64,14 @@ bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_dete
   if (perf.status != CUDNN_STATUS_SUCCESS) return false;
   if (perf.memory > o.max_conv_workspace_bytes) return false;
   if (must_be_deterministic && o.deterministic && perf.determinism != CUDNN_DETERMINISTIC) return false;
-  // Conversion math would round operands to fp16 (bf16's range lost, float32's significand cut): never.
-  if (perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
-  // bf16 data: tensor-op math is the point (exact products, fp32 accumulation). fp32 means fp32: a
-  // candidate that needs tensor-op math (TF32) is skipped unless TF32 is allowed.
-  if (!bf16 && !o.allow_tf32 && perf.mathType == CUDNN_TENSOR_OP_MATH) return false;
+  // bf16 data: tensor-op math is the point (exact products, fp32 accumulation); conversion math (operands
+  // converted to another reduced type) is not autocast's arithmetic.
+  if (bf16) return perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  // fp32 means fp32: a candidate that needs tensor-op math (TF32) is skipped unless TF32 is allowed.
+  if (!o.allow_tf32 &&
+      (perf.mathType == CUDNN_TENSOR_OP_MATH || perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) {
+    return false;
+  }
   return true;
 }
 
