@@ -5,10 +5,9 @@
 //         computes fp32
 //   bf16  torch.autocast(dtype=torch.bfloat16) at Conv2d and Linear (kernels/ops/autocast_bf16.h): bf16
 //         inputs and weights (a bf16 mirror of the fp32 master weights), fp32 accumulation, bf16 outputs and
-//         gradients; BatchNorm, the loss and SGD in fp32; checkpoints fp32. On the CPU it is an exact
-//         emulation in float32 tensors (what the tests here run); on a GPU the same arithmetic through the
-//         fp32 kernels with TF32 allowed for convolutions (exact for bf16 values) until the bf16 tensor-core
-//         path lands (issue 17).
+//         gradients, bf16 activations between the layers; BatchNorm statistics, the loss and SGD in fp32;
+//         checkpoints fp32. On a GPU bf16 tensor-core GEMMs (cuDNN, cuBLAS) and bf16 kernels; on the CPU the
+//         same data flow with the fp32 kernels on bf16 values (what the tests here run).
 
 #include <array>
 
@@ -29,7 +28,7 @@ inline constexpr std::array<FlagChoice<Precision>, 3> kPrecisionChoices = {{
 
 // cuDNN may use TF32 (torch.backends.cudnn.allow_tf32); cuBLAS stays fp32 under every choice. Under bf16 the
 // convolutions see bf16 values only, which TF32 (10-bit significand) holds exactly: their products are exact
-// either way, so TF32 changes nothing but the speed.
+// either way, so TF32 changes nothing but the speed (and the bf16 GEMMs do not use it at all).
 constexpr bool tf32_convolutions(Precision p) { return p != Precision::Fp32; }
 // ExecutionContext::autocast_bf16.
 constexpr bool autocast_bf16(Precision p) { return p == Precision::Bf16; }

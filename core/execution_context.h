@@ -55,9 +55,10 @@ struct ExecutionContext {
   bool allow_tf32_matmul = false;
   // bf16 autocast at Conv2d and Linear (--precision bf16, PyTorch's torch.autocast(dtype=torch.bfloat16)):
   // their input, weight and bias are rounded to bf16 (the weight read from the model's bf16 mirror of the
-  // flat parameter buffer), products accumulate in fp32, outputs and gradients are rounded to bf16
-  // (kernels/ops/autocast_bf16.h). Everything else stays fp32; activations are float32 tensors holding bf16
-  // values (bf16 storage of activations is the next step). float32 contexts only.
+  // flat parameter buffer), products accumulate in fp32 (bf16 tensor-core GEMMs on CUDA), outputs and
+  // gradients are rounded to bf16 (kernels/ops/autocast_bf16.h). Activations between the layers are BF16
+  // tensors (kernels/ops/bf16_storage.h); parameters, gradients, BatchNorm statistics and the loss stay fp32.
+  // float32 contexts, NCHW, cuDNN convolutions only.
   bool autocast_bf16 = false;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Cudnn;
   Layout layout = Layout::NCHW;

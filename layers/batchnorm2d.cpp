@@ -80,7 +80,7 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x, Mode mode) {
     LAYER_CHECK(s.count() > 1, "expected more than 1 value per channel when training, got an input {}",
                 x.str());
   }
-  Tensor y = new_tensor(x.shape());
+  Tensor y = new_tensor(x.shape(), x.dtype());
   const Tensor& gamma = param(weight_).value;
   const Tensor& beta = param(bias_).value;
   const Tensor& rmean = buffer(running_mean_).value;
@@ -110,7 +110,7 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x, Mode mode) {
 
 Tensor BatchNorm2d::backward_impl(const Tensor& dy, Mode mode) {
   const BatchNorm2dShape s = geometry(x_.shape());
-  Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
+  Tensor dx = needs_input_grad() ? new_input_grad() : Tensor();
   const Tensor& gamma = param(weight_).value;
   const Tensor& dgamma = param(weight_).grad;
   const Tensor& dbeta = param(bias_).grad;

@@ -56,7 +56,7 @@ Shape Conv2d::output_shape_impl(const Shape& in) const {
 
 Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
   const Conv2dShape s = geometry(options_, x.shape());
-  Tensor y = new_tensor({s.n, s.k, s.p(), s.q()});
+  Tensor y = new_tensor({s.n, s.k, s.p(), s.q()}, autocast_output_dtype());
   const Tensor& w = param(weight_).value;
   bias_left_out_ = bias_folded_ && mode == Mode::Train;
   const bool add_bias = options_.bias && !bias_left_out_;
@@ -68,7 +68,7 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
 
 Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
   const Conv2dShape s = geometry(options_, x_.shape());
-  Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
+  Tensor dx = needs_input_grad() ? new_input_grad() : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
   const bool bias_grad = options_.bias && !bias_left_out_;

@@ -13,7 +13,7 @@ Tensor Dropout::forward_impl(const Tensor& x, Mode mode) {
   ExecutionContext& ctx = context();
   seed_ = ctx.dropout_seed;
   offset_ = ctx.dropout_offset++;
-  Tensor y = new_tensor(x.shape());
+  Tensor y = new_tensor(x.shape(), x.dtype());
   ops::dropout_forward(ctx, static_cast<double>(p_), seed_, offset_, x, y);
   return y;
 }
@@ -21,7 +21,7 @@ Tensor Dropout::forward_impl(const Tensor& x, Mode mode) {
 Tensor Dropout::backward_impl(const Tensor& dy, Mode mode) {
   if (!needs_input_grad()) return Tensor();
   if (mode != Mode::Train) return dy;
-  Tensor dx = new_tensor(dy.shape());
+  Tensor dx = new_input_grad();
   ops::dropout_backward(context(), static_cast<double>(p_), seed_, offset_, dy, dx);
   return dx;
 }

@@ -5,7 +5,7 @@
 namespace engine::layers {
 
 Tensor GELU::forward_impl(const Tensor& x, Mode mode) {
-  Tensor y = new_tensor(x.shape());
+  Tensor y = new_tensor(x.shape(), x.dtype());
   ops::gelu_forward(context(), x, y);
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
@@ -14,7 +14,7 @@ Tensor GELU::forward_impl(const Tensor& x, Mode mode) {
 Tensor GELU::backward_impl(const Tensor& dy, Mode) {
   Tensor dx;
   if (needs_input_grad()) {
-    dx = new_tensor(dy.shape());
+    dx = new_input_grad();
     ops::gelu_backward(context(), x_, dy, dx);
   }
   x_ = Tensor();

@@ -12,15 +12,14 @@ Shape GlobalAvgPool::output_shape_impl(const Shape& in) const {
 
 Tensor GlobalAvgPool::forward_impl(const Tensor& x, Mode) {
   const Shape& s = x.shape();
-  Tensor y = new_tensor({s[0], s[1]});
+  Tensor y = new_tensor({s[0], s[1]}, x.dtype());
   ops::global_avgpool_forward(context(), x, y);
   return y;
 }
 
 Tensor GlobalAvgPool::backward_impl(const Tensor& dy, Mode) {
   if (!needs_input_grad()) return Tensor();
-  const Shape& s = last_input_shape();
-  Tensor dx = new_tensor(s);
+  Tensor dx = new_input_grad();
   ops::global_avgpool_backward(context(), dy, dx);
   return dx;
 }

@@ -52,6 +52,11 @@ ExecutionContext& Layer::context() const {
 
 Tensor Layer::new_tensor(const Shape& shape) const { return new_tensor(shape, context().dtype); }
 
+DType Layer::autocast_output_dtype() const {
+  const ExecutionContext& ctx = context();
+  return ctx.autocast_bf16 ? DType::BF16 : ctx.dtype;
+}
+
 Tensor Layer::new_tensor(const Shape& shape, DType dtype) const {
   const ExecutionContext& ctx = context();
   return Tensor::empty(shape, dtype, ctx.device, ctx.stream);
@@ -67,8 +72,9 @@ void Layer::check_input(const Tensor& t, const char* what) const {
   LAYER_CHECK(t.defined(), "{} is an undefined tensor", what);
   LAYER_CHECK(t.device() == ctx.device, "{} {} is not on the model's device {}", what, t.str(),
               ctx.device.str());
-  LAYER_CHECK(t.dtype() == ctx.dtype, "{} {} is not of the model's dtype {}", what, t.str(),
-              dtype_name(ctx.dtype));
+  LAYER_CHECK(t.dtype() == ctx.dtype || (ctx.autocast_bf16 && t.dtype() == DType::BF16),
+              "{} {} is not of the model's dtype {}{}", what, t.str(), dtype_name(ctx.dtype),
+              ctx.autocast_bf16 ? " (or bfloat16 under bf16 autocast)" : "");
 }
 
 Shape Layer::output_shape(const Shape& input_shape) const { return output_shape_impl(input_shape); }
@@ -89,6 +95,7 @@ Tensor Layer::forward(const Tensor& x, Mode mode) {
   }
   has_forward_ = true;
   last_mode_ = mode;
+  input_dtype_ = x.dtype();
   return y;
 }
 

@@ -153,6 +153,12 @@ class Layer {
   // Uninitialized memory on the context's device, tagged with its stream.
   Tensor new_tensor(const Shape& shape) const;               // in the context's dtype
   Tensor new_tensor(const Shape& shape, DType dtype) const;  // in another dtype (max-pool's int32 argmax)
+  // Activations and their gradients: a layer's output has its input's dtype, and its input gradient the
+  // dtype of the input it had (bf16 autocast keeps activations in bf16 on either device,
+  // kernels/ops/bf16_storage.h), except Conv2d and Linear, which write autocast_output_dtype().
+  Tensor new_input_grad() const { return new_tensor(input_shape_, input_dtype_); }
+  // BF16 under bf16 autocast (the model's parameters stay in the context's dtype), else the context's dtype.
+  DType autocast_output_dtype() const;
 
  private:
   friend class Model;
@@ -174,6 +180,7 @@ class Layer {
   bool has_forward_ = false;
   Mode last_mode_ = Mode::Train;
   Shape input_shape_, output_shape_;
+  DType input_dtype_ = DType::F32;
 };
 
 // A layer's shape/argument check: throws engine::Error("Conv2d 'features.0': <message>").

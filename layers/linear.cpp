@@ -21,7 +21,7 @@ Shape Linear::output_shape_impl(const Shape& in) const {
 
 Tensor Linear::forward_impl(const Tensor& x, Mode mode) {
   const LinearShape s{.n = detail::to_int(x.dim(0)), .in_features = in_, .out_features = out_};
-  Tensor y = new_tensor({x.dim(0), out_});
+  Tensor y = new_tensor({x.dim(0), out_}, autocast_output_dtype());
   const Tensor& w = param(weight_).value;
   ops::linear_forward(context(), s, x, w, bias_on_ ? param(bias_).value : Tensor(), y,
                       param(weight_).value_bf16);
@@ -31,7 +31,7 @@ Tensor Linear::forward_impl(const Tensor& x, Mode mode) {
 
 Tensor Linear::backward_impl(const Tensor& dy, Mode) {
   const LinearShape s{.n = detail::to_int(x_.dim(0)), .in_features = in_, .out_features = out_};
-  Tensor dx = needs_input_grad() ? new_tensor(x_.shape()) : Tensor();
+  Tensor dx = needs_input_grad() ? new_input_grad() : Tensor();
   const Tensor& w = param(weight_).value;
   const Tensor& dw = param(weight_).grad;
   ops::linear_backward(context(), s, x_, w, dy, dx, dw, bias_on_ ? param(bias_).grad : Tensor(),

@@ -41,7 +41,7 @@ Shape MaxPool2d::output_shape_impl(const Shape& in) const {
 Tensor MaxPool2d::forward_impl(const Tensor& x, Mode mode) {
   const Pool2dShape s = geometry(x.shape(), kernel_, stride_, padding_);
   const Shape out = {s.n, s.c, s.p(), s.q()};
-  Tensor y = new_tensor(out);
+  Tensor y = new_tensor(out, x.dtype());
   // Inference: the argmax is scratch, dropped on return (its cached block is reused by the next batch).
   Tensor argmax = new_tensor(out, DType::I32);
   argmax_ = keeps_for_backward(mode) ? argmax : Tensor();
@@ -53,7 +53,7 @@ Tensor MaxPool2d::backward_impl(const Tensor& dy, Mode) {
   Tensor dx;
   if (needs_input_grad()) {
     const Pool2dShape s = geometry(last_input_shape(), kernel_, stride_, padding_);
-    dx = new_tensor(last_input_shape());
+    dx = new_input_grad();
     ops::maxpool2d_backward(context(), s, dy, argmax_, dx);
   }
   argmax_ = Tensor();

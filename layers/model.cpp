@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/cast.h"
 #include "kernels/ops/dispatch.h"
 #include "layers/fusion.h"
@@ -68,6 +69,11 @@ void Model::set_fusion(bool enabled) {
   fusion_ = enabled;
 }
 
+Tensor Model::forward(const Tensor& x, Mode mode) {
+  Tensor y = root_->forward(x, mode);
+  return y.dtype() == DType::BF16 ? ops::bf16::widened(*context_, y) : y;
+}
+
 void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   ENGINE_CHECK(!finalized_, "model '{}' is already finalized", name_);
   const bool cpu_ok = context.device.is_cpu() && (context.dtype == DType::F32 || context.dtype == DType::F64);
@@ -77,6 +83,12 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
                context.device.str(), dtype_name(context.dtype));
   ENGINE_CHECK(!context.autocast_bf16 || context.dtype == DType::F32,
                "model '{}': bf16 autocast runs on float32 models, not {}", name_, dtype_name(context.dtype));
+  ENGINE_CHECK(
+      !(context.autocast_bf16 && context.device.is_cuda() &&
+        context.conv_algorithm == ConvAlgorithm::ImplicitGemm),
+      "model '{}': bf16 autocast runs its convolutions on cuDNN (bf16 tensor cores); the implicit-GEMM "
+      "convolution is float32 only",
+      name_);
   if constexpr (kHaveCuda) {
     if (context.device.is_cuda()) ops::check_cuda_context(fmt::format("model '{}'", name_), context);
   }

@@ -83,7 +83,10 @@ class Model {
   int folded_conv_bias() const { return folded_conv_bias_; }
   bool finalized() const { return finalized_; }
 
-  Tensor forward(const Tensor& x, Mode mode) { return root_->forward(x, mode); }
+  // The output is in the context's dtype: under bf16 autocast the activations inside are bf16 and the last
+  // one is widened (exactly) on the way out, so the loss, metrics, test-time augmentation and predictions
+  // read float32 (PyTorch users call .float() on autocast's output); dy may be float32 or bf16.
+  Tensor forward(const Tensor& x, Mode mode);
   // Returns dL/dx when set_needs_input_grad(true), else an undefined tensor.
   Tensor backward(const Tensor& dy) { return root_->backward(dy); }
   Shape output_shape(const Shape& input_shape) const { return root_->output_shape(input_shape); }

@@ -11,7 +11,7 @@ Mul::Mul(double scale) : scale_(scale) {
 }
 
 Tensor Mul::forward_impl(const Tensor& x, Mode) {
-  Tensor y = new_tensor(x.shape());
+  Tensor y = new_tensor(x.shape(), x.dtype());
   ops::scale(context(), x, scale_, y);
   return y;
 }
@@ -19,7 +19,7 @@ Tensor Mul::forward_impl(const Tensor& x, Mode) {
 Tensor Mul::backward_impl(const Tensor& dy, Mode) {
   Tensor dx;
   if (needs_input_grad()) {
-    dx = new_tensor(dy.shape());
+    dx = new_input_grad();
     ops::scale(context(), dy, scale_, dx);
   }
   return dx;

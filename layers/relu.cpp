@@ -20,7 +20,7 @@ Tensor ReLU::forward_impl(const Tensor& x, Mode mode) {
                 fused_into_->describe(), x.str());
     return x;
   }
-  Tensor y = new_tensor(x.shape());
+  Tensor y = new_tensor(x.shape(), x.dtype());
   ops::relu_forward(context(), x, y);
   x_ = keeps_for_backward(mode) ? x : Tensor();
   return y;
@@ -33,7 +33,7 @@ Tensor ReLU::backward_impl(const Tensor& dy, Mode) {
     return dx;
   }
   if (needs_input_grad()) {
-    dx = new_tensor(dy.shape());
+    dx = new_input_grad();
     ops::relu_backward(context(), x_, dy, dx);
   }
   x_ = Tensor();

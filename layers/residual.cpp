@@ -35,8 +35,10 @@ Shape Residual::output_shape_impl(const Shape& in) const {
   return a;
 }
 
+// Under bf16 autocast both branches are bf16 (conv, BatchNorm or ReLU outputs) and so is the sum; mixed
+// bf16 + float32 gives float32, PyTorch's type promotion.
 Tensor Residual::add(const Tensor& a, const Tensor& b) const {
-  Tensor y = new_tensor(a.shape());
+  Tensor y = new_tensor(a.shape(), a.dtype() == b.dtype() ? a.dtype() : context().dtype);
   ops::residual_add(context(), a, b, y);
   return y;
 }

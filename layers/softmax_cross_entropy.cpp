@@ -46,7 +46,9 @@ Tensor SoftmaxCrossEntropy::run(const ExecutionContext& context, const Tensor& l
   ENGINE_CHECK(logits.device() == context.device && labels.device() == context.device,
                "{}: logits {} and labels {} must be on the context's device {}", kWho, logits.str(),
                labels.str(), context.device.str());
-  Tensor loss = Tensor::empty({1}, logits.dtype(), context.device, context.stream);
+  // The loss is the context's float type whatever the logits' storage (bf16 logits: an fp32 loss, as
+  // autocast).
+  Tensor loss = Tensor::empty({1}, context.dtype, context.device, context.stream);
   // Training: the gradient (for dloss = 1) comes from the same pass and is kept for backward.
   dlogits_ = with_gradient ? Tensor::empty(logits.shape(), logits.dtype(), context.device, context.stream)
                            : Tensor();

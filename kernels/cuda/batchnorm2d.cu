@@ -10,22 +10,24 @@
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/cuda/batchnorm_parts.cuh"
 #include "kernels/cuda/nvtx.h"
+#include "kernels/cuda/vector4.cuh"
 
 namespace engine::cuda {
 namespace {
 
 using detail::backward_stats_kernel;
-using detail::GradSums;
-using detail::ShiftedSums;
+using detail::GradSumsOf;
+using detail::ShiftedSumsOf;
 
 // ---- forward ----
 
 // The finish of the statistics of channel c from its (S1, S2): save_mean, save_invstd, the running
 // statistics, and 3 floats of coefficients for the normalize pass (see normalize_kernel).
+template <typename T>
 struct FinishStats {
   int hw;
   double m, momentum, eps;
-  const float* x;
+  const T* x;
   const float* gamma;
   float* save_mean;
   float* save_invstd;
@@ -36,7 +38,7 @@ struct FinishStats {
 
   __device__ void operator()(int c, const double* sums) const {
     const double s1 = sums[0], s2 = sums[1];
-    const double shift = static_cast<double>(x[static_cast<std::int64_t>(c) * hw]);
+    const double shift = static_cast<double>(detail::to_float(x[static_cast<std::int64_t>(c) * hw]));
     const double mean = shift + s1 / m;
     // sum (x - mean)^2 = S2 - S1^2 / M; rounding can make a constant channel's value a tiny negative.
     const double sum_sq = fmax(s2 - s1 * s1 / m, 0.0);
@@ -106,10 +108,11 @@ void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
 }
 
 // The shared backward: training (saved mean/invstd, batch terms) or eval (running stats, no batch terms).
-void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, const float* x,
-              const float* gamma, const float* mean_in, const float* invstd_in, const float* running_var,
-              double eps, bool batch_terms, const float* dy, const float* relu_y, float* dx, float* dgamma,
-              float* dbeta) {
+// T: float or __nv_bfloat16 (x, dy, relu_y, dx).
+template <typename T>
+void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, const T* x, const float* gamma,
+              const float* mean_in, const float* invstd_in, const float* running_var, double eps,
+              bool batch_terms, const T* dy, const T* relu_y, T* dx, float* dgamma, float* dbeta) {
   ENGINE_CHECK(x != nullptr && dy != nullptr && mean_in != nullptr,
                "{}: x, dy and the statistics must not be null", op);
   ENGINE_CHECK(gamma != nullptr || dgamma == nullptr, "{}: dgamma given without gamma (affine=False)", op);
@@ -124,18 +127,16 @@ void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, co
   ENGINE_LAUNCH_CHECK();
   const FinishGrad finish{
       static_cast<double>(s.count()), batch_terms, mean, invstd, gamma, dgamma, dbeta, coef.data<float>()};
-  detail::launch_channel_reduce<2>(stream, s.n, s.c, hw, chunks, GradSums{x, dy, mean, invstd, relu_y},
+  detail::launch_channel_reduce<2>(stream, s.n, s.c, hw, chunks, GradSumsOf<T>{x, dy, mean, invstd, relu_y},
                                    finish, op);
   if (dx != nullptr) detail::launch_grad_input(stream, s, x, dy, relu_y, coef.data<float>(), dx);
 }
 
-}  // namespace
-
-void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
-                                  const float* gamma, const float* beta, float* y, float* save_mean,
-                                  float* save_invstd, float* running_mean, float* running_var,
-                                  double momentum, double eps, bool relu, const float* running_mean_shift) {
-  ENGINE_NVTX_RANGE("batchnorm2d_forward_training");
+template <typename T>
+void forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
+                      const float* beta, T* y, float* save_mean, float* save_invstd, float* running_mean,
+                      float* running_var, double momentum, double eps, bool relu,
+                      const float* running_mean_shift) {
   const char* op = "batchnorm2d_forward_training";
   check_shape(op, shape, eps);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "{}: momentum must lie in [0, 1], got {}", op, momentum);
@@ -149,26 +150,26 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
   const int hw = shape.h * shape.w;
   const int chunks = detail::channel_chunks(static_cast<std::int64_t>(shape.count()));
   Tensor coef = detail::scratch<float>(3 * static_cast<std::int64_t>(shape.c), stream);
-  const FinishStats finish{hw,
-                           static_cast<double>(shape.count()),
-                           momentum,
-                           eps,
-                           x,
-                           gamma,
-                           save_mean,
-                           save_invstd,
-                           running_mean,
-                           running_var,
-                           running_mean_shift,
-                           coef.data<float>()};
-  detail::launch_channel_reduce<2>(stream, shape.n, shape.c, hw, chunks, ShiftedSums{x, hw}, finish, op);
+  const FinishStats<T> finish{hw,
+                              static_cast<double>(shape.count()),
+                              momentum,
+                              eps,
+                              x,
+                              gamma,
+                              save_mean,
+                              save_invstd,
+                              running_mean,
+                              running_var,
+                              running_mean_shift,
+                              coef.data<float>()};
+  detail::launch_channel_reduce<2>(stream, shape.n, shape.c, hw, chunks, ShiftedSumsOf<T>{x, hw}, finish, op);
   detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);
 }
 
-void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
-                              const float* gamma, const float* beta, const float* running_mean,
-                              const float* running_var, float* y, double eps, bool relu) {
-  ENGINE_NVTX_RANGE("batchnorm2d_forward_eval");
+template <typename T>
+void forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
+                  const float* beta, const float* running_mean, const float* running_var, T* y, double eps,
+                  bool relu) {
   const char* op = "batchnorm2d_forward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
@@ -180,11 +181,10 @@ void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape
   detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);
 }
 
-void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
-                                   const float* gamma, const float* save_mean, const float* save_invstd,
-                                   const float* dy, float* dx, float* dgamma, float* dbeta,
-                                   const float* relu_y) {
-  ENGINE_NVTX_RANGE("batchnorm2d_backward_training");
+template <typename T>
+void backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
+                       const float* save_mean, const float* save_invstd, const T* dy, T* dx, float* dgamma,
+                       float* dbeta, const T* relu_y) {
   const char* op = "batchnorm2d_backward_training";
   check_shape(op, shape, 0.0);
   ENGINE_CHECK(save_invstd != nullptr, "{}: save_invstd must not be null", op);
@@ -192,16 +192,56 @@ void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& 
            relu_y, dx, dgamma, dbeta);
 }
 
-void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
-                               const float* gamma, const float* running_mean, const float* running_var,
-                               const float* dy, float* dx, float* dgamma, float* dbeta, double eps,
-                               const float* relu_y) {
-  ENGINE_NVTX_RANGE("batchnorm2d_backward_eval");
+template <typename T>
+void backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
+                   const float* running_mean, const float* running_var, const T* dy, T* dx, float* dgamma,
+                   float* dbeta, double eps, const T* relu_y) {
   const char* op = "batchnorm2d_backward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(running_var != nullptr, "{}: running_var must not be null", op);
   backward(stream, op, shape, x, gamma, running_mean, nullptr, running_var, eps, /*batch_terms=*/false, dy,
            relu_y, dx, dgamma, dbeta);
 }
+
+}  // namespace
+
+// The public launchers: float32 and bf16 storage (kernels reinterpret bfloat16 as __nv_bfloat16).
+#define ENGINE_BATCHNORM2D_LAUNCHERS(T, SUFFIX)                                                              \
+  void batchnorm2d_forward_training(                                                                         \
+      cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma, const float* beta, \
+      T* y, float* save_mean, float* save_invstd, float* running_mean, float* running_var, double momentum,  \
+      double eps, bool relu, const float* running_mean_shift) {                                              \
+    ENGINE_NVTX_RANGE("batchnorm2d_forward_training" SUFFIX);                                                \
+    forward_training(stream, shape, detail::device_ptr(x), gamma, beta, detail::device_ptr(y), save_mean,    \
+                     save_invstd, running_mean, running_var, momentum, eps, relu, running_mean_shift);       \
+  }                                                                                                          \
+  void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x,              \
+                                const float* gamma, const float* beta, const float* running_mean,            \
+                                const float* running_var, T* y, double eps, bool relu) {                     \
+    ENGINE_NVTX_RANGE("batchnorm2d_forward_eval" SUFFIX);                                                    \
+    forward_eval(stream, shape, detail::device_ptr(x), gamma, beta, running_mean, running_var,               \
+                 detail::device_ptr(y), eps, relu);                                                          \
+  }                                                                                                          \
+  void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x,         \
+                                     const float* gamma, const float* save_mean, const float* save_invstd,   \
+                                     const T* dy, T* dx, float* dgamma, float* dbeta, const T* relu_y) {     \
+    ENGINE_NVTX_RANGE("batchnorm2d_backward_training" SUFFIX);                                               \
+    backward_training(stream, shape, detail::device_ptr(x), gamma, save_mean, save_invstd,                   \
+                      detail::device_ptr(dy), detail::device_ptr(dx), dgamma, dbeta,                         \
+                      detail::device_ptr(relu_y));                                                           \
+  }                                                                                                          \
+  void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x,             \
+                                 const float* gamma, const float* running_mean, const float* running_var,    \
+                                 const T* dy, T* dx, float* dgamma, float* dbeta, double eps,                \
+                                 const T* relu_y) {                                                          \
+    ENGINE_NVTX_RANGE("batchnorm2d_backward_eval" SUFFIX);                                                   \
+    backward_eval(stream, shape, detail::device_ptr(x), gamma, running_mean, running_var,                    \
+                  detail::device_ptr(dy), detail::device_ptr(dx), dgamma, dbeta, eps,                        \
+                  detail::device_ptr(relu_y));                                                               \
+  }
+
+ENGINE_BATCHNORM2D_LAUNCHERS(float, "")
+ENGINE_BATCHNORM2D_LAUNCHERS(bfloat16, "_bf16")
+#undef ENGINE_BATCHNORM2D_LAUNCHERS
 
 }  // namespace engine::cuda

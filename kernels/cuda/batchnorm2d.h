@@ -23,6 +23,7 @@
 // backward `relu_y` (that forward's output) masks every read of dy by relu_y > 0, in the sums and in dx.
 // Kernels per call: forward 2 (sums + finish, normalize), backward 3 (statistics, sums + finish, dx).
 
+#include "core/dtype.h"
 #include "kernels/cpu/batchnorm2d.h"
 #include "kernels/cuda_api.h"
 
@@ -49,5 +50,25 @@ void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shap
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta,
                                double eps = cpu::kBatchNormDefaultEps, const float* relu_y = nullptr);
+
+// The same over bf16 storage (bf16 autocast): x, y, dy, dx and the fused ReLU's output bf16, loaded to
+// float; statistics, coefficients and parameters float32/double exactly as above; each output rounded once
+// to bf16 at the store.
+void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
+                                  const float* gamma, const float* beta, bfloat16* y, float* save_mean,
+                                  float* save_invstd, float* running_mean, float* running_var,
+                                  double momentum, double eps, bool relu,
+                                  const float* running_mean_shift = nullptr);
+void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
+                              const float* gamma, const float* beta, const float* running_mean,
+                              const float* running_var, bfloat16* y, double eps, bool relu);
+void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
+                                   const float* gamma, const float* save_mean, const float* save_invstd,
+                                   const bfloat16* dy, bfloat16* dx, float* dgamma, float* dbeta,
+                                   const bfloat16* relu_y);
+void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
+                               const float* gamma, const float* running_mean, const float* running_var,
+                               const bfloat16* dy, bfloat16* dx, float* dgamma, float* dbeta, double eps,
+                               const bfloat16* relu_y);
 
 }  // namespace engine::cuda

@@ -6,6 +6,7 @@
 // and finished in a fixed order by a second kernel: deterministic, and accurate to the final rounding. They
 // OVERWRITE db. The adds are y += b in float (each element rounded once).
 
+#include "core/dtype.h"
 #include "kernels/cuda_api.h"
 
 namespace engine::cuda {
@@ -19,5 +20,13 @@ void bias_grad_nchw(cudaStream_t stream, const float* dy, float* db, int n, int 
 void bias_add_rows(cudaStream_t stream, float* y, const float* bias, int rows, int cols);
 // db[j] = sum_i dy[i, j].
 void bias_grad_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols);
+
+// The same over bf16 data (bf16 autocast, kernels/ops/autocast_bf16.h): y = bf16(y + bf16(bias)) in fp32
+// arithmetic (the fp32 master bias rounded to bf16 first, as autocast's bias copy); the gradients read bf16
+// dy, accumulate in double and write fp32 db (not rounded: the caller rounds where autocast does).
+void bias_add_nchw(cudaStream_t stream, bfloat16* y, const float* bias, int n, int c, int hw);
+void bias_grad_nchw(cudaStream_t stream, const bfloat16* dy, float* db, int n, int c, int hw);
+void bias_add_rows(cudaStream_t stream, bfloat16* y, const float* bias, int rows, int cols);
+void bias_grad_rows(cudaStream_t stream, const bfloat16* dy, float* db, int rows, int cols);
 
 }  // namespace engine::cuda

@@ -1,6 +1,7 @@
 // Conv2d through cuDNN's legacy convolution API (cudnnConvolutionForward / BackwardData / BackwardFilter):
 // per-shape plans cached in the CudaHandles, one algorithm per direction chosen on first use, workspaces
-// from the caching allocator. See conv2d_cudnn.h.
+// from the caching allocator. See conv2d_cudnn.h. float32 and bf16 data share every step; the data type is
+// part of the plan's key, and decides which math types an algorithm may use (acceptable, math_type_for).
 #include "kernels/cuda/conv2d_cudnn.h"
 
 #include <string>
@@ -11,6 +12,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/cuda/bias.h"
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/conv2d_cudnn_plan.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/nvtx.h"
@@ -21,35 +23,50 @@ namespace {
 
 using detail::CudnnConvPlan;
 
-CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s) {
+bool is_bf16(const CudnnConvPlan& plan) { return plan.data_type == CUDNN_DATA_BFLOAT16; }
+
+// The math type the algorithm searches run with: the handles' for float32 (FMA, or DEFAULT when TF32 is
+// allowed); CUDNN_DEFAULT_MATH for bf16, which lets cuDNN offer its tensor-core kernels (bf16 products are
+// exact in the fp32 accumulator, so there is no TF32-like loss to opt into).
+cudnnMathType_t search_math_type(const CudaHandles& h, const CudnnConvPlan& plan) {
+  return is_bf16(plan) ? CUDNN_DEFAULT_MATH : h.cudnn_math_type();
+}
+
+CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataType_t type) {
   auto& plans = handles.conv_plans().plans;
-  const detail::ConvKey key = detail::conv_key(s);
+  const detail::ConvKey key = detail::conv_key(s, type);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
 
   auto plan = std::make_unique<CudnnConvPlan>();
-  plan->x.set_nchw(s.n, s.c, s.h, s.w);
-  plan->w.set_kcrs(s.k, s.c, s.r, s.s);
+  plan->data_type = type;
+  plan->x.set_nchw(s.n, s.c, s.h, s.w, type);
+  plan->w.set_kcrs(s.k, s.c, s.r, s.s, type);
+  // The convolution descriptor's type is the compute type: fp32 for both (cuDNN's PSEUDO_BFLOAT16_CONFIG:
+  // bf16 x, w and y with fp32 accumulation, compute capability 8.0 and later).
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
                                               /*dilation_h=*/1, /*dilation_w=*/1, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
-  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv.get(), handles.cudnn_math_type()));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv.get(), search_math_type(handles, *plan)));
   int n = 0, k = 0, p = 0, q = 0;
   CUDNN_CHECK(
       cudnnGetConvolution2dForwardOutputDim(plan->conv.get(), plan->x.get(), plan->w.get(), &n, &k, &p, &q));
   ENGINE_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),
                "conv2d_cudnn: cuDNN's output [{}, {}, {}, {}] differs from the shape's [{}, {}, {}, {}]", n,
                k, p, q, s.n, s.k, s.p(), s.q());
-  plan->y.set_nchw(n, k, p, q);
+  plan->y.set_nchw(n, k, p, q, type);
   return *plans.emplace(key, std::move(plan)).first->second;
 }
 
-// Whether cuDNN's candidate `perf` may be used under the handles' options.
+// Whether cuDNN's candidate `perf` may be used under the handles' options, for data of the plan's type.
 template <typename Perf>
-bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_deterministic) {
+bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_deterministic, bool bf16) {
   if (perf.status != CUDNN_STATUS_SUCCESS) return false;
   if (perf.memory > o.max_conv_workspace_bytes) return false;
   if (must_be_deterministic && o.deterministic && perf.determinism != CUDNN_DETERMINISTIC) return false;
+  // bf16 data: tensor-op math is the point (exact products, fp32 accumulation); conversion math (operands
+  // converted to another reduced type) is not autocast's arithmetic.
+  if (bf16) return perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   // fp32 means fp32: a candidate that needs tensor-op math (TF32) is skipped unless TF32 is allowed.
   if (!o.allow_tf32 &&
       (perf.mathType == CUDNN_TENSOR_OP_MATH || perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) {
@@ -60,31 +77,30 @@ bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_dete
 
 template <typename Perf>
 Perf pick(const std::vector<Perf>& perfs, int returned, const CudaHandlesOptions& o,
-          bool must_be_deterministic, const char* direction, const Conv2dShape& s) {
+          bool must_be_deterministic, const char* direction, const Conv2dShape& s, bool bf16) {
   for (int i = 0; i < returned; ++i) {
-    if (acceptable(perfs[static_cast<std::size_t>(i)], o, must_be_deterministic)) {
+    if (acceptable(perfs[static_cast<std::size_t>(i)], o, must_be_deterministic, bf16)) {
       return perfs[static_cast<std::size_t>(i)];
     }
   }
   ENGINE_FAIL(
-      "conv2d_cudnn: no usable {} algorithm for x[{}, {}, {}, {}] w[{}, {}, {}, {}] stride ({}, {}) pad ({}, "
-      "{}) "
-      "among {} candidates (deterministic={}, allow_tf32={}, workspace limit {} bytes)",
-      direction, s.n, s.c, s.h, s.w, s.k, s.c, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, returned,
-      o.deterministic, o.allow_tf32, o.max_conv_workspace_bytes);
+      "conv2d_cudnn: no usable {} {} algorithm for x[{}, {}, {}, {}] w[{}, {}, {}, {}] stride ({}, {}) pad "
+      "({}, {}) among {} candidates (deterministic={}, allow_tf32={}, workspace limit {} bytes)",
+      bf16 ? "bfloat16" : "float32", direction, s.n, s.c, s.h, s.w, s.k, s.c, s.r, s.s, s.stride_h,
+      s.stride_w, s.pad_h, s.pad_w, returned, o.deterministic, o.allow_tf32, o.max_conv_workspace_bytes);
 }
 
-// The math type to run a chosen algorithm with: the one cuDNN reported for it when TF32 is allowed (it
-// decides between the tensor-core and FMA kernels of the algorithm), else always FMA. The searches above run
-// with the handles' type on the descriptor (FMA or DEFAULT), so they only offer what that type permits.
-cudnnMathType_t math_type_for(const CudaHandles& h, cudnnMathType_t reported) {
-  return h.allow_tf32() ? reported : CUDNN_FMA_MATH;
+// The math type to run a chosen algorithm with: the one cuDNN reported for it when TF32 is allowed or the
+// data is bf16 (it decides between the tensor-core and FMA kernels of the algorithm), else always FMA. The
+// searches run with search_math_type on the descriptor, so they only offer what that type permits.
+cudnnMathType_t math_type_for(const CudaHandles& h, const CudnnConvPlan& plan, cudnnMathType_t reported) {
+  return h.allow_tf32() || is_bf16(plan) ? reported : CUDNN_FMA_MATH;
 }
 
-// The searches run with the handles' math type on the descriptor (a chosen direction may have left
-// another one there).
+// The searches run with search_math_type on the descriptor (a chosen direction may have left another one
+// there).
 void reset_search_math_type(const CudaHandles& h, CudnnConvPlan& plan) {
-  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), h.cudnn_math_type()));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), search_math_type(h, plan)));
 }
 
 // The largest workspace any algorithm in [0, count) needs, capped at the limit (for the benchmark search).
@@ -99,7 +115,7 @@ std::size_t max_workspace(int count, std::size_t limit, SizeOf size_of) {
 }
 
 void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& s,
-                    const float* x, const float* w, float* y) {
+                    const void* x, const void* w, void* y) {
   reset_search_math_type(h, plan);
   const CudaHandlesOptions& o = h.options();
   int count = 0, returned = 0;
@@ -120,8 +136,8 @@ void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, co
                                                        plan.conv.get(), plan.y.get(), y, count, &returned,
                                                        perfs.data(), ws.raw_data(), bytes));
   }
-  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "forward", s);
-  const cudnnMathType_t math = math_type_for(h, perf.mathType);
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "forward", s, is_bf16(plan));
+  const cudnnMathType_t math = math_type_for(h, plan, perf.mathType);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
   std::size_t bytes = 0;
   CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h.cudnn(), plan.x.get(), plan.w.get(), plan.conv.get(),
@@ -130,7 +146,7 @@ void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, co
 }
 
 void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& s,
-                          const float* w, const float* dy, float* dx) {
+                          const void* w, const void* dy, void* dx) {
   reset_search_math_type(h, plan);
   const CudaHandlesOptions& o = h.options();
   int count = 0, returned = 0;
@@ -152,8 +168,9 @@ void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& pl
                                                             plan.conv.get(), plan.x.get(), dx, count,
                                                             &returned, perfs.data(), ws.raw_data(), bytes));
   }
-  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward data", s);
-  const cudnnMathType_t math = math_type_for(h, perf.mathType);
+  const auto perf =
+      pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward data", s, is_bf16(plan));
+  const cudnnMathType_t math = math_type_for(h, plan, perf.mathType);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
   std::size_t bytes = 0;
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h.cudnn(), plan.w.get(), plan.y.get(),
@@ -162,7 +179,7 @@ void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& pl
 }
 
 void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& s,
-                            const float* x, const float* dy, float* dw) {
+                            const void* x, const void* dy, void* dw) {
   reset_search_math_type(h, plan);
   const CudaHandlesOptions& o = h.options();
   int count = 0, returned = 0;
@@ -184,8 +201,9 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
                                                               plan.conv.get(), plan.w.get(), dw, count,
                                                               &returned, perfs.data(), ws.raw_data(), bytes));
   }
-  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward filter", s);
-  const cudnnMathType_t math = math_type_for(h, perf.mathType);
+  const auto perf =
+      pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward filter", s, is_bf16(plan));
+  const cudnnMathType_t math = math_type_for(h, plan, perf.mathType);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
   std::size_t bytes = 0;
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -193,37 +211,24 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
   plan.backward_filter = {true, perf.algo, math, bytes};
 }
 
-}  // namespace
-
-void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
-                          const float* w, const float* bias, float* y) {
-  ENGINE_NVTX_RANGE("conv2d_forward_cudnn");
-  shape.validate();
-  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
-               "conv2d_forward_cudnn: x, w and y must not be null");
-  handles.bind(stream);
-  CudnnConvPlan& plan = plan_for(handles, shape);
+// y = conv(x, w), overwritten, in the plan's data type (float32 or bf16).
+void run_forward(CudaHandles& handles, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& shape,
+                 const void* x, const void* w, void* y) {
   if (!plan.forward.ready) choose_forward(handles, stream, plan, shape, x, w, y);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.forward.math_type));
   Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.forward.workspace_bytes),
                                             handles.device(), stream);
+  // alpha and beta are float for both data types (the compute type's scaling type).
   const float one = 1.0f, zero = 0.0f;  // y = 1 * conv(x, w) + 0 * y: overwrite
   CUDNN_CHECK(cudnnConvolutionForward(handles.cudnn(), &one, plan.x.get(), x, plan.w.get(), w,
                                       plan.conv.get(), plan.forward.algo, ws.raw_data(),
                                       plan.forward.workspace_bytes, &zero, plan.y.get(), y));
-  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
 }
 
-void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
-                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
-  ENGINE_NVTX_RANGE("conv2d_backward_cudnn");
-  shape.validate();
-  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
-               "conv2d_backward_cudnn: x, w, dy and dw must not be null");
-  handles.bind(stream);
-  CudnnConvPlan& plan = plan_for(handles, shape);
+// dw = conv_dW(x, dy) and, when dx is not null, dx = conv_dx(w, dy), overwritten, in the plan's data type.
+void run_backward(CudaHandles& handles, cudaStream_t stream, CudnnConvPlan& plan, const Conv2dShape& shape,
+                  const void* x, const void* w, const void* dy, void* dx, void* dw) {
   const float one = 1.0f, zero = 0.0f;  // overwrite the gradients
-  if (db != nullptr) bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
   if (!plan.backward_filter.ready) choose_backward_filter(handles, stream, plan, shape, x, dy, dw);
   {
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.backward_filter.math_type));
@@ -242,6 +247,64 @@ void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv
                                              plan.conv.get(), plan.backward_data.algo, ws.raw_data(),
                                              plan.backward_data.workspace_bytes, &zero, plan.x.get(), dx));
   }
+}
+
+}  // namespace
+
+void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
+                          const float* w, const float* bias, float* y) {
+  ENGINE_NVTX_RANGE("conv2d_forward_cudnn");
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
+               "conv2d_forward_cudnn: x, w and y must not be null");
+  handles.bind(stream);
+  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT), shape, x, w, y);
+  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
+}
+
+void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
+                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+  ENGINE_NVTX_RANGE("conv2d_backward_cudnn");
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
+               "conv2d_backward_cudnn: x, w, dy and dw must not be null");
+  handles.bind(stream);
+  if (db != nullptr) bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
+  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT), shape, x, w, dy, dx, dw);
+}
+
+void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
+                               const bfloat16* x, const bfloat16* w, const float* bias, bfloat16* y) {
+  ENGINE_NVTX_RANGE("conv2d_forward_cudnn_bf16");
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
+               "conv2d_forward_cudnn_bf16: x, w and y must not be null");
+  handles.bind(stream);
+  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16), shape, x, w, y);
+  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
+}
+
+void conv2d_backward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
+                                const bfloat16* x, const bfloat16* w, const bfloat16* dy, bfloat16* dx,
+                                float* dw, float* db) {
+  ENGINE_NVTX_RANGE("conv2d_backward_cudnn_bf16");
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
+               "conv2d_backward_cudnn_bf16: x, w, dy and dw must not be null");
+  handles.bind(stream);
+  if (db != nullptr) {
+    // autocast's db is the bf16 gradient of the bf16 bias copy: the sum (double-accumulated) rounded to bf16.
+    bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
+    round_to_bf16_values(stream, db, db, shape.k);
+  }
+  // cuDNN's bf16 configuration has a bf16 dW (the filter descriptor's type): computed into scratch, then
+  // widened exactly into the fp32 gradient, which is autocast's bf16 dW cast up.
+  Tensor dw_bf16 =
+      detail::scratch<bfloat16>(static_cast<std::int64_t>(shape.w_size()), handles.device(), stream);
+  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16), shape, x, w, dy, dx,
+               dw_bf16.data<bfloat16>());
+  cast_bf16_to_f32_scaled(stream, dw_bf16.data<bfloat16>(), dw, static_cast<std::int64_t>(shape.w_size()),
+                          1.0f);
 }
 
 }  // namespace engine::cuda

@@ -11,6 +11,7 @@
 // Backward OVERWRITES dx, dw, db; dx may be nullptr (first layer), db may be nullptr (no bias); dw is
 // required.
 
+#include "core/dtype.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cuda_api.h"
 
@@ -21,5 +22,19 @@ void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2
 
 void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                            const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
+
+// bf16 autocast on tensor cores (kernels/ops/autocast_bf16.h): x, w (the model's bf16 mirror), y, dy and dx
+// are bf16, cuDNN's bf16 configuration (bf16 tensor and filter descriptors, fp32 compute type, tensor-op
+// math allowed). The bias is fp32 master data: it is rounded to bf16 and added in fp32 to the bf16 output,
+// rounded again (what PyTorch's autocast does on CUDA: cuDNN's bf16 output, then the bias add). dw is
+// cuDNN's bf16 dW (bf16 is the only filter type of that configuration) widened exactly into the fp32
+// gradient; db is the double-accumulated sum of dy rounded to a bf16 value (autocast's bf16 db, cast up).
+// Overwrites y, dx, dw, db; dx and db may be nullptr, bias too.
+void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
+                               const bfloat16* x, const bfloat16* w, const float* bias, bfloat16* y);
+
+void conv2d_backward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
+                                const bfloat16* x, const bfloat16* w, const bfloat16* dy, bfloat16* dx,
+                                float* dw, float* db);
 
 }  // namespace engine::cuda

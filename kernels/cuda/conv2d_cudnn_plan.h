@@ -3,8 +3,8 @@
 //
 // A plan owns its descriptors (RAII) and remembers, per direction, the algorithm chosen the first time that
 // direction ran for this shape and the workspace size it needs. The cache is a std::map keyed by every
-// field of Conv2dShape; it lives in CudaHandles because the choice depends on the device and the math
-// mode the handles stand for.
+// field of Conv2dShape and the data type; it lives in CudaHandles because the choice depends on the device
+// and the math mode the handles stand for.
 
 #include <array>
 #include <cstddef>
@@ -24,8 +24,8 @@ class TensorDescriptor {
   ~TensorDescriptor() { (void)cudnnDestroyTensorDescriptor(desc_); }
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
-  void set_nchw(int n, int c, int h, int w) {
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  void set_nchw(int n, int c, int h, int w, cudnnDataType_t type) {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type, n, c, h, w));
   }
   cudnnTensorDescriptor_t get() const { return desc_; }
 
@@ -39,8 +39,8 @@ class FilterDescriptor {
   ~FilterDescriptor() { (void)cudnnDestroyFilterDescriptor(desc_); }
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;
-  void set_kcrs(int k, int c, int r, int s) {
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s));
+  void set_kcrs(int k, int c, int r, int s, cudnnDataType_t type) {
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW, k, c, r, s));
   }
   cudnnFilterDescriptor_t get() const { return desc_; }
 
@@ -65,13 +65,15 @@ struct ChosenAlgo {
   bool ready = false;
   Algo algo{};
   // The math type cuDNN reported with the algorithm: set on the convolution descriptor before every call in
-  // this direction (cuDNN picks tensor-core kernels from algorithm + math type). Always CUDNN_FMA_MATH
-  // unless TF32 is allowed.
+  // this direction (cuDNN picks tensor-core kernels from algorithm + math type). Always CUDNN_FMA_MATH for
+  // float32 data unless TF32 is allowed; bf16 data runs what cuDNN reported (tensor-op math).
   cudnnMathType_t math_type = CUDNN_FMA_MATH;
   std::size_t workspace_bytes = 0;
 };
 
 struct CudnnConvPlan {
+  // CUDNN_DATA_FLOAT, or CUDNN_DATA_BFLOAT16 (x, w, y and the gradients bf16; fp32 compute type).
+  cudnnDataType_t data_type = CUDNN_DATA_FLOAT;
   TensorDescriptor x, y;
   FilterDescriptor w;
   ConvolutionDescriptor conv;
@@ -80,10 +82,12 @@ struct CudnnConvPlan {
   ChosenAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
 };
 
-using ConvKey = std::array<int, 11>;
+// Every field of the shape and the data type: a float32 and a bf16 convolution of one shape are two plans.
+using ConvKey = std::array<int, 12>;
 
-inline ConvKey conv_key(const Conv2dShape& s) {
-  return {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+inline ConvKey conv_key(const Conv2dShape& s, cudnnDataType_t type) {
+  return {s.n, s.c,        s.h,        s.w,     s.k,     s.r,
+          s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, static_cast<int>(type)};
 }
 
 struct CudnnConvPlans {

@@ -2,6 +2,8 @@
 // kernels/cpu/dropout.cpp evaluated by the same __host__ __device__ function, so masks agree bit for bit.
 // Each thread draws one Philox block (4 words) and handles the 4 elements it covers, so the generator runs
 // once per 4 elements as on the CPU's average; the values are those of philox_word(seed, offset, i).
+#include <type_traits>
+
 #include "core/philox.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/dropout.h"
@@ -15,13 +17,14 @@ namespace {
 // mask, when not null, receives keep(i) as 0/1 (then in/out are null). kVector: in and out are 16-byte
 // aligned, so a whole block of 4 is one float4 load and store (kernels/cuda/vector4.cuh); the last, partial
 // block and the mask go element by element.
-template <bool kVector>
-__global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t offset,
-                               const float* in, float* out, std::uint8_t* mask, std::int64_t n) {
+// T: float, or __nv_bfloat16 (bf16 autocast; scalar accesses only, kVector false).
+template <bool kVector, typename T>
+__global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t offset, const T* in,
+                               T* out, std::uint8_t* mask, std::int64_t n) {
   const std::int64_t blocks = (n + 3) / 4;
   for (const std::int64_t blk : detail::grid_stride(blocks)) {
     const PhiloxBlock bits = philox_block(seed, offset, static_cast<std::uint64_t>(blk));
-    if constexpr (kVector) {
+    if constexpr (kVector && std::is_same_v<T, float>) {
       if (mask == nullptr && blk * 4 + 4 <= n) {
         detail::Float4 v = detail::load4(in, blk);
 #pragma unroll
@@ -41,7 +44,8 @@ __global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::u
       if (mask != nullptr) {
         mask[i] = keep ? 1 : 0;
       } else {
-        out[i] = keep ? static_cast<float>(__dmul_rn(static_cast<double>(in[i]), scale)) : 0.0f;
+        const float kept = static_cast<float>(__dmul_rn(static_cast<double>(detail::to_float(in[i])), scale));
+        out[i] = detail::from_float<T>(keep ? kept : 0.0f);
       }
     }
   }
@@ -52,13 +56,14 @@ void check_args(const char* op, float p, std::int64_t n) {
   ENGINE_CHECK(n >= 0, "{}: element count must be non-negative, got {}", op, n);
 }
 
-void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* in,
-            float* out, std::uint8_t* mask, std::int64_t n) {
+template <typename T>
+void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const T* in, T* out,
+            std::uint8_t* mask, std::int64_t n) {
   // As the CPU: p = 1 keeps nothing (uniform < 1 always) and the scale 1/(1-p) is never used, so any finite
   // value will do; the kernel still runs and writes the zeros.
   const double scale = p >= 1.0f ? 0.0 : 1.0 / (1.0 - static_cast<double>(p));
   const std::int64_t blocks = (n + 3) / 4;
-  if (mask == nullptr && detail::vector_aligned(in, out)) {
+  if (std::is_same_v<T, float> && mask == nullptr && detail::vector_aligned(in, out)) {
     dropout_kernel<true>
         <<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out, mask, n);
   } else {
@@ -94,7 +99,25 @@ void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_
   check_args("dropout_mask", p, n);
   if (n == 0) return;
   ENGINE_CHECK(mask != nullptr, "dropout_mask: null pointer");
-  launch(stream, p, seed, offset, nullptr, nullptr, mask, n);
+  launch<float>(stream, p, seed, offset, nullptr, nullptr, mask, n);
+}
+
+void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
+                     const bfloat16* x, bfloat16* y, std::int64_t n) {
+  ENGINE_NVTX_RANGE("dropout_forward_bf16");
+  check_args("dropout_forward", p, n);
+  if (n == 0) return;
+  ENGINE_CHECK(x != nullptr && y != nullptr, "dropout_forward: null pointer");
+  launch(stream, p, seed, offset, detail::device_ptr(x), detail::device_ptr(y), nullptr, n);
+}
+
+void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
+                      const bfloat16* dy, bfloat16* dx, std::int64_t n) {
+  ENGINE_NVTX_RANGE("dropout_backward_bf16");
+  check_args("dropout_backward", p, n);
+  if (n == 0) return;
+  ENGINE_CHECK(dy != nullptr && dx != nullptr, "dropout_backward: null pointer");
+  launch(stream, p, seed, offset, detail::device_ptr(dy), detail::device_ptr(dx), nullptr, n);
 }
 
 }  // namespace engine::cuda

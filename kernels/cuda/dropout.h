@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "kernels/cuda_api.h"
 
 namespace engine::cuda {
@@ -18,6 +19,13 @@ void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint
 void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* dy,
                       float* dx, std::int64_t n);
 // mask[i] = 1 if kept, else 0 (tests compare it with cpu::dropout_mask).
+// The same over bf16 storage (bf16 autocast): the same mask, the kept value scaled in double and rounded
+// once to bf16.
+void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
+                     const bfloat16* x, bfloat16* y, std::int64_t n);
+void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
+                      const bfloat16* dy, bfloat16* dx, std::int64_t n);
+
 void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, std::uint8_t* mask,
                   std::int64_t n);
 

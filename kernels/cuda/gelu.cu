@@ -31,4 +31,15 @@ void gelu_backward(cudaStream_t stream, const float* x, const float* dy, float* 
   detail::launch_map("gelu_backward", stream, GeluGrad{}, x, dy, dx, n);
 }
 
+void gelu_forward(cudaStream_t stream, const bfloat16* x, bfloat16* y, std::int64_t n) {
+  ENGINE_NVTX_RANGE("gelu_forward_bf16");
+  detail::launch_map("gelu_forward", stream, GeluValue{}, detail::device_ptr(x), detail::device_ptr(y), n);
+}
+
+void gelu_backward(cudaStream_t stream, const bfloat16* x, const bfloat16* dy, bfloat16* dx, std::int64_t n) {
+  ENGINE_NVTX_RANGE("gelu_backward_bf16");
+  detail::launch_map("gelu_backward", stream, GeluGrad{}, detail::device_ptr(x), detail::device_ptr(dy),
+                     detail::device_ptr(dx), n);
+}
+
 }  // namespace engine::cuda

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "kernels/cpu/maxpool2d.h"
 #include "kernels/cuda_api.h"
 
@@ -20,5 +21,12 @@ void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const floa
 // dy and argmax: [n, c, p, q]; dx: [n, c, h, w], overwritten.
 void maxpool2d_backward(cudaStream_t stream, const Pool2dShape& shape, const float* dy,
                         const std::int32_t* argmax, float* dx);
+
+// The same over bf16 storage (bf16 autocast): compared as floats, the backward summed in double; each
+// output rounded once to bf16 (the float kernel's result on the widened input, rounded).
+void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const bfloat16* x, bfloat16* y,
+                       std::int32_t* argmax);
+void maxpool2d_backward(cudaStream_t stream, const Pool2dShape& shape, const bfloat16* dy,
+                        const std::int32_t* argmax, bfloat16* dx);
 
 }  // namespace engine::cuda

@@ -30,4 +30,15 @@ void relu_backward(cudaStream_t stream, const float* x, const float* dy, float* 
   detail::launch_map("relu_backward", stream, ReluGrad{}, x, dy, dx, n);
 }
 
+void relu_forward(cudaStream_t stream, const bfloat16* x, bfloat16* y, std::int64_t n) {
+  ENGINE_NVTX_RANGE("relu_forward_bf16");
+  detail::launch_map("relu_forward", stream, ReluValue{}, detail::device_ptr(x), detail::device_ptr(y), n);
+}
+
+void relu_backward(cudaStream_t stream, const bfloat16* x, const bfloat16* dy, bfloat16* dx, std::int64_t n) {
+  ENGINE_NVTX_RANGE("relu_backward_bf16");
+  detail::launch_map("relu_backward", stream, ReluGrad{}, detail::device_ptr(x), detail::device_ptr(dy),
+                     detail::device_ptr(dx), n);
+}
+
 }  // namespace engine::cuda

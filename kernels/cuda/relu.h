@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "kernels/cuda_api.h"
 
 namespace engine::cuda {
@@ -12,5 +13,8 @@ namespace engine::cuda {
 void relu_forward(cudaStream_t stream, const float* x, float* y, std::int64_t n);
 // Takes the forward input x. dx may alias dy.
 void relu_backward(cudaStream_t stream, const float* x, const float* dy, float* dx, std::int64_t n);
+// The same over bf16 storage (bf16 autocast): float arithmetic, each output rounded once (nearest even).
+void relu_forward(cudaStream_t stream, const bfloat16* x, bfloat16* y, std::int64_t n);
+void relu_backward(cudaStream_t stream, const bfloat16* x, const bfloat16* dy, bfloat16* dx, std::int64_t n);
 
 }  // namespace engine::cuda

@@ -42,6 +42,13 @@ void residual_add_forward(cudaStream_t stream, const float* a, const float* b, f
   detail::launch_map("residual_add_forward", stream, ResidualSum{}, a, b, y, n);
 }
 
+void residual_add_forward(cudaStream_t stream, const bfloat16* a, const bfloat16* b, bfloat16* y,
+                          std::int64_t n) {
+  ENGINE_NVTX_RANGE("residual_add_forward_bf16");
+  detail::launch_map("residual_add_forward", stream, ResidualSum{}, detail::device_ptr(a),
+                     detail::device_ptr(b), detail::device_ptr(y), n);
+}
+
 void residual_add_backward(cudaStream_t stream, const float* dy, float* da, float* db, std::int64_t n) {
   ENGINE_NVTX_RANGE("residual_add_backward");
   ENGINE_CHECK(n >= 0, "residual_add_backward: element count must be non-negative, got {}", n);

@@ -6,9 +6,12 @@
 #include "kernels/cpu/relu.h"
 #include "kernels/cpu_fast/batchnorm2d.h"
 #include "kernels/cuda/batchnorm2d.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
+
+using bf16::NativeBf16;
 namespace {
 
 std::int64_t elements(const BatchNorm2dShape& s) { return static_cast<std::int64_t>(s.x_size()); }
@@ -43,22 +46,32 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                  "statistics to shift)",
                  running_mean_shift.str(), x.str());
   }
-  dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
-    const T* mean_shift = data_or_null<T>(running_mean_shift);
+  if (bf16::on_float32(
+          ctx, {x}, {y},
+          [&](const Tensor* in, const Tensor* out) {
+            batchnorm2d_forward_training(ctx, s, in[0], gamma, beta, out[0], save_mean, save_invstd,
+                                         running_mean, running_var, momentum, eps, relu, running_mean_shift);
+          },
+          NativeBf16::Cuda)) {
+    return;
+  }
+  // On CUDA the parameters and statistics are float32 whatever the activations' storage T.
+  dispatch_with_bf16("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
-      cuda::batchnorm2d_forward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                         y.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
-                                         running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu,
-                                         mean_shift);
+      cuda::batchnorm2d_forward_training(
+          cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(), beta.data<float>(), y.data<T>(),
+          save_mean.data<float>(), save_invstd.data<float>(), running_mean.data<float>(),
+          running_var.data<float>(), momentum, eps, relu, data_or_null<float>(running_mean_shift));
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                              save_mean.data<T>(), save_invstd.data<T>(),
                                              running_mean.data<T>(), running_var.data<T>(), momentum, eps,
-                                             relu, mean_shift);
+                                             relu, data_or_null<T>(running_mean_shift));
     } else {
       cpu::batchnorm2d_forward_training<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                            save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(),
-                                           running_var.data<T>(), momentum, eps, mean_shift);
+                                           running_var.data<T>(), momentum, eps,
+                                           data_or_null<T>(running_mean_shift));
       if (relu) cpu::relu_forward<T>(y.data<T>(), y.data<T>(), elements(s));
     }
   });
@@ -67,10 +80,20 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
 void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& y, double eps, bool relu) {
-  dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
+  if (bf16::on_float32(
+          ctx, {x}, {y},
+          [&](const Tensor* in, const Tensor* out) {
+            batchnorm2d_forward_eval(ctx, s, in[0], gamma, beta, running_mean, running_var, out[0], eps,
+                                     relu);
+          },
+          NativeBf16::Cuda)) {
+    return;
+  }
+  dispatch_with_bf16("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
-      cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                     running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps, relu);
+      cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
+                                     beta.data<float>(), running_mean.data<float>(),
+                                     running_var.data<float>(), y.data<T>(), eps, relu);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                          running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps,
@@ -87,14 +110,23 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
                                    const Tensor& gamma, const Tensor& save_mean, const Tensor& save_invstd,
                                    const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
                                    const Tensor& dbeta, const Tensor& relu_y) {
+  if (bf16::on_float32(
+          ctx, {x, dy, relu_y}, {dx},
+          [&](const Tensor* in, const Tensor* out) {
+            batchnorm2d_backward_training(ctx, s, in[0], gamma, save_mean, save_invstd, in[1], out[0], dgamma,
+                                          dbeta, in[2]);
+          },
+          NativeBf16::Cuda)) {
+    return;
+  }
   check_relu_y(s, dy, relu_y);
-  dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
+  dispatch_with_bf16("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
-      cuda::batchnorm2d_backward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(),
-                                          save_mean.data<T>(), save_invstd.data<T>(), dy.data<T>(), dx_data,
-                                          dgamma.data<T>(), dbeta.data<T>(), relu_y_data);
+      cuda::batchnorm2d_backward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
+                                          save_mean.data<float>(), save_invstd.data<float>(), dy.data<T>(),
+                                          dx_data, dgamma.data<float>(), dbeta.data<float>(), relu_y_data);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(),
                                               save_invstd.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
@@ -113,14 +145,23 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
                                const Tensor& gamma, const Tensor& running_mean, const Tensor& running_var,
                                const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                                double eps, const Tensor& relu_y) {
+  if (bf16::on_float32(
+          ctx, {x, dy, relu_y}, {dx},
+          [&](const Tensor* in, const Tensor* out) {
+            batchnorm2d_backward_eval(ctx, s, in[0], gamma, running_mean, running_var, in[1], out[0], dgamma,
+                                      dbeta, eps, in[2]);
+          },
+          NativeBf16::Cuda)) {
+    return;
+  }
   check_relu_y(s, dy, relu_y);
-  dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
+  dispatch_with_bf16("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
-      cuda::batchnorm2d_backward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(),
-                                      running_mean.data<T>(), running_var.data<T>(), dy.data<T>(), dx_data,
-                                      dgamma.data<T>(), dbeta.data<T>(), eps, relu_y_data);
+      cuda::batchnorm2d_backward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
+                                      running_mean.data<float>(), running_var.data<float>(), dy.data<T>(),
+                                      dx_data, dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(),
                                           running_var.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),

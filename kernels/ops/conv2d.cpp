@@ -7,13 +7,73 @@
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
+namespace {
+
+// The CUDA path of bf16 autocast is cuDNN's bf16 configuration; our implicit-GEMM convolution is float32.
+void check_bf16_algorithm(const ExecutionContext& ctx) {
+  ENGINE_CHECK(ctx.conv_algorithm == ConvAlgorithm::Cudnn,
+               "conv2d: bf16 autocast runs its convolutions on cuDNN; the {} convolution is float32 only",
+               conv_algorithm_name(ctx.conv_algorithm));
+}
+
+// kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA, the exact fp32 emulation on the CPU.
+void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
+                      const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+  check_layout("conv2d", ctx);
+  if (x.is_cuda()) {
+    if constexpr (kHaveCuda) {
+      check_bf16_layout("conv2d", ctx);
+      check_bf16_algorithm(ctx);
+      const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
+      const Tensor xb = autocast::as_bf16(ctx, x);
+      const autocast::RoundedOutput yb(ctx, y, DType::BF16);
+      cuda::conv2d_forward_cudnn_bf16(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(),
+                                      wb.data<bfloat16>(), data_or_null<float>(bias),
+                                      yb.get().data<bfloat16>());
+      yb.finish();
+    }
+    return;
+  }
+  const autocast::RoundedOutput yf(ctx, y, DType::F32);
+  conv2d_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                 autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, bias), yf.get());
+  yf.finish();
+}
+
+// dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
+// the bf16 copies of x, w and b, cast up into the fp32 dw and db).
+void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
+                       const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
+                       const Tensor& w_bf16) {
+  check_layout("conv2d", ctx);
+  if (dy.is_cuda()) {
+    if constexpr (kHaveCuda) {
+      check_bf16_layout("conv2d", ctx);
+      check_bf16_algorithm(ctx);
+      const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
+      const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);
+      const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
+      cuda::conv2d_backward_cudnn_bf16(
+          cuda_handles("conv2d", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(), wb.data<bfloat16>(),
+          dyb.data<bfloat16>(), data_or_null<bfloat16>(dxb.get()), dw.data<float>(), data_or_null<float>(db));
+      dxb.finish();
+    }
+    return;
+  }
+  const autocast::RoundedOutput dxf(ctx, dx, DType::F32);
+  conv2d_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                  autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, dy), dxf.get(), dw, db);
+  dxf.finish();
+  autocast::round_in_place(ctx, dw);
+  autocast::round_in_place(ctx, db);
+}
+
+}  // namespace
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                     const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
   if (ctx.autocast_bf16) {
-    conv2d_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
-                   autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, bias), y);
-    autocast::round_in_place(ctx, y);
+    autocast_forward(ctx, s, x, w, bias, y, w_bf16);
     return;
   }
   dispatch("conv2d", ctx, x, [&]<Path P, typename T>() {
@@ -37,13 +97,7 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
                      const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                      const Tensor& w_bf16) {
   if (ctx.autocast_bf16) {
-    // dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
-    // the bf16 copies of x, w and b, cast up).
-    conv2d_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
-                    autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, dy), dx, dw, db);
-    autocast::round_in_place(ctx, dx);
-    autocast::round_in_place(ctx, dw);
-    autocast::round_in_place(ctx, db);
+    autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16);
     return;
   }
   dispatch("conv2d", ctx, dy, [&]<Path P, typename T>() {

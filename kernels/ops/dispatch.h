@@ -1,7 +1,9 @@
 #pragma once
 // The one place where an op picks its implementation from the tensors and the ExecutionContext:
 //   device  CUDA -> Path::Cuda (float32);  CPU float32 -> Path::CpuFast;  CPU float64 -> Path::CpuReference
-//   dtype   F32, F64 (bf16 is added in `dispatch` below, once, for every op)
+//   dtype   F32, F64; BF16 on CUDA for the ops with bf16 kernels (dispatch_with_bf16, T = core/dtype.h's
+//           bfloat16 on the host: the .cu files reinterpret it as __nv_bfloat16). A BF16 tensor anywhere
+//           else runs the float32 kernels on float32 copies first (kernels/ops/bf16_storage.h).
 //   layout  NCHW; anything else is refused in `check_layout` (where NHWC kernels will be chosen)
 // Each op (kernels/ops/<op>.cpp) calls `dispatch` with a template lambda taking <Path, T> and calls the
 // kernels/cpu, kernels/cpu_fast or kernels/cuda function of that path. An op without a fast float32 CPU
@@ -9,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -44,6 +47,29 @@ void dispatch(const char* op, const ExecutionContext& ctx, const Tensor& t, Fn&&
     case DType::F64: fn.template operator()<Path::CpuReference, double>(); return;
     default: ENGINE_FAIL("{}: the CPU device runs float32 and float64, not {}", op, dtype_name(t.dtype()));
   }
+}
+
+// The bf16 CUDA kernels are NCHW kernels: another layout with bf16 activations is refused by name.
+inline void check_bf16_layout(const char* op, const ExecutionContext& ctx) {
+  ENGINE_CHECK(ctx.layout == Layout::NCHW,
+               "{}: bf16 activations (--precision bf16) run in the NCHW layout only for now, not {}", op,
+               layout_name(ctx.layout));
+}
+
+// `dispatch`, and a BF16 CUDA tensor to fn.template operator()<Path::Cuda, bfloat16>(): for ops with a
+// bf16 CUDA kernel (every tensor the lambda touches is then BF16: bf16::on_float32 with NativeBf16::Cuda
+// sends every other mix to the float32 kernels first).
+template <typename Fn>
+void dispatch_with_bf16(const char* op, const ExecutionContext& ctx, const Tensor& t, Fn&& fn) {
+  if constexpr (kHaveCuda) {
+    if (t.is_cuda() && t.dtype() == DType::BF16) {
+      check_bf16_layout(op, ctx);
+      check_layout(op, ctx);
+      fn.template operator()<Path::Cuda, bfloat16>();
+      return;
+    }
+  }
+  dispatch(op, ctx, t, std::forward<Fn>(fn));
 }
 
 inline cudaStream_t cuda_stream(const ExecutionContext& ctx) { return static_cast<cudaStream_t>(ctx.stream); }

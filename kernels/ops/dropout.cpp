@@ -3,13 +3,22 @@
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu_fast/dropout.h"
 #include "kernels/cuda/dropout.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
+using bf16::NativeBf16;
+
 void dropout_forward(const ExecutionContext& ctx, double p, std::uint64_t seed, std::uint64_t offset,
                      const Tensor& x, const Tensor& y) {
-  dispatch("dropout", ctx, x, [&]<Path P, typename T>() {
+  if (bf16::on_float32(
+          ctx, {x}, {y},
+          [&](const Tensor* in, const Tensor* out) { dropout_forward(ctx, p, seed, offset, in[0], out[0]); },
+          NativeBf16::Cuda)) {
+    return;
+  }
+  dispatch_with_bf16("dropout", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::dropout_forward(cuda_stream(ctx), p, seed, offset, x.data<T>(), y.data<T>(), x.numel());
     } else if constexpr (P == Path::CpuFast) {
@@ -22,7 +31,13 @@ void dropout_forward(const ExecutionContext& ctx, double p, std::uint64_t seed, 
 
 void dropout_backward(const ExecutionContext& ctx, double p, std::uint64_t seed, std::uint64_t offset,
                       const Tensor& dy, const Tensor& dx) {
-  dispatch("dropout", ctx, dy, [&]<Path P, typename T>() {
+  if (bf16::on_float32(
+          ctx, {dy}, {dx},
+          [&](const Tensor* in, const Tensor* out) { dropout_backward(ctx, p, seed, offset, in[0], out[0]); },
+          NativeBf16::Cuda)) {
+    return;
+  }
+  dispatch_with_bf16("dropout", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::dropout_backward(cuda_stream(ctx), p, seed, offset, dy.data<T>(), dx.data<T>(), dy.numel());
     } else if constexpr (P == Path::CpuFast) {

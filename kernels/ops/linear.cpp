@@ -6,13 +6,61 @@
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
+namespace {
+
+// kernels/ops/autocast_bf16.h: bf16 tensor-core GEMMs on CUDA, the exact fp32 emulation on the CPU.
+void autocast_forward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
+                      const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+  check_layout("linear", ctx);
+  if (x.is_cuda()) {
+    if constexpr (kHaveCuda) {
+      const Tensor& wb = autocast::mirror("linear", w, w_bf16);
+      const Tensor xb = autocast::as_bf16(ctx, x);
+      const autocast::RoundedOutput yb(ctx, y, DType::BF16);
+      cuda::linear_forward_bf16(cuda_handles("linear", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(),
+                                wb.data<bfloat16>(), data_or_null<float>(bias), yb.get().data<bfloat16>());
+      yb.finish();
+    }
+    return;
+  }
+  const autocast::RoundedOutput yf(ctx, y, DType::F32);
+  linear_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                 autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, bias), yf.get());
+  yf.finish();
+}
+
+// dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
+// the bf16 copies of x, w and b, cast up into the fp32 dw and db).
+void autocast_backward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
+                       const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
+                       const Tensor& w_bf16) {
+  check_layout("linear", ctx);
+  if (dy.is_cuda()) {
+    if constexpr (kHaveCuda) {
+      const Tensor& wb = autocast::mirror("linear", w, w_bf16);
+      const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);
+      const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
+      cuda::linear_backward_bf16(cuda_handles("linear", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(),
+                                 wb.data<bfloat16>(), dyb.data<bfloat16>(), data_or_null<bfloat16>(dxb.get()),
+                                 dw.data<float>(), data_or_null<float>(db));
+      dxb.finish();
+    }
+    return;
+  }
+  const autocast::RoundedOutput dxf(ctx, dx, DType::F32);
+  linear_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                  autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, dy), dxf.get(), dw, db);
+  dxf.finish();
+  autocast::round_in_place(ctx, dw);
+  autocast::round_in_place(ctx, db);
+}
+
+}  // namespace
 
 void linear_forward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
                     const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
   if (ctx.autocast_bf16) {
-    linear_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
-                   autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, bias), y);
-    autocast::round_in_place(ctx, y);
+    autocast_forward(ctx, s, x, w, bias, y, w_bf16);
     return;
   }
   dispatch("linear", ctx, x, [&]<Path P, typename T>() {
@@ -32,13 +80,7 @@ void linear_backward(const ExecutionContext& ctx, const LinearShape& s, const Te
                      const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                      const Tensor& w_bf16) {
   if (ctx.autocast_bf16) {
-    // dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
-    // the bf16 copies of x, w and b, cast up).
-    linear_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
-                    autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, dy), dx, dw, db);
-    autocast::round_in_place(ctx, dx);
-    autocast::round_in_place(ctx, dw);
-    autocast::round_in_place(ctx, db);
+    autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16);
     return;
   }
   dispatch("linear", ctx, dy, [&]<Path P, typename T>() {

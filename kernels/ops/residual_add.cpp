@@ -3,12 +3,21 @@
 #include "kernels/cpu/residual_add.h"
 #include "kernels/cpu_fast/residual_add.h"
 #include "kernels/cuda/residual_add.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
+using bf16::NativeBf16;
+
 void residual_add(const ExecutionContext& ctx, const Tensor& a, const Tensor& b, const Tensor& y) {
-  dispatch("residual_add", ctx, a, [&]<Path P, typename T>() {
+  if (bf16::on_float32(
+          ctx, {a, b}, {y},
+          [&](const Tensor* in, const Tensor* out) { residual_add(ctx, in[0], in[1], out[0]); },
+          NativeBf16::Cuda)) {
+    return;
+  }
+  dispatch_with_bf16("residual_add", ctx, a, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::residual_add_forward(cuda_stream(ctx), a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
     } else if constexpr (P == Path::CpuFast) {

@@ -2,11 +2,16 @@
 
 #include "kernels/cpu/scale.h"
 #include "kernels/cuda/scale.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
 
 void scale(const ExecutionContext& ctx, const Tensor& x, double a, const Tensor& y) {
+  if (bf16::on_float32(ctx, {x}, {y},
+                       [&](const Tensor* in, const Tensor* out) { scale(ctx, in[0], a, out[0]); })) {
+    return;
+  }
   dispatch("scale", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::scale(cuda_stream(ctx), x.data<T>(), a, y.data<T>(), x.numel());

@@ -2,6 +2,7 @@
 
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
+#include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine::ops {
@@ -9,6 +10,11 @@ namespace engine::ops {
 void softmax_cross_entropy_forward(const ExecutionContext& ctx, const Tensor& logits, const Tensor& labels,
                                    double label_smoothing, const Tensor& loss, const Tensor& dlogits,
                                    double* loss_sum, std::int64_t* correct) {
+  if (bf16::on_float32(ctx, {logits}, {dlogits}, [&](const Tensor* in, const Tensor* out) {
+        softmax_cross_entropy_forward(ctx, in[0], labels, label_smoothing, loss, out[0], loss_sum, correct);
+      })) {
+    return;
+  }
   const int n = to_int(logits.dim(0)), k = to_int(logits.dim(1));
   const std::int32_t* y = labels.data<std::int32_t>();
   dispatch("softmax_cross_entropy", ctx, logits, [&]<Path P, typename T>() {
@@ -31,6 +37,11 @@ void softmax_cross_entropy_forward(const ExecutionContext& ctx, const Tensor& lo
 
 void softmax_cross_entropy_backward(const ExecutionContext& ctx, const Tensor& logits, const Tensor& labels,
                                     double label_smoothing, double dloss, const Tensor& dlogits) {
+  if (bf16::on_float32(ctx, {logits}, {dlogits}, [&](const Tensor* in, const Tensor* out) {
+        softmax_cross_entropy_backward(ctx, in[0], labels, label_smoothing, dloss, out[0]);
+      })) {
+    return;
+  }
   const int n = to_int(logits.dim(0)), k = to_int(logits.dim(1));
   const std::int32_t* y = labels.data<std::int32_t>();
   dispatch("softmax_cross_entropy", ctx, logits, [&]<Path P, typename T>() {

@@ -1,0 +1,62 @@
+#pragma once
+// bf16 activation storage (bf16 autocast, kernels/ops/autocast_bf16.h): Conv2d and Linear write BF16
+// activations and input gradients, and the ops between them (BatchNorm, ReLU, pooling, dropout, residual
+// add, the loss) take them. An op with a bf16 kernel on the tensor's device dispatches to it
+// (dispatch_with_bf16, kernels/ops/dispatch.h: float arithmetic inside, bf16 loads and stores); every other
+// case of a BF16 tensor goes through `on_float32`: the op's float32 kernel on float32 copies (widening is
+// exact), its outputs rounded back into their BF16 storage (nearest even). That is the same rounding, at the
+// same place, as a bf16 kernel's store, so the CPU runs the CUDA path's data flow with the CPU's float
+// kernels (the CPU's whole bf16 story), and a CUDA op without a bf16 kernel yet is correct, only slower.
+
+#include <cstddef>
+#include <initializer_list>
+
+#include "core/execution_context.h"
+#include "core/tensor.h"
+
+namespace engine::ops::bf16 {
+
+// Whether the op has its own bf16 kernel on CUDA (dispatch_with_bf16): then tensors that are all CUDA BF16
+// go to it, and on_float32 leaves them alone.
+enum class NativeBf16 { None, Cuda };
+
+// Whether every defined tensor of `ts` is a BF16 tensor on a CUDA device.
+bool all_cuda_bf16(std::initializer_list<const Tensor*> ts);
+
+// A float32 tensor with t's values: a new one for a BF16 t, else t itself (undefined stays undefined).
+Tensor widened(const ExecutionContext& ctx, const Tensor& t);
+// target = bf16(f) when target is BF16 (f is then its float32 stand-in); nothing otherwise.
+void round_into(const ExecutionContext& ctx, const Tensor& f, const Tensor& target);
+
+// When any of `ins` or `outs` is BF16: runs op(fins, fouts) on their float32 stand-ins (`widened`; outputs
+// too, so an op that reads its output, or writes it in place of an input, sees the same values), rounds
+// each output back with `round_into`, and returns true. Otherwise (no BF16 tensor, or with NativeBf16::Cuda
+// all of them CUDA BF16) does nothing and returns false, and the caller runs its usual dispatch:
+//   if (bf16::on_float32(ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) {
+//         relu_forward(ctx, in[0], out[0]);
+//       })) {
+//     return;
+//   }
+// (the op is called again on float32 tensors, so it takes its usual path.)
+template <std::size_t I, std::size_t O, typename Op>
+bool on_float32(const ExecutionContext& ctx, const Tensor (&ins)[I], const Tensor (&outs)[O], Op&& op,
+                NativeBf16 native = NativeBf16::None) {
+  if (native == NativeBf16::Cuda) {
+    bool all = true;
+    for (const Tensor& t : ins) all = all && all_cuda_bf16({&t});
+    for (const Tensor& t : outs) all = all && all_cuda_bf16({&t});
+    if (all) return false;
+  }
+  bool any = false;
+  for (const Tensor& t : ins) any = any || (t.defined() && t.dtype() == DType::BF16);
+  for (const Tensor& t : outs) any = any || (t.defined() && t.dtype() == DType::BF16);
+  if (!any) return false;
+  Tensor fins[I], fouts[O];
+  for (std::size_t i = 0; i < I; ++i) fins[i] = widened(ctx, ins[i]);
+  for (std::size_t i = 0; i < O; ++i) fouts[i] = widened(ctx, outs[i]);
+  op(fins, fouts);
+  for (std::size_t i = 0; i < O; ++i) round_into(ctx, fouts[i], outs[i]);
+  return true;
+}
+
+}  // namespace engine::ops::bf16
