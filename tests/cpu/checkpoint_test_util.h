@@ -14,6 +14,7 @@
 #include "layers/model.h"
 #include "layers/softmax_cross_entropy.h"
 #include "optim/sgd.h"
+#include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::optim::testing {
@@ -40,11 +41,7 @@ inline TrainedModel trained_model(std::uint64_t seed, int steps, const char* nam
 }
 
 inline std::string fresh_dir(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("cnn_engine_ckpt_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return engine::testing::scratch_dir("cnn_engine_ckpt_", name).string();
 }
 
 inline std::vector<std::uint8_t> host_bytes_of(const Tensor& t) {

@@ -21,6 +21,7 @@
 
 #include "data/image_codec.h"
 #include "optim/safetensors.h"
+#include "tests/common/scratch_dirs.h"
 
 namespace engine::apps::testing {
 
@@ -80,9 +81,7 @@ inline RunResult run_train(const std::vector<std::string>& args) { return run_pr
 // root/{train,test}/{class_a,class_b,class_c}/N.png: 8x8 RGB images whose colour says the class (a learnable
 // toy), `per_class` training and 4 test images per class.
 inline std::string tiny_folder_dataset(const std::string& name, int per_class = 16) {
-  const auto root =
-      std::filesystem::temp_directory_path() / ("cnn_engine_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(root);
+  const auto root = engine::testing::scratch_path("cnn_engine_", name);
   const char* classes[] = {"class_a", "class_b", "class_c"};
   for (const char* split : {"train", "test"}) {
     const int count = std::string(split) == "train" ? per_class : 4;
@@ -200,11 +199,7 @@ inline std::vector<TensorDifference> checkpoint_differences(const std::string& a
 }
 
 inline std::string temp_dir(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("cnn_engine_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return engine::testing::scratch_dir("cnn_engine_", name).string();
 }
 
 }  // namespace engine::apps::testing
