@@ -63,10 +63,21 @@ class NcclCommunicator final : public Communicator {
 
 // An event recorded after a collective; Event::query clears the cudaErrorNotReady it leaves as the thread's
 // last error, so a later ENGINE_LAUNCH_CHECK does not report it.
+//
+// A collective captured into a CUDA graph (apps/training_graph.h) runs only when the graph is launched, and
+// an event recorded during a capture cannot be queried: such a marker records nothing and reports ready.
+// The replays' collectives are then watched at the run's next synchronizing collective (the stop vote, the
+// epoch's totals), which the watchdog times as usual.
 class CudaEventMarker final : public Marker {
  public:
-  void record(void* stream) override { event_.record(static_cast<cudaStream_t>(stream)); }
+  void record(void* stream) override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status));
+    captured_ = status != cudaStreamCaptureStatusNone;
+    if (!captured_) event_.record(static_cast<cudaStream_t>(stream));
+  }
   CommStatus query() override {
+    if (captured_) return CommStatus::ready();
     try {
       return event_.query() ? CommStatus::ready() : CommStatus::in_progress();
     } catch (const std::exception& e) {
@@ -76,6 +87,7 @@ class CudaEventMarker final : public Marker {
 
  private:
   Event event_;
+  bool captured_ = false;  // recorded while its stream captured a graph
 };
 
 // One collective inside ncclGroupStart/End; the group is ended even when the call inside failed, so that
