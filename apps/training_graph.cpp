@@ -14,6 +14,53 @@
 
 namespace engine::apps {
 
+HostStepMark mark_host_state(const layers::Model& model, const optim::Sgd& sgd) {
+  HostStepMark m;
+  m.dropout_offset = model.context().dropout_offset;
+  for (const layers::Counter& c : model.counters()) m.counters.push_back(*c.value);
+  m.optimizer_steps = sgd.steps();
+  return m;
+}
+
+HostStepAdvance host_advance(const HostStepMark& before, const HostStepMark& after) {
+  ENGINE_CHECK(before.counters.size() == after.counters.size(),
+               "host step advance: {} counters before, {} after", before.counters.size(),
+               after.counters.size());
+  ENGINE_CHECK(
+      after.dropout_offset >= before.dropout_offset && after.optimizer_steps >= before.optimizer_steps,
+      "host step advance: the dropout offset ({} -> {}) or the step count ({} -> {}) went back",
+      before.dropout_offset, after.dropout_offset, before.optimizer_steps, after.optimizer_steps);
+  HostStepAdvance a;
+  a.dropout_forwards = after.dropout_offset - before.dropout_offset;
+  a.optimizer_steps = after.optimizer_steps - before.optimizer_steps;
+  for (std::size_t i = 0; i < before.counters.size(); ++i) {
+    ENGINE_CHECK(after.counters[i] >= before.counters[i], "host step advance: counter {} went from {} to {}",
+                 i, before.counters[i], after.counters[i]);
+    a.counters.push_back(after.counters[i] - before.counters[i]);
+  }
+  return a;
+}
+
+void restore_host_state(const HostStepMark& mark, layers::Model& model, optim::Sgd& sgd) {
+  const auto& counters = model.counters();
+  ENGINE_CHECK(mark.counters.size() == counters.size(),
+               "host step restore: {} counters marked, the model has {}", mark.counters.size(),
+               counters.size());
+  model.context().dropout_offset = mark.dropout_offset;
+  for (std::size_t i = 0; i < counters.size(); ++i) *counters[i].value = mark.counters[i];
+  sgd.set_steps(mark.optimizer_steps);
+}
+
+void apply_host_advance(const HostStepAdvance& advance, layers::Model& model, optim::Sgd& sgd) {
+  const auto& counters = model.counters();
+  ENGINE_CHECK(advance.counters.size() == counters.size(),
+               "host step advance: {} counters measured, the model has {}", advance.counters.size(),
+               counters.size());
+  model.context().dropout_offset += advance.dropout_forwards;
+  for (std::size_t i = 0; i < counters.size(); ++i) *counters[i].value += advance.counters[i];
+  sgd.set_steps(sgd.steps() + advance.optimizer_steps);
+}
+
 #if ENGINE_HAVE_CUDA
 
 struct TrainingGraph::Impl {
@@ -64,45 +111,33 @@ void TrainingGraph::publish(const StepState& state) {
 
 std::string TrainingGraph::capture(const std::function<void()>& step) {
   ENGINE_CHECK(!captured(), "TrainingGraph: the step is already captured");
-  ExecutionContext& ctx = model_.context();
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  void* stream = model_.context().stream;
   // The host state at the step's start, to measure the step's advance (or restore it after a failure).
-  const std::uint64_t dropout_before = ctx.dropout_offset;
-  const std::int64_t steps_before = sgd_.steps();
-  std::vector<std::int64_t> counters_before;
-  for (const layers::Counter& c : model_.counters()) counters_before.push_back(*c.value);
-
+  const HostStepMark before = mark_host_state(model_, sgd_);
   if (impl_->pool == 0) impl_->pool = impl_->allocator.create_graph_pool();
-  impl_->allocator.begin_graph_capture(ctx.stream, impl_->pool);
+  impl_->allocator.begin_graph_capture(stream, impl_->pool);
   std::string failed;
   try {
-    failed = impl_->graph.capture(stream, step);
+    failed = impl_->graph.capture(static_cast<cudaStream_t>(stream), step);
   } catch (...) {
-    impl_->allocator.end_graph_capture(ctx.stream);
+    impl_->allocator.end_graph_capture(stream);
     throw;
   }
-  impl_->allocator.end_graph_capture(ctx.stream);
-
+  impl_->allocator.end_graph_capture(stream);
   if (!failed.empty()) {
     // No graph uses the pool's memory: back to the shared cache (blocks in use when they are freed).
     impl_->allocator.release_graph_pool(impl_->pool);
     impl_->pool = 0;
-    ctx.dropout_offset = dropout_before;
-    sgd_.set_steps(steps_before);
-    for (std::size_t i = 0; i < model_.counters().size(); ++i)
-      *model_.counters()[i].value = counters_before[i];
+    restore_host_state(before, model_, sgd_);
     return failed;
   }
-  ENGINE_CHECK(sgd_.steps() == steps_before + 1,
+  advance_ = host_advance(before, mark_host_state(model_, sgd_));
+  ENGINE_CHECK(advance_.optimizer_steps == 1,
                "TrainingGraph: the captured step made {} optimizer steps, not one (a bug in the caller)",
-               sgd_.steps() - steps_before);
-  dropout_forwards_ = ctx.dropout_offset - dropout_before;
-  ENGINE_CHECK(dropout_offset_after(last_published_, dropout_forwards_) == ctx.dropout_offset,
+               advance_.optimizer_steps);
+  ENGINE_CHECK(last_published_.dropout_offset == before.dropout_offset,
                "TrainingGraph: the step state published {} as the dropout offset, the step began at {}",
-               last_published_.dropout_offset, dropout_before);
-  counter_steps_.clear();
-  for (std::size_t i = 0; i < model_.counters().size(); ++i)
-    counter_steps_.push_back(*model_.counters()[i].value - counters_before[i]);
+               last_published_.dropout_offset, before.dropout_offset);
   return "";
 }
 
@@ -119,9 +154,7 @@ void TrainingGraph::replay() {
                "TrainingGraph: the published step state is not this step's (dropout offset {} vs {})",
                last_published_.dropout_offset, ctx.dropout_offset);
   impl_->graph.launch(static_cast<cudaStream_t>(ctx.stream));
-  ctx.dropout_offset = dropout_offset_after(last_published_, dropout_forwards_);
-  for (std::size_t i = 0; i < counter_steps_.size(); ++i) *model_.counters()[i].value += counter_steps_[i];
-  sgd_.set_steps(sgd_.steps() + 1);
+  apply_host_advance(advance_, model_, sgd_);
 }
 
 std::size_t TrainingGraph::kernel_nodes() const { return impl_->graph.kernel_nodes(); }

@@ -34,6 +34,26 @@ struct StepDeviceRefs {
   const std::int64_t* loss_slot = nullptr;
 };
 
+// The host state a training step advances: the context's dropout offset (one per training-mode Dropout
+// forward), the model's host counters (BatchNorm's num_batches_tracked) and the optimizer's step count. A
+// replay runs no host code, so the TrainingGraph measures the captured step's advance and applies it after
+// each replay. Pure host code (tests/cpu/training_graph_host_test.cpp checks it against eager CPU steps).
+struct HostStepMark {
+  std::uint64_t dropout_offset = 0;
+  std::vector<std::int64_t> counters;  // Model::counters() order
+  std::int64_t optimizer_steps = 0;
+};
+struct HostStepAdvance {
+  std::uint64_t dropout_forwards = 0;
+  std::vector<std::int64_t> counters;
+  std::int64_t optimizer_steps = 0;
+};
+HostStepMark mark_host_state(const layers::Model& model, const optim::Sgd& sgd);
+// after - before; throws engine::Error when something went backwards or the counter lists differ.
+HostStepAdvance host_advance(const HostStepMark& before, const HostStepMark& after);
+void restore_host_state(const HostStepMark& mark, layers::Model& model, optim::Sgd& sgd);
+void apply_host_advance(const HostStepAdvance& advance, layers::Model& model, optim::Sgd& sgd);
+
 class TrainingGraph {
  public:
   // On the model's CUDA device and stream; `model` and `sgd` must outlive this object.
@@ -60,16 +80,15 @@ class TrainingGraph {
   // A later step: launches the graph and advances the host's state as the captured step did.
   void replay();
 
-  std::size_t kernel_nodes() const;                                     // of the captured step
-  std::uint64_t dropout_forwards() const { return dropout_forwards_; }  // per captured step
+  std::size_t kernel_nodes() const;                                             // of the captured step
+  std::uint64_t dropout_forwards() const { return advance_.dropout_forwards; }  // per captured step
 
  private:
   struct Impl;
   layers::Model& model_;
   optim::Sgd& sgd_;
   std::unique_ptr<Impl> impl_;
-  std::uint64_t dropout_forwards_ = 0;
-  std::vector<std::int64_t> counter_steps_;  // per model counter: its advance in one step
+  HostStepAdvance advance_;  // the captured step's
   StepState last_published_;
 };
 
