@@ -4,9 +4,11 @@
 //    the captured step replayed, equals a plain eager loop bit for bit in deterministic mode: weights,
 //    momentum, each step's loss, the dropout offset, BatchNorm's counters, the step count; an inference
 //    forward between the epochs (eager work beside the graph's memory pool) changes nothing;
-//  - cnn_train --cuda-graph on equals --cuda-graph off bit for bit (checkpoints), also across a --resume;
+//  - cnn_train --cuda-graph on equals --cuda-graph off bit for bit (checkpoints), also across a --resume and
+//    a stop signal between replays (a mid-epoch checkpoint, then --resume auto);
 //  - gloo falls back with its reason (auto) or is refused (on); two NCCL ranks on two GPUs replay their
 //    all-reduces inside the graph and equal eager DDP.
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +30,7 @@
 #include "optim/safetensors.h"
 #include "optim/sgd.h"
 #include "tests/common/gpu.h"
+#include "tests/cpu/cnn_train_restart_test_util.h"
 #include "tests/cpu/cnn_train_test_util.h"
 #include "tests/gpu/kernel_test_util.h"
 
@@ -233,6 +236,39 @@ TEST(CudaGraphProgram, OnEqualsOffBitwiseAndAcrossAResume) {
     const auto a = optim::SafetensorsFile::read(off + "/epoch2.safetensors").metadata();
     const auto b = optim::SafetensorsFile::read(other + "/epoch2.safetensors").metadata();
     for (const char* key : {"step", "dropout_offset", "epoch"}) EXPECT_EQ(a.at(key), b.at(key)) << key;
+  }
+  std::filesystem::remove_all(root);
+}
+
+// A stop signal between replays: the ranks' stop check, the mid-epoch checkpoint (weights, momentum, the
+// dropout offset and counters the host advanced for the replays) and --resume auto, which captures again
+// after its warm-up step, continue bit for bit (the CPU test CnnTrainRestart.SigtermMidEpoch..., with
+// graphs).
+TEST(CudaGraphProgram, SigtermBetweenReplaysLeavesACheckpointThatResumesBitForBit) {
+  SKIP_WITHOUT_GPU();
+  using apps::testing::with_args;
+  const std::string root = apps::testing::tiny_folder_dataset("cuda_graph_sigterm", 400);
+  const std::string straight = apps::testing::temp_dir("cuda_graph_sigterm_straight"),
+                    dir = apps::testing::temp_dir("cuda_graph_sigterm");
+  auto args = [&](const std::string& out) {
+    return with_args(apps::testing::tiny_folder_args(root, out, "cnn3", 4, 3),
+                     {"--cuda-graph", "on", "--resume", "auto", "--save-every-steps", "20"});
+  };
+  const apps::testing::RunResult reference = apps::testing::run_train(args(straight));
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  apps::testing::LiveProcess run(with_args({apps::testing::program_path("cnn_train")}, args(dir)));
+  ASSERT_TRUE(run.wait_for("saved " + dir + "/step20.safetensors", 120)) << run.output();
+  run.signal(SIGTERM);
+  EXPECT_EQ(run.finish(120), 128 + SIGTERM) << run.output();
+  EXPECT_NE(run.output().find("stopped by SIGTERM"), std::string::npos) << run.output();
+  const apps::testing::RunResult resumed = apps::testing::run_train(args(dir));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from "), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("CUDA graph: the training step is captured"), std::string::npos)
+      << resumed.output;
+  for (const apps::testing::TensorDifference& diff :
+       apps::testing::checkpoint_differences(straight + "/epoch3.safetensors", dir + "/epoch3.safetensors")) {
+    EXPECT_EQ(diff.worst, 0.0) << diff.name << " differs by " << diff.worst;
   }
   std::filesystem::remove_all(root);
 }
