@@ -1,6 +1,7 @@
 #include "apps/training_graph.h"
 
 #include <cstddef>
+#include <exception>
 #include <utility>
 
 #include "core/error.h"
@@ -86,8 +87,7 @@ TrainingGraph::~TrainingGraph() {
   if (impl_->pool != 0) {
     try {
       impl_->allocator.release_graph_pool(impl_->pool);
-    } catch (
-        ...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; the pool dies with the cache
+    } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): no throw from a destructor
     }
   }
 }
