@@ -44,7 +44,7 @@ class NcclCommunicator final : public Communicator {
 
   CommStatus async_status() override {
     ncclResult_t state = ncclSuccess;
-    const CommStatus call = NCCL_STATUS(ncclCommGetAsyncError(comm_, &state));
+    CommStatus call = NCCL_STATUS(ncclCommGetAsyncError(comm_, &state));  // returned: not const, so it moves
     if (call.state == CommStatus::State::Failed) return call;
     if (state == ncclSuccess) return CommStatus::ready();
     if (state == ncclInProgress) return CommStatus::in_progress();
@@ -94,7 +94,7 @@ class CudaEventMarker final : public Marker {
 // this thread is not left inside a group. The result is the call's failure, else the group end's status.
 template <typename Fn>
 CommStatus nccl_group(Fn&& call) {
-  const CommStatus start = NCCL_STATUS(ncclGroupStart());
+  CommStatus start = NCCL_STATUS(ncclGroupStart());  // returned: not const, so it moves
   if (start.state == CommStatus::State::Failed) return start;
   const CommStatus queued = call();
   const CommStatus end = NCCL_STATUS(ncclGroupEnd());
@@ -227,9 +227,9 @@ class NcclProcessGroup final : public ProcessGroup {
   }
 
   template <typename Call>
-  void queue(std::string what, void* stream, Call&& call) {
+  void queue(const std::string& what, void* stream, Call&& call) {
     set_device(device_);
-    supervisor_.collective(std::move(what), stream, [&] { return nccl_group(call); });
+    supervisor_.collective(what, stream, [&] { return nccl_group(call); });
   }
 
   std::shared_ptr<TcpStore> store_;
