@@ -21,6 +21,7 @@
 
 #include "apps/step_state.h"
 #include "apps/training_graph.h"
+#include "core/cuda_check.h"
 #include "core/error.h"
 #include "core/stream.h"
 #include "data/loader.h"
@@ -193,6 +194,49 @@ TEST(CudaGraphTraining, ReplayedStepsEqualEagerStepsBitwiseAcrossEpochs) {
     EXPECT_TRUE(bitwise_equal(to_host<float>(ge, gs), to_host<float>(ee, es))) << "inference logits";
   }
   EXPECT_EQ(eager.model.context().dropout_offset, static_cast<std::uint64_t>(step));
+}
+
+// A capture the step breaks (a host synchronization inside) fails with a reason and leaves the host state at
+// the step's start; the Trainer's fallback (restart the epoch's count, run the step eagerly) then trains on
+// exactly as eager steps do.
+TEST(CudaGraphTraining, AFailedCaptureRestoresTheHostStateAndTheStepRunsEagerly) {
+  SKIP_WITHOUT_GPU();
+  const data::Dataset d = random_dataset();
+  TrainRun eager(d, false), graphed(d, true);
+  eager.loader->start_epoch(0);
+  graphed.loader->start_epoch(0);
+  auto publish = [&](std::int64_t k, double lr) {
+    apps::StepPosition p;
+    p.loader_batch = k;
+    p.batch_size = kBatch;
+    p.optimizer_steps = graphed.sgd->steps();
+    p.dropout_offset = graphed.model.context().dropout_offset;
+    p.lr = lr;
+    graphed.graph->publish(apps::make_step_state(p));
+  };
+  eager.step(0, 0.05);
+  publish(0, 0.05);
+  graphed.step(0, 0.05);
+  publish(1, 0.04);
+  const std::uint64_t offset_before = graphed.model.context().dropout_offset;
+  const std::int64_t steps_before = graphed.sgd->steps();
+  const std::vector<std::int64_t> counters_before = graphed.counters();
+  const std::string failed = graphed.graph->capture([&] {
+    graphed.step(1, 0.04);
+    CUDA_CHECK(cudaStreamSynchronize(graphed.stream.get()));  // not allowed while capturing
+  });
+  EXPECT_NE(failed, "");
+  EXPECT_FALSE(graphed.graph->captured());
+  EXPECT_EQ(graphed.model.context().dropout_offset, offset_before);
+  EXPECT_EQ(graphed.sgd->steps(), steps_before);
+  EXPECT_EQ(graphed.counters(), counters_before);
+  graphed.loader->start_epoch(0);  // as Trainer::capture_step: the count restarts, the state says which batch
+  graphed.step(1, 0.04);
+  eager.step(1, 0.04);
+  EXPECT_TRUE(bitwise_equal(to_host<float>(graphed.model.flat_parameters(), graphed.stream.get()),
+                            to_host<float>(eager.model.flat_parameters(), eager.stream.get())));
+  EXPECT_TRUE(bitwise_equal(to_host<float>(graphed.step_losses, graphed.stream.get()),
+                            to_host<float>(eager.step_losses, eager.stream.get())));
 }
 
 // The program: --cuda-graph on equals off bit for bit (cnn3 has a Dropout and BatchNorm; crop-flip; 48
