@@ -204,6 +204,8 @@ DdpRank::~DdpRank() = default;
 TrainerHooks DdpRank::hooks() {
   TrainerHooks hooks;
   if (!pg_) return hooks;
+  hooks.gloo = pg_->backend_kind() == dist::Backend::Gloo;  // for --cuda-graph (apps/cuda_graph_policy.h)
+  hooks.sync_bn = ddp_.sync_bn && world_size_ > 1;
   if (ddp_.sync_bn && world_size_ > 1) {
     dist::ProcessGroup* pg = pg_.get();
     hooks.make_batchnorm = [pg](int c, double eps, double momentum) {

@@ -171,6 +171,12 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "for Linear), fp32 (no TF32 anywhere; what the CUDA-vs-CPU tests compare) or bf16 "
       "(autocast at Conv2d and Linear: bf16 inputs, weights and outputs, fp32 accumulation, fp32 "
       "master weights and checkpoints; on the CPU an exact emulation in float32)");
+  add_choice_option(
+      app, "--cuda-graph", c.cuda_graph, kCudaGraphChoices,
+      "CUDA: replay the whole training step as one CUDA graph after a warm-up step (the epoch's "
+      "last partial batch is then dropped). auto: where possible, else eager with a line saying "
+      "why (gloo, --sync-bn, --accumulate > 1, --ema-every, --param-group epochs=N); on: an error "
+      "where impossible; off: eager steps");
   app.add_flag("--deterministic", c.deterministic,
                "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
 }

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/cuda_graph_policy.h"
 #include "apps/flag_choice.h"
 #include "apps/precision.h"
 #include "apps/recipe.h"
@@ -100,6 +101,7 @@ struct TrainConfig {
   std::string plot;
   bool deterministic = false;
   Precision precision = Precision::Tf32;
+  CudaGraphMode cuda_graph = CudaGraphMode::Auto;  // --cuda-graph (apps/cuda_graph_policy.h)
 
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;

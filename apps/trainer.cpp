@@ -10,8 +10,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/cuda_graph_policy.h"
 #include "apps/progress_bar.h"
 #include "apps/resume_auto.h"
+#include "apps/step_state.h"
 #include "apps/stop_signal.h"
 #include "apps/training_plot.h"
 #include "apps/whiten_init.h"
@@ -119,6 +121,26 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
 
   const Device device = device_->context().device;
   void* stream = device_->context().stream;
+  StepDeviceRefs refs;  // the step state's device addresses when steps are CUDA graphs
+  if (!eval_only) {
+    graph_plan_ = plan_cuda_graph(
+        c.cuda_graph,
+        CudaGraphFacts{.cuda_device = device.is_cuda(),
+                       .gpu_resident_data = c.gpu_resident_data,
+                       .gloo = hooks_.gloo,
+                       .sync_bn = hooks_.sync_bn,
+                       .accumulate = c.accumulate,
+                       .ema_every = c.ema_every,
+                       .param_groups_change = optim::param_groups_change_with_epoch(param_group_rules_)});
+    if (!graph_plan_.note.empty() && c.is_main()) print_line(graph_plan_.note);
+  }
+  if (graph_plan_.capture) {
+    // Every step, the eager warm-up ones too, reads its per-step values from the step state's buffer.
+    graph_ = std::make_unique<TrainingGraph>(*model_, *sgd_);
+    refs = graph_->device_refs();
+    sgd_->set_device_lr(refs.lr);
+    model_->context().dropout_offset_device = refs.dropout_offset;
+  }
   data::LoaderOptions test_options;
   test_options.batch_size = c.batch_size;
   test_options.drop_last = false;
@@ -140,9 +162,17 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   if (!eval_only) {
     data::LoaderOptions train_options = test_options;
     train_options.transform = train_transform(c, data_, seed_);
+    train_options.drop_last = train_drop_last(graph_plan_);
+    train_options.device_epoch = refs.augment_epoch;
+    train_options.device_batch_offset = refs.batch_offset;
     train_loader_ = std::make_unique<data::Loader>(
         data_.train, data::DistributedSampler(data_.train.size(), c.world_size, c.rank, true, seed_),
         train_options);
+    ENGINE_CHECK(
+        train_loader_->num_batches() > 0 || !train_options.drop_last,
+        "--batch-size {}: CUDA graph steps drop an epoch's last partial batch, and this rank has only "
+        "{} training samples: use a smaller batch or --cuda-graph off",
+        c.batch_size, train_loader_->sampler().num_samples());
     // Optimizer steps per epoch (the last group of --accumulate may be short): what a per-step schedule
     // counts in.
     const std::int64_t batches = train_loader_->num_batches();
@@ -151,6 +181,8 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     schedule_ = std::make_unique<optim::LrSchedule>(c.schedule_config(steps_per_epoch));
     if (ema_) ema_->set_steps(c.ema_start_epoch * steps_per_epoch, c.epochs * steps_per_epoch);
     if (device.is_cuda()) step_losses_ = Tensor::empty_pinned({train_loader_->num_batches()}, DType::F32);
+    if (graph_)
+      step_losses_device_ = Tensor::zeros({train_loader_->num_batches()}, DType::F32, device, stream);
     if (c.is_main() && !c.checkpoint_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(c.checkpoint_dir, ec);
@@ -259,8 +291,44 @@ EpochTotals Trainer::read_totals(std::int64_t samples) {
   return t;
 }
 
+void Trainer::capture_step(const std::function<void()>& step, std::int64_t epoch, std::int64_t position) {
+  const std::string failed = graph_->capture(step);
+  if (data_parallel_ && config_.world_size > 1) {
+    // Capture is a collective property of the NCCL calls inside (every rank captures them, or none): a rank
+    // whose capture failed ends the run on all, after one vote outside any graph.
+    const bool anywhere = data_parallel_->any_rank(!failed.empty());
+    ENGINE_CHECK(
+        !anywhere, "the CUDA graph capture of the training step failed {}; run with --cuda-graph off",
+        failed.empty() ? std::string("on another rank (its message says why)") : "on this rank: " + failed);
+  }
+  if (failed.empty()) {
+    graph_->launch_captured();
+    if (config_.is_main()) {
+      print_line(
+          fmt::format("cnn_train: CUDA graph: the training step is captured after {} eager step(s) "
+                      "({} kernels, {} dropout draws) and replayed from here on",
+                      graph_eager_steps_, graph_->kernel_nodes(), graph_->dropout_forwards()));
+    }
+    return;
+  }
+  ENGINE_CHECK(config_.cuda_graph != CudaGraphMode::On,
+               "--cuda-graph on: the capture of the training step failed: {}", failed);
+  if (config_.is_main()) print_line("cnn_train: CUDA graph off (eager steps): the capture failed: " + failed);
+  graph_failed_ = true;
+  // The capture took the loader's batch on the host but ran nothing (the host state is the step's start
+  // again). The augment kernel reads the batch's position from the step state, not from the loader's count,
+  // so restarting the epoch's count keeps next() from running out early; then the step runs eagerly.
+  train_loader_->start_epoch(static_cast<std::uint64_t>(epoch), position);
+  step();
+  ++graph_eager_steps_;
+}
+
 void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t steps) {
   if (!step_losses_.defined()) return;
+  if (graph_) {  // the loss kernel wrote each step's loss at its slot in device memory
+    step_losses_.copy_from(step_losses_device_, device_->context().stream);
+    device_->synchronize();
+  }
   const float* losses = step_losses_.data<float>();
   for (std::int64_t s = first; s < steps; ++s) {
     if (!std::isfinite(losses[s])) {
@@ -288,14 +356,18 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
   const std::int64_t batches = first + train_loader_->num_batches();
   ProgressBar bar(batches, config_.is_main());
   std::int64_t steps = first, samples = 0;
-  for (data::Batch batch; train_loader_->next(batch);) {
-    // --accumulate K: batches [g, g + K) make one optimizer step (the epoch's last group may be shorter),
-    // each contributing 1/size of its loss gradient, so the step sees their mean.
-    const std::int64_t group_start = steps - steps % config_.accumulate;
-    const std::int64_t group_size = std::min(config_.accumulate, batches - group_start);
-    const bool ends_step = steps - group_start == group_size - 1;
+  ExecutionContext& ctx = model_->context();
+  // One batch through forward, loss, backward and (when it ends an optimizer step) SGD: run eagerly, or
+  // captured into the graph (then every per-step value comes from the step state graph_ published).
+  auto train_batch = [&](const data::Batch& batch, std::int64_t group_size, bool ends_step) {
+    layers::LossAccumulators step_acc = acc;
+    if (graph_) {
+      step_acc.step_losses = step_losses_device_.data<float>();
+      step_acc.loss_slot = graph_->device_refs().loss_slot;
+      step_acc.slots = step_losses_device_.numel();
+    }
     const Tensor logits = model_->forward(batch.images, layers::Mode::Train);
-    const Tensor loss = train_loss_.forward(model_->context(), logits, batch.labels, acc);
+    const Tensor loss = train_loss_.forward(ctx, logits, batch.labels, step_acc);
     if (loss.device().is_cpu()) {
       const float value = loss.data<float>()[0];
       if (!std::isfinite(value)) {
@@ -304,19 +376,56 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
                                         value, epoch + 1, steps + 1, batches),
                             __FILE__, __LINE__);
       }
-    } else {
+    } else if (!graph_) {
       step_losses_.flat_range(steps, {1}).copy_from(loss, stream);  // queued; checked once per epoch
     }
     if (data_parallel_) data_parallel_->before_backward(ends_step);
     model_->backward(train_loss_.backward(1.0 / static_cast<double>(group_size)));
     if (data_parallel_) data_parallel_->after_backward();
     if (ends_step) {
-      if (lr_per_step) lr = schedule_->lr_at_step(sgd_->steps());  // m.lr logs the epoch's last rate
       sgd_->step(lr);
       if (ema_) ema_->after_step(sgd_->steps());
     }
+  };
+  const std::int64_t loader_batches = train_loader_->num_batches();
+  for (std::int64_t k = 0; k < loader_batches; ++k) {
+    // --accumulate K: batches [g, g + K) make one optimizer step (the epoch's last group may be shorter),
+    // each contributing 1/size of its loss gradient, so the step sees their mean.
+    const std::int64_t group_start = steps - steps % config_.accumulate;
+    const std::int64_t group_size = std::min(config_.accumulate, batches - group_start);
+    const bool ends_step = steps - group_start == group_size - 1;
+    if (ends_step && lr_per_step) lr = schedule_->lr_at_step(sgd_->steps());  // m.lr logs the epoch's last
+    if (graph_) {
+      graph_->publish(make_step_state({.epoch = static_cast<std::uint64_t>(epoch),
+                                       .loader_batch = k,
+                                       .batches_before = first,
+                                       .batch_size = config_.batch_size,
+                                       .optimizer_steps = sgd_->steps(),
+                                       .dropout_offset = ctx.dropout_offset,
+                                       .lr = lr}));
+    }
+    std::int64_t batch_samples = config_.batch_size;  // every graph step's batch is full (drop_last)
+    if (graph_ && graph_->captured()) {
+      graph_->replay();
+    } else if (graph_ && graph_eager_steps_ >= kCudaGraphWarmupSteps && !graph_failed_) {
+      capture_step(
+          [&] {
+            data::Batch batch;
+            ENGINE_CHECK(train_loader_->next(batch),
+                         "the training loader ended before batch {} of {} (a bug)", k + 1, loader_batches);
+            train_batch(batch, group_size, ends_step);
+          },
+          epoch, position);
+    } else {
+      data::Batch batch;
+      ENGINE_CHECK(train_loader_->next(batch), "the training loader ended before batch {} of {} (a bug)",
+                   k + 1, loader_batches);
+      train_batch(batch, group_size, ends_step);
+      batch_samples = batch.size();
+      ++graph_eager_steps_;
+    }
     ++steps;
-    samples += batch.size();
+    samples += batch_samples;
     bar.update(steps);
     if (ends_step && steps < batches) {  // a step boundary inside the epoch: a checkpoint or a stop here?
       const bool periodic = config_.save_every_steps > 0 && sgd_->steps() % config_.save_every_steps == 0;

@@ -12,6 +12,11 @@
 //                        test sample exactly once; the log line, --metrics, checkpoints, --plot.
 //                        Errors here are failures while running (exit 1); a NaN/Inf loss is NonFiniteLoss,
 //                        naming the epoch and the step.
+//   CUDA graphs          --cuda-graph (apps/cuda_graph_policy.h): after kCudaGraphWarmupSteps eager steps the
+//                        whole step (data kernel, forward, loss, backward, the reducer's all-reduces, SGD) is
+//                        captured once (apps/training_graph.h) and replayed per step after publishing its
+//                        StepState; the epoch's last partial batch is dropped. Where a step cannot be
+//                        captured, eager steps with one log line saying why.
 //   checkpoints          rank 0 writes them: every --save-every N epochs and at the end (every epoch with
 //                        --resume auto), and mid-epoch every --save-every-steps K optimizer steps
 //                        (stepS.safetensors: weights, momentum, dropout offset, the sampler's position and
@@ -33,11 +38,13 @@
 #include <string>
 #include <vector>
 
+#include "apps/cuda_graph_policy.h"
 #include "apps/epoch_log.h"
 #include "apps/test_time_augmentation.h"
 #include "apps/train_config.h"
 #include "apps/train_data.h"
 #include "apps/train_device.h"
+#include "apps/training_graph.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "layers/model.h"
@@ -111,6 +118,10 @@ struct TrainerHooks {
   // Attaches data parallelism to the finished model (the Trainer owns the result and destroys it before the
   // model); empty: none. Needed for --accumulate > 1.
   std::function<std::unique_ptr<DataParallel>(layers::Model& model)> data_parallel;
+  // What the data parallelism does inside a step, for --cuda-graph (apps/cuda_graph_policy.h): its group
+  // is gloo; --sync-bn over more than one rank.
+  bool gloo = false;
+  bool sync_bn = false;
 };
 
 class Trainer {
@@ -144,6 +155,9 @@ class Trainer {
   void save(std::int64_t epochs_done);
   void check_losses(std::int64_t epoch, std::int64_t first,
                     std::int64_t steps);  // CUDA: steps [first, steps)
+  // Captures `step` (one whole training step) into graph_ and runs it; a failure falls back to eager steps
+  // (--cuda-graph auto, one rank) or ends the run naming the reason.
+  void capture_step(const std::function<void()>& step, std::int64_t epoch, std::int64_t position);
 
   TrainConfig config_;
   TrainerHooks hooks_;
@@ -170,6 +184,13 @@ class Trainer {
   EpochTotals resumed_totals_;       // rank 0: that epoch's sums over all ranks before the checkpoint
   std::string resumed_from_;         // the checkpoint loaded for training, or ""
   std::string mid_epoch_file_;       // the newest mid-epoch checkpoint written (removed after the next save)
+  // --cuda-graph (apps/cuda_graph_policy.h, apps/training_graph.h). Declared last: destroyed first, after
+  // its last replay, while the model, optimizer and loaders it points into still exist.
+  CudaGraphPlan graph_plan_;
+  Tensor step_losses_device_;             // graphs: one float per step of the epoch, written at the slot
+  std::int64_t graph_eager_steps_ = 0;    // eager steps so far (the warm-up before the capture)
+  bool graph_failed_ = false;             // the capture failed: eager steps for the rest of the run
+  std::unique_ptr<TrainingGraph> graph_;  // null: eager steps without the step state
 };
 
 }  // namespace engine::apps

@@ -75,6 +75,9 @@ Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions
                    static_cast<std::int64_t>(options_.transform.mean.size()) == dataset_.channels,
                "Loader: the transform normalizes {} channels, the images have {}",
                options_.transform.mean.size(), dataset_.channels);
+  ENGINE_CHECK(
+      options_.gpu_resident || (options_.device_epoch == nullptr && options_.device_batch_offset == nullptr),
+      "Loader: device epoch and batch offset need the GPU-resident path (gpu_resident)");
   const Device device = options_.device;
   if (device.is_cpu()) {
     ENGINE_CHECK(!options_.gpu_resident, "Loader: gpu_resident needs a CUDA device, not {}", device.str());
@@ -88,7 +91,8 @@ Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions
                dataset_.size());
   if (options_.gpu_resident) {
     backend_ =
-        make_cuda_resident_backend(dataset_, transform_, sampler_.num_samples(), device, options_.stream);
+        make_cuda_resident_backend(dataset_, transform_, sampler_.num_samples(), device, options_.stream,
+                                   options_.device_epoch, options_.device_batch_offset);
   } else {
     backend_ = make_cuda_staged_backend(dataset_, transform_, options_.prefetch_depth, options_.batch_size,
                                         device, options_.stream);

@@ -56,6 +56,12 @@ struct LoaderOptions {
   bool gpu_resident = false;  // CUDA only: keep the uint8 dataset on the GPU and gather there
   void* stream = nullptr;     // CUDA: the compute stream (a cudaStream_t) the batches are produced on
   TransformConfig transform;
+  // CUDA, GPU-resident only: device addresses the augment kernel reads the epoch and the batch's first entry
+  // in the epoch's index list from, instead of the values next() passes (a CUDA graph's step state,
+  // apps/step_state.h: a replayed step finds the next batch there). Whoever sets them writes the right
+  // values before each batch's kernel runs. Null: the values next() knows.
+  const std::uint64_t* device_epoch = nullptr;
+  const std::int64_t* device_batch_offset = nullptr;
   // Called on the thread that assembles batch k, before it does: for instrumentation and for tests that
   // inject delays or failures. Exceptions thrown here reach the consumer like any other worker failure.
   std::function<void(std::int64_t batch)> before_batch;

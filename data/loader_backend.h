@@ -48,7 +48,8 @@ std::unique_ptr<LoaderBackend> make_cuda_staged_backend(const Dataset& dataset, 
                                                         void* stream);
 std::unique_ptr<LoaderBackend> make_cuda_resident_backend(const Dataset& dataset, const Transform& transform,
                                                           std::int64_t samples_per_epoch, Device device,
-                                                          void* stream);
+                                                          void* stream, const std::uint64_t* device_epoch,
+                                                          const std::int64_t* device_batch_offset);
 #endif
 
 }  // namespace engine::data

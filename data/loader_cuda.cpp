@@ -149,11 +149,16 @@ class StagedBackend final : public LoaderBackend {
 class ResidentBackend final : public LoaderBackend {
  public:
   ResidentBackend(const Dataset& dataset, const Transform& transform, std::int64_t samples_per_epoch,
-                  Device device, void* stream)
+                  Device device, void* stream, const std::uint64_t* device_epoch,
+                  const std::int64_t* device_batch_offset)
       : dataset_(dataset),
         transform_(transform),
         device_(device),
-        compute_(static_cast<cudaStream_t>(stream)) {
+        compute_(static_cast<cudaStream_t>(stream)),
+        device_epoch_(device_epoch),
+        device_batch_offset_(device_batch_offset) {
+    ENGINE_CHECK((device_epoch == nullptr) == (device_batch_offset == nullptr),
+                 "Loader: the device epoch and batch offset come together (both set or neither)");
     DeviceGuard scope(device_.index);
     images_ = Tensor::empty({dataset.size(), dataset.channels, dataset.height, dataset.width}, DType::U8,
                             device_, compute_);
@@ -179,8 +184,9 @@ class ResidentBackend final : public LoaderBackend {
   bool prefetches() const override { return false; }
 
   void begin_epoch(std::span<const std::int64_t> indices, std::uint64_t) override {
-    ENGINE_CHECK(static_cast<std::int64_t>(indices.size()) == ids_pinned_.numel(),
-                 "Loader: {} indices in an epoch, expected {}", indices.size(), ids_pinned_.numel());
+    // A mid-epoch resume (a sampler position) gives fewer: the rest of the epoch's list.
+    ENGINE_CHECK(static_cast<std::int64_t>(indices.size()) <= ids_pinned_.numel(),
+                 "Loader: {} indices in an epoch, at most {} expected", indices.size(), ids_pinned_.numel());
     if (indices.empty()) return;
     DeviceGuard scope(device_.index);
     ids_copied_->synchronize();  // the previous epoch's copy out of the pinned buffer has finished
@@ -202,7 +208,11 @@ class ResidentBackend final : public LoaderBackend {
     Batch batch;
     allocate_outputs(dataset_, n, device_, compute_, batch);
     cuda::AugmentBatchArgs a = kernel_args(dataset_, transform_, epoch);
-    const std::int32_t* epoch_ids = ids_device_.data<std::int32_t>() + offset;
+    // With device positions the kernel adds the offset itself (ids_device_ keeps its address all run long,
+    // so a captured launch reads the list every later epoch copies there).
+    const std::int32_t* epoch_ids = ids_device_.data<std::int32_t>() + (device_batch_offset_ ? 0 : offset);
+    a.device_epoch = device_epoch_;
+    a.device_offset = device_batch_offset_;
     a.images = images_.data<std::uint8_t>();
     a.labels = labels_.data<std::int32_t>();
     a.gather = epoch_ids;
@@ -223,7 +233,9 @@ class ResidentBackend final : public LoaderBackend {
   Tensor labels_;
   Tensor ids_pinned_;
   Tensor ids_device_;
-  std::optional<Event> ids_copied_;  // recorded after the epoch's index copy
+  std::optional<Event> ids_copied_;          // recorded after the epoch's index copy
+  const std::uint64_t* device_epoch_;        // LoaderOptions::device_epoch
+  const std::int64_t* device_batch_offset_;  // LoaderOptions::device_batch_offset
 };
 
 }  // namespace
@@ -236,8 +248,10 @@ std::unique_ptr<LoaderBackend> make_cuda_staged_backend(const Dataset& dataset, 
 
 std::unique_ptr<LoaderBackend> make_cuda_resident_backend(const Dataset& dataset, const Transform& transform,
                                                           std::int64_t samples_per_epoch, Device device,
-                                                          void* stream) {
-  return std::make_unique<ResidentBackend>(dataset, transform, samples_per_epoch, device, stream);
+                                                          void* stream, const std::uint64_t* device_epoch,
+                                                          const std::int64_t* device_batch_offset) {
+  return std::make_unique<ResidentBackend>(dataset, transform, samples_per_epoch, device, stream,
+                                           device_epoch, device_batch_offset);
 }
 
 }  // namespace engine::data

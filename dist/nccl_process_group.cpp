@@ -44,7 +44,7 @@ class NcclCommunicator final : public Communicator {
 
   CommStatus async_status() override {
     ncclResult_t state = ncclSuccess;
-    const CommStatus call = NCCL_STATUS(ncclCommGetAsyncError(comm_, &state));
+    CommStatus call = NCCL_STATUS(ncclCommGetAsyncError(comm_, &state));  // returned: not const, so it moves
     if (call.state == CommStatus::State::Failed) return call;
     if (state == ncclSuccess) return CommStatus::ready();
     if (state == ncclInProgress) return CommStatus::in_progress();
@@ -63,10 +63,21 @@ class NcclCommunicator final : public Communicator {
 
 // An event recorded after a collective; Event::query clears the cudaErrorNotReady it leaves as the thread's
 // last error, so a later ENGINE_LAUNCH_CHECK does not report it.
+//
+// A collective captured into a CUDA graph (apps/training_graph.h) runs only when the graph is launched, and
+// an event recorded during a capture cannot be queried: such a marker records nothing and reports ready.
+// The replays' collectives are then watched at the run's next synchronizing collective (the stop vote, the
+// epoch's totals), which the watchdog times as usual.
 class CudaEventMarker final : public Marker {
  public:
-  void record(void* stream) override { event_.record(static_cast<cudaStream_t>(stream)); }
+  void record(void* stream) override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status));
+    captured_ = status != cudaStreamCaptureStatusNone;
+    if (!captured_) event_.record(static_cast<cudaStream_t>(stream));
+  }
   CommStatus query() override {
+    if (captured_) return CommStatus::ready();
     try {
       return event_.query() ? CommStatus::ready() : CommStatus::in_progress();
     } catch (const std::exception& e) {
@@ -76,13 +87,14 @@ class CudaEventMarker final : public Marker {
 
  private:
   Event event_;
+  bool captured_ = false;  // recorded while its stream captured a graph
 };
 
 // One collective inside ncclGroupStart/End; the group is ended even when the call inside failed, so that
 // this thread is not left inside a group. The result is the call's failure, else the group end's status.
 template <typename Fn>
 CommStatus nccl_group(Fn&& call) {
-  const CommStatus start = NCCL_STATUS(ncclGroupStart());
+  CommStatus start = NCCL_STATUS(ncclGroupStart());  // returned: not const, so it moves
   if (start.state == CommStatus::State::Failed) return start;
   const CommStatus queued = call();
   const CommStatus end = NCCL_STATUS(ncclGroupEnd());
@@ -215,9 +227,9 @@ class NcclProcessGroup final : public ProcessGroup {
   }
 
   template <typename Call>
-  void queue(std::string what, void* stream, Call&& call) {
+  void queue(const std::string& what, void* stream, Call&& call) {
     set_device(device_);
-    supervisor_.collective(std::move(what), stream, [&] { return nccl_group(call); });
+    supervisor_.collective(what, stream, [&] { return nccl_group(call); });
   }
 
   std::shared_ptr<TcpStore> store_;

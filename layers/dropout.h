@@ -6,7 +6,8 @@
 // training-mode forward takes a fresh offset from the model's ExecutionContext (dropout_offset++), so every
 // call of every step has a new mask, and the whole sequence follows from (dropout_seed, calls so far): set
 // both in the context to replay a step exactly. Backward regenerates the mask from the saved (seed, offset);
-// nothing else is stored.
+// nothing else is stored. In a CUDA graph's step (ExecutionContext::dropout_offset_device) the kernels
+// read the step's first offset from the device and get the call's index within the step.
 
 #include <cstdint>
 
@@ -32,6 +33,8 @@ class Dropout final : public Layer {
  private:
   float p_;
   std::uint64_t seed_ = 0, offset_ = 0;
+  std::uint64_t kernel_offset_ = 0;             // offset_, or its index within the step
+  const std::uint64_t* offset_base_ = nullptr;  // the step's first offset on the device, or null
 };
 
 }  // namespace engine::layers

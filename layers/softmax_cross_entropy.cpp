@@ -53,7 +53,8 @@ Tensor SoftmaxCrossEntropy::run(const ExecutionContext& context, const Tensor& l
   dlogits_ = with_gradient ? Tensor::empty(logits.shape(), logits.dtype(), context.device, context.stream)
                            : Tensor();
   ops::softmax_cross_entropy_forward(context, logits, labels, label_smoothing_, loss, dlogits_,
-                                     accumulators.loss_sum, accumulators.correct);
+                                     accumulators.loss_sum, accumulators.correct, accumulators.step_losses,
+                                     accumulators.loss_slot, accumulators.slots);
   return loss;
 }
 

@@ -14,6 +14,11 @@
 // into a CUDA graph after the timed run, never launched: its kernel nodes, core/cuda_graph.h; "n/a" with the
 // reason when the step cannot be captured).
 //
+// --cuda-graph: cnn_train's graph mode (apps/training_graph.h): every step reads its epoch, batch offset and
+// dropout offset from the device step state (apps/step_state_buffer.h); after the warm-up one step is
+// captured into a CUDA graph and the timed steps are replays of it, each after the host publishes its state.
+// The per-phase split is then not separable: one replay is reported as a whole.
+//
 // Data: CIFAR-10 from CIFAR10_DIR (data/cifar10.h) when it loads, else random CIFAR-shaped images (the
 // throughput does not depend on the pixels). The recipe: random crop 32 pad 4, flip, normalize; SGD lr 0.05,
 // momentum 0.9, weight decay 5e-4, label smoothing 0; constant lr (a schedule changes no step's cost).
@@ -21,6 +26,7 @@
 //   train_bench                                   vgg6 and resnet18 at batch 128 and 512 on GPU 0
 //   train_bench --models resnet18 --batches 128   one case
 //   train_bench --json out.jsonl                  also one JSON object per case, one per line
+//   train_bench --cuda-graph                      the timed steps replay one captured step
 //   train_bench --costs [--costs-batch 128]       per-layer FLOPs and bytes of every zoo model, then exit
 //   train_bench --smoke                           CPU: mnist_cnn, batch 4, 2 steps (ctest label cpu)
 //   train_bench --cpu --models mnist_cnn,cnn3 --batches 64
@@ -31,9 +37,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/precision.h"
+#include "apps/step_state_buffer.h"
 #include "benchmarks/common/layer_costs.h"
 #include "benchmarks/common/random_dataset.h"
 #include "benchmarks/train/step_timer.h"
@@ -82,7 +91,8 @@ struct Config {
   std::string json_path;
   bool smoke = false;
   bool cpu = false;
-  bool no_fusion = false;  // Model::set_fusion(false): no BatchNorm+ReLU fusion, no conv-bias fold
+  bool no_fusion = false;   // Model::set_fusion(false): no BatchNorm+ReLU fusion, no conv-bias fold
+  bool cuda_graph = false;  // time replays of one captured step
 };
 
 // CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
@@ -110,6 +120,8 @@ struct Result {
   double host_ms = 0;               // median host time to queue one step
   long long kernels_per_step = -1;  // -1: not counted (the CPU, or the capture failed: kernels_note says why)
   std::string kernels_note;
+  bool cuda_graph = false;  // the timed steps were graph replays (phase_ms then holds only the whole step)
+  double replay_ms = 0;     // --cuda-graph: median time of one replay (CUDA events)
 };
 
 double median(std::vector<double> v) {
@@ -128,6 +140,12 @@ void print_result(const Result& r, const Config& c) {
   std::printf("          host %.3f ms/step (to queue it, median)  kernels/step %s\n", r.host_ms,
               r.kernels_per_step >= 0 ? std::to_string(r.kernels_per_step).c_str()
                                       : ("n/a (" + r.kernels_note + ")").c_str());
+  if (r.cuda_graph) {
+    std::printf("          per step (median of %d, CUDA events): one graph replay %.3f ms\n", r.steps,
+                r.replay_ms);
+    std::fflush(stdout);
+    return;
+  }
   std::printf("          per step (median of %d, %s): ", r.steps,
               c.smoke || c.cpu ? "host clock" : "CUDA events");
   for (std::size_t p = 0; p < bench::kPhases; ++p)
@@ -140,6 +158,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
   nlohmann::json phases;
   for (std::size_t p = 0; p < bench::kPhases; ++p)
     phases[bench::phase_name(static_cast<bench::Phase>(p))] = r.phase_ms[p];
+  if (r.cuda_graph) phases = {{"graph_replay", r.replay_ms}};
   const std::string conv =
       c.implicit_gemm_conv ? " implicit-gemm conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
   return {{"impl", "engine"},
@@ -163,7 +182,8 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
           {"host_ms_per_step", r.host_ms},
           {"kernels_per_step",
            r.kernels_per_step >= 0 ? nlohmann::json(r.kernels_per_step) : nlohmann::json(nullptr)},
-          {"kernels_note", r.kernels_note}};
+          {"kernels_note", r.kernels_note},
+          {"cuda_graph", r.cuda_graph}};
 }
 
 // One model at one batch on `device`. `stream` and `handles` are CUDA's (nullptr on the CPU).
@@ -194,6 +214,16 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   lo.num_workers = 1;
   lo.transform = data::TransformConfig::train({0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}, 3);
   if (dataset.channels == 1) lo.transform = data::TransformConfig::train({0.1307f}, {0.3081f}, 3);
+  // --cuda-graph: the values a replay needs per step come from the device step state.
+  const bool graphs = c.cuda_graph && device.is_cuda();
+  std::unique_ptr<apps::StepStateBuffer> state;
+  if (graphs) {
+    state = std::make_unique<apps::StepStateBuffer>(device.index, stream);
+    lo.device_epoch = state->device_field<std::uint64_t>(offsetof(apps::StepState, augment_epoch));
+    lo.device_batch_offset = state->device_field<std::int64_t>(offsetof(apps::StepState, batch_offset));
+    model.context().dropout_offset_device =
+        state->device_field<std::uint64_t>(offsetof(apps::StepState, dropout_offset));
+  }
   data::Loader loader(dataset, data::DistributedSampler(dataset.size(), 1, 0, true, 5), lo);
 
   const Tensor& params = model.flat_parameters();
@@ -243,10 +273,58 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
     if (device.is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 #endif
   };
+  // --cuda-graph: the next step's state (the host starts each epoch itself, so the loader never runs out).
+  std::int64_t next_batch = 0;
+  auto publish_next = [&] {
+    if (!graphs) return;
+    if (next_batch == steps_per_epoch) {
+      loader.start_epoch(++epoch);
+      next_batch = 0;
+    }
+    apps::StepState s;
+    s.lr = kSgd.lr;
+    s.augment_epoch = epoch;
+    s.batch_offset = next_batch * batch;
+    s.dropout_offset = model.context().dropout_offset;
+    state->publish(s);
+    model.context().dropout_step_base = s.dropout_offset;
+    ++next_batch;
+  };
 
-  for (int i = 0; i < c.warmup; ++i) step(nullptr);
+  ENGINE_CHECK(!graphs || c.warmup >= 1,
+               "train_bench --cuda-graph: needs --warmup >= 1 (the first SGD step "
+               "initializes the momentum, which the captured step must not)");
+  for (int i = 0; i < c.warmup; ++i) {
+    publish_next();
+    step(nullptr);
+  }
+#if ENGINE_HAVE_CUDA
+  CudaGraph replayed;
+  std::uint64_t replay_pool = 0;
+  std::uint64_t dropout_per_step = 0;
+  if (graphs) {  // one more step, captured, then run
+    CachingAllocator& alloc = device_caching_allocator(device.index);
+    replay_pool = alloc.create_graph_pool();
+    publish_next();
+    const std::uint64_t dropout_before = model.context().dropout_offset;
+    alloc.begin_graph_capture(stream, replay_pool);
+    std::string failed;
+    try {
+      failed = replayed.capture(static_cast<cudaStream_t>(stream), [&] { step(nullptr); });
+    } catch (...) {
+      alloc.end_graph_capture(stream);
+      throw;
+    }
+    alloc.end_graph_capture(stream);
+    ENGINE_CHECK(failed.empty(), "train_bench --cuda-graph: {} batch {}: the capture failed: {}", model_name,
+                 batch, failed);
+    dropout_per_step = model.context().dropout_offset - dropout_before;
+    replayed.launch(static_cast<cudaStream_t>(stream));
+  }
+#endif
   if (c.epoch) {  // the timed epoch starts at its beginning
     loader.start_epoch(++epoch);
+    next_batch = 0;
   }
   synchronize();
   loss_sum.fill_bytes(0, stream);
@@ -255,7 +333,17 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   const auto start = Clock::now();
   for (int i = 0; i < timed; ++i) {
     const auto queued_from = Clock::now();
-    step(&timer);
+    if (graphs) {
+#if ENGINE_HAVE_CUDA
+      publish_next();
+      timer.begin_step();
+      replayed.launch(static_cast<cudaStream_t>(stream));
+      timer.end(bench::Phase::Optimizer);                  // the whole step: the phases are inside one launch
+      model.context().dropout_offset += dropout_per_step;  // what the captured step's Dropouts advanced
+#endif
+    } else {
+      step(&timer);
+    }
     host_ms.push_back(1e3 * std::chrono::duration<double>(Clock::now() - queued_from).count());
   }
   synchronize();
@@ -271,6 +359,8 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   r.epoch_s = c.epoch ? seconds : static_cast<double>(steps_per_epoch) * seconds / timed;
   r.host_ms = median(host_ms);
   r.phase_ms = timer.median_ms();
+  r.cuda_graph = graphs;
+  if (graphs) r.replay_ms = timer.median_step_ms();
   const bench::ModelCost cost = bench::model_cost(model, 1);
   r.model_tflop_s = (cost.forward_flops() + cost.backward_flops()) * r.images_per_s / 1e12;
   const Tensor ls = loss_sum.to(Device::cpu(), stream);
@@ -280,6 +370,13 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   if (device.is_cuda()) {
     r.peak_bytes = static_cast<double>(device_allocator(device.index).stats().peak_bytes_in_use);
 #if ENGINE_HAVE_CUDA
+    if (graphs) {  // the replayed graph is the step: count its kernels, then release it
+      r.kernels_per_step = static_cast<long long>(replayed.kernel_nodes());
+      synchronize();
+      replayed = CudaGraph();
+      device_caching_allocator(device.index).release_graph_pool(replay_pool);
+      return r;
+    }
     // After the loss was read: the captured step is never launched, so it changes no weight and no sum,
     // but its host side consumes one batch and its freed blocks go to a pool released with the graph.
     CachingAllocator& alloc = device_caching_allocator(device.index);
@@ -337,6 +434,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--smoke", c.smoke, "CPU: mnist_cnn, batch 4, 2 steps (for CI)");
   app.add_flag("--cpu", c.cpu, "train on the CPU device (threads: OMP_NUM_THREADS)");
+  app.add_flag("--cuda-graph", c.cuda_graph,
+               "GPU: time replays of the whole step captured as one CUDA graph (cnn_train --cuda-graph's "
+               "mode: epoch, batch and dropout offsets from the device step state)");
   app.add_flag("--no-fusion", c.no_fusion,
                "run BatchNorm2d and the ReLU after it as separate kernels and add every conv bias "
                "(no fusion pass, layers/fusion.h), to compare");

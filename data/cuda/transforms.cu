@@ -19,11 +19,14 @@ constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) augment_normalize_kernel(AugmentBatchArgs a) {
   const std::int64_t b = blockIdx.x;
-  const std::int64_t row = a.gather != nullptr ? a.gather[b] : b;
+  const std::int64_t entry0 = a.device_offset != nullptr ? *a.device_offset : 0;
+  const std::uint64_t epoch = a.device_epoch != nullptr ? *a.device_epoch : a.epoch;
+  const std::int64_t row = a.gather != nullptr ? a.gather[entry0 + b] : b;
   // Plain words in shared memory (no constructor runs for __shared__ objects).
   __shared__ std::int32_t shared_draw[3];
   if (threadIdx.x == 0) {
-    const AugmentDraw first = draw_augment(a.spec, a.epoch, static_cast<std::uint64_t>(a.sample_ids[b]));
+    const AugmentDraw first =
+        draw_augment(a.spec, epoch, static_cast<std::uint64_t>(a.sample_ids[entry0 + b]));
     shared_draw[0] = first.dx;
     shared_draw[1] = first.dy;
     shared_draw[2] = first.flip ? 1 : 0;

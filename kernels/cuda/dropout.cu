@@ -18,9 +18,12 @@ namespace {
 // aligned, so a whole block of 4 is one float4 load and store (kernels/cuda/vector4.cuh); the last, partial
 // block and the mask go element by element.
 // T: float, or __nv_bfloat16 (bf16 autocast; scalar accesses only, kVector false).
+// offset_base, when not null, is added to `relative_offset` on the device (a CUDA graph's step state).
 template <bool kVector, typename T>
-__global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t offset, const T* in,
-                               T* out, std::uint8_t* mask, std::int64_t n) {
+__global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t relative_offset,
+                               const std::uint64_t* offset_base, const T* in, T* out, std::uint8_t* mask,
+                               std::int64_t n) {
+  const std::uint64_t offset = offset_base != nullptr ? *offset_base + relative_offset : relative_offset;
   const std::int64_t blocks = (n + 3) / 4;
   for (const std::int64_t blk : detail::grid_stride(blocks)) {
     const PhiloxBlock bits = philox_block(seed, offset, static_cast<std::uint64_t>(blk));
@@ -57,18 +60,18 @@ void check_args(const char* op, float p, std::int64_t n) {
 }
 
 template <typename T>
-void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const T* in, T* out,
-            std::uint8_t* mask, std::int64_t n) {
+void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
+            const std::uint64_t* offset_base, const T* in, T* out, std::uint8_t* mask, std::int64_t n) {
   // As the CPU: p = 1 keeps nothing (uniform < 1 always) and the scale 1/(1-p) is never used, so any finite
   // value will do; the kernel still runs and writes the zeros.
   const double scale = p >= 1.0f ? 0.0 : 1.0 / (1.0 - static_cast<double>(p));
   const std::int64_t blocks = (n + 3) / 4;
   if (std::is_same_v<T, float> && mask == nullptr && detail::vector_aligned(in, out)) {
-    dropout_kernel<true>
-        <<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out, mask, n);
+    dropout_kernel<true><<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(
+        p, scale, seed, offset, offset_base, in, out, mask, n);
   } else {
-    dropout_kernel<false>
-        <<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(p, scale, seed, offset, in, out, mask, n);
+    dropout_kernel<false><<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(
+        p, scale, seed, offset, offset_base, in, out, mask, n);
   }
   ENGINE_LAUNCH_CHECK();
 }
@@ -76,21 +79,21 @@ void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offs
 }  // namespace
 
 void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* x,
-                     float* y, std::int64_t n) {
+                     float* y, std::int64_t n, const std::uint64_t* offset_base) {
   ENGINE_NVTX_RANGE("dropout_forward");
   check_args("dropout_forward", p, n);
   if (n == 0) return;
   ENGINE_CHECK(x != nullptr && y != nullptr, "dropout_forward: null pointer");
-  launch(stream, p, seed, offset, x, y, nullptr, n);
+  launch(stream, p, seed, offset, offset_base, x, y, nullptr, n);
 }
 
 void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, const float* dy,
-                      float* dx, std::int64_t n) {
+                      float* dx, std::int64_t n, const std::uint64_t* offset_base) {
   ENGINE_NVTX_RANGE("dropout_backward");
   check_args("dropout_backward", p, n);
   if (n == 0) return;
   ENGINE_CHECK(dy != nullptr && dx != nullptr, "dropout_backward: null pointer");
-  launch(stream, p, seed, offset, dy, dx, nullptr, n);
+  launch(stream, p, seed, offset, offset_base, dy, dx, nullptr, n);
 }
 
 void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset, std::uint8_t* mask,
@@ -99,25 +102,25 @@ void dropout_mask(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_
   check_args("dropout_mask", p, n);
   if (n == 0) return;
   ENGINE_CHECK(mask != nullptr, "dropout_mask: null pointer");
-  launch<float>(stream, p, seed, offset, nullptr, nullptr, mask, n);
+  launch<float>(stream, p, seed, offset, nullptr, nullptr, nullptr, mask, n);
 }
 
 void dropout_forward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
-                     const bfloat16* x, bfloat16* y, std::int64_t n) {
+                     const bfloat16* x, bfloat16* y, std::int64_t n, const std::uint64_t* offset_base) {
   ENGINE_NVTX_RANGE("dropout_forward_bf16");
   check_args("dropout_forward", p, n);
   if (n == 0) return;
   ENGINE_CHECK(x != nullptr && y != nullptr, "dropout_forward: null pointer");
-  launch(stream, p, seed, offset, detail::device_ptr(x), detail::device_ptr(y), nullptr, n);
+  launch(stream, p, seed, offset, offset_base, detail::device_ptr(x), detail::device_ptr(y), nullptr, n);
 }
 
 void dropout_backward(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offset,
-                      const bfloat16* dy, bfloat16* dx, std::int64_t n) {
+                      const bfloat16* dy, bfloat16* dx, std::int64_t n, const std::uint64_t* offset_base) {
   ENGINE_NVTX_RANGE("dropout_backward_bf16");
   check_args("dropout_backward", p, n);
   if (n == 0) return;
   ENGINE_CHECK(dy != nullptr && dx != nullptr, "dropout_backward: null pointer");
-  launch(stream, p, seed, offset, detail::device_ptr(dy), detail::device_ptr(dx), nullptr, n);
+  launch(stream, p, seed, offset, offset_base, detail::device_ptr(dy), detail::device_ptr(dx), nullptr, n);
 }
 
 }  // namespace engine::cuda

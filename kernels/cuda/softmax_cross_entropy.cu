@@ -107,7 +107,9 @@ __global__ void softmax_cross_entropy_rows_kernel(RowArgs a) {
 
 // One block: the batch's loss sum in double (fixed order), the mean loss, and the accumulations.
 __global__ void softmax_cross_entropy_finish_kernel(const double* row_loss, const int* row_correct, int n,
-                                                    float* loss, double* loss_sum, std::int64_t* correct) {
+                                                    float* loss, double* loss_sum, std::int64_t* correct,
+                                                    float* step_losses, const std::int64_t* loss_slot,
+                                                    std::int64_t slots) {
   __shared__ double shared_d[detail::kWarp];
   __shared__ int shared_i[detail::kWarp];
   double sum = 0.0;
@@ -120,6 +122,10 @@ __global__ void softmax_cross_entropy_finish_kernel(const double* row_loss, cons
   count = detail::block_sum(count, shared_i);
   if (threadIdx.x == 0) {
     if (loss != nullptr) *loss = static_cast<float>(sum / n);
+    if (step_losses != nullptr) {
+      const std::int64_t slot = *loss_slot;
+      if (slot >= 0 && slot < slots) step_losses[slot] = static_cast<float>(sum / n);
+    }
     if (loss_sum != nullptr) *loss_sum += sum;
     if (correct != nullptr) *correct += count;
   }
@@ -129,7 +135,8 @@ __global__ void softmax_cross_entropy_finish_kernel(const double* row_loss, cons
 
 void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::int32_t* labels, int n, int k,
                            double label_smoothing, float* loss, float* dlogits, double* loss_sum,
-                           std::int64_t* correct, double dloss) {
+                           std::int64_t* correct, double dloss, float* step_losses,
+                           const std::int64_t* loss_slot, std::int64_t slots) {
   ENGINE_NVTX_RANGE("softmax_cross_entropy");
   ENGINE_CHECK(n > 0 && k > 0,
                "softmax_cross_entropy: batch size and class count must be positive, got n={} k={}", n, k);
@@ -137,6 +144,8 @@ void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::
                "softmax_cross_entropy: label_smoothing must be in [0, 1), got {}", label_smoothing);
   ENGINE_CHECK(logits != nullptr && labels != nullptr, "softmax_cross_entropy: null logits or labels");
   detail::check_fits_int(static_cast<std::int64_t>(n) * k, "n*k", "softmax_cross_entropy");
+  ENGINE_CHECK(step_losses == nullptr || (loss_slot != nullptr && slots > 0),
+               "softmax_cross_entropy: step losses need a slot address and a positive count, got {}", slots);
   Tensor row_loss = detail::scratch<double>(n, stream);
   Tensor row_correct = detail::scratch<std::int32_t>(n, stream);
   const RowArgs args{logits,
@@ -152,7 +161,8 @@ void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::
   softmax_cross_entropy_rows_kernel<<<detail::grid_for(n, kWarpsPerBlock), detail::kBlock, 0, stream>>>(args);
   ENGINE_LAUNCH_CHECK();
   softmax_cross_entropy_finish_kernel<<<1, 1024, 0, stream>>>(
-      row_loss.data<double>(), row_correct.data<std::int32_t>(), n, loss, loss_sum, correct);
+      row_loss.data<double>(), row_correct.data<std::int32_t>(), n, loss, loss_sum, correct, step_losses,
+      loss_slot, slots);
   ENGINE_LAUNCH_CHECK();
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 // Inverted dropout: keep element i iff philox_uniform(seed, offset, i) >= p, the same mask on every path.
+// offset_base: CUDA only, a device address whose value the kernel adds to `offset` (a CUDA graph's step
+// state, kernels/cuda/dropout.h); the CPU paths refuse it.
 
 #include <cstdint>
 
@@ -9,8 +11,8 @@
 namespace engine::ops {
 
 void dropout_forward(const ExecutionContext& ctx, double p, std::uint64_t seed, std::uint64_t offset,
-                     const Tensor& x, const Tensor& y);
+                     const Tensor& x, const Tensor& y, const std::uint64_t* offset_base = nullptr);
 void dropout_backward(const ExecutionContext& ctx, double p, std::uint64_t seed, std::uint64_t offset,
-                      const Tensor& dy, const Tensor& dx);
+                      const Tensor& dy, const Tensor& dx, const std::uint64_t* offset_base = nullptr);
 
 }  // namespace engine::ops

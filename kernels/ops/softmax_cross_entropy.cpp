@@ -1,5 +1,6 @@
 #include "kernels/ops/softmax_cross_entropy.h"
 
+#include "core/error.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 #include "kernels/ops/bf16_storage.h"
@@ -9,9 +10,13 @@ namespace engine::ops {
 
 void softmax_cross_entropy_forward(const ExecutionContext& ctx, const Tensor& logits, const Tensor& labels,
                                    double label_smoothing, const Tensor& loss, const Tensor& dlogits,
-                                   double* loss_sum, std::int64_t* correct) {
+                                   double* loss_sum, std::int64_t* correct, float* step_losses,
+                                   const std::int64_t* loss_slot, std::int64_t slots) {
+  ENGINE_CHECK(step_losses == nullptr || ctx.device.is_cuda(),
+               "softmax_cross_entropy: a device loss slot needs a CUDA device, not {}", ctx.device.str());
   if (bf16::on_float32(ctx, {logits}, {dlogits}, [&](const Tensor* in, const Tensor* out) {
-        softmax_cross_entropy_forward(ctx, in[0], labels, label_smoothing, loss, out[0], loss_sum, correct);
+        softmax_cross_entropy_forward(ctx, in[0], labels, label_smoothing, loss, out[0], loss_sum, correct,
+                                      step_losses, loss_slot, slots);
       })) {
     return;
   }
@@ -21,7 +26,8 @@ void softmax_cross_entropy_forward(const ExecutionContext& ctx, const Tensor& lo
     if constexpr (P == Path::Cuda) {
       // One fused pass: the loss, the metrics and the gradient, nothing copied to the host.
       cuda::softmax_cross_entropy(cuda_stream(ctx), logits.data<T>(), y, n, k, label_smoothing,
-                                  loss.data<T>(), data_or_null<T>(dlogits), loss_sum, correct, 1.0);
+                                  loss.data<T>(), data_or_null<T>(dlogits), loss_sum, correct, 1.0,
+                                  step_losses, loss_slot, slots);
     } else {
       const double value = cpu::softmax_cross_entropy_forward<T>(logits.data<T>(), y, n, k, label_smoothing);
       loss.data<T>()[0] = static_cast<T>(value);

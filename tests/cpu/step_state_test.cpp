@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +54,52 @@ TEST(StepState, ConsecutiveStepsAdvanceAsTheEagerLoopDoes) {
     offset = dropout_offset_after(s, dropouts_per_step);  // what dropout_offset++ twice leaves
   }
   EXPECT_EQ(offset, 18u);
+}
+
+// The Trainer's loop with graphs (apps/trainer.cpp): per epoch, loader batches k = 0.. of full batches (the
+// partial one dropped), first = the batches a mid-epoch resume skipped; the optimizer step and the dropout
+// offset run on across epochs, the batch offset and loss slot start again. Every state is inside the epoch's
+// arrays (the index list on the device, the step losses), and no two steps of an epoch share a slot.
+TEST(StepState, StepsAcrossEpochsAndAResumeStayInsideTheEpochsArrays) {
+  const std::int64_t samples = 100, batch = 16;  // 6 full batches, 4 samples dropped
+  const std::int64_t full = samples / batch;
+  const std::uint64_t dropouts_per_step = 2;
+  std::int64_t optimizer_steps = 0;
+  std::uint64_t offset = 0;
+  std::int64_t position = 3 * batch;  // the first epoch resumes after 3 batches
+  for (std::uint64_t epoch = 4; epoch < 7; ++epoch) {
+    const std::int64_t first = position / batch;
+    const std::int64_t loader_batches = (samples - position) / batch;
+    std::vector<bool> slot_used(static_cast<std::size_t>(full), false);
+    for (std::int64_t k = 0; k < loader_batches; ++k) {
+      StepPosition p;
+      p.epoch = epoch;
+      p.loader_batch = k;
+      p.batches_before = first;
+      p.batch_size = batch;
+      p.optimizer_steps = optimizer_steps;
+      p.dropout_offset = offset;
+      p.lr = 0.1;
+      const StepState s = make_step_state(p);
+      EXPECT_EQ(s.augment_epoch, epoch);
+      EXPECT_EQ(s.optimizer_step, optimizer_steps);
+      // The batch lies inside the list the loader copied to the device (the rest of the epoch's after a
+      // resume).
+      EXPECT_GE(s.batch_offset, 0);
+      EXPECT_LE(s.batch_offset + batch, samples - position);
+      ASSERT_GE(s.loss_slot, 0);
+      ASSERT_LT(s.loss_slot, full);
+      EXPECT_FALSE(slot_used[static_cast<std::size_t>(s.loss_slot)]) << "slot " << s.loss_slot << " twice";
+      slot_used[static_cast<std::size_t>(s.loss_slot)] = true;
+      offset = dropout_offset_after(s, dropouts_per_step);  // what the host sets after a replay
+      ++optimizer_steps;
+    }
+    // The resumed epoch fills the slots after the skipped ones; a whole epoch fills them all.
+    for (std::int64_t i = 0; i < full; ++i) EXPECT_EQ(slot_used[static_cast<std::size_t>(i)], i >= first);
+    position = 0;
+  }
+  EXPECT_EQ(optimizer_steps, 3 + 6 + 6);
+  EXPECT_EQ(offset, dropouts_per_step * 15);
 }
 
 TEST(StepState, RefusesWhatTheStepWouldRefuse) {

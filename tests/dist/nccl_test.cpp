@@ -1,9 +1,9 @@
 // NCCL with world size 1 (label gpu): the process group, model agreement and the Reducer on a CUDA model
 // (its timeline too). Skipped where no device is visible.
 
+#include <bit>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -109,7 +109,8 @@ TEST(Nccl, WorldSizeOneBf16CompressionGivesTheRoundedGradients) {
   for (std::size_t i = 0; i < before.size(); ++i) {
     const float want = from_bfloat16(to_bfloat16(before[i]));
     if (want != before[i]) ++rounded;
-    if (std::memcmp(&want, &after[i], sizeof(float)) != 0 && ++bad <= 8) {
+    // Bit patterns compared (a NaN or -0 must come back as sent).
+    if (std::bit_cast<std::uint32_t>(want) != std::bit_cast<std::uint32_t>(after[i]) && ++bad <= 8) {
       ADD_FAILURE() << "gradient " << i << ": got " << after[i] << ", want bf16(" << before[i]
                     << ") = " << want;
     }
