@@ -171,6 +171,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "for Linear), fp32 (no TF32 anywhere; what the CUDA-vs-CPU tests compare) or bf16 "
       "(autocast at Conv2d and Linear: bf16 inputs, weights and outputs, fp32 accumulation, fp32 "
       "master weights and checkpoints; on the CPU an exact emulation in float32)");
+  add_choice_option(app, "--layout", c.layout, kLayoutChoices, kLayoutHelp);
   app.add_flag("--deterministic", c.deterministic,
                "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
 }

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/flag_choice.h"
+#include "apps/layout_flag.h"
 #include "apps/precision.h"
 #include "apps/recipe.h"
 #include "optim/lr_schedule.h"
@@ -100,6 +101,7 @@ struct TrainConfig {
   std::string plot;
   bool deterministic = false;
   Precision precision = Precision::Tf32;
+  Layout layout = Layout::NCHW;  // --layout
 
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;

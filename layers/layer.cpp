@@ -53,7 +53,7 @@ Tensor Layer::new_tensor(const Shape& shape) const { return new_tensor(shape, co
 
 Tensor Layer::new_tensor(const Shape& shape, DType dtype) const {
   const ExecutionContext& ctx = context();
-  return Tensor::empty(shape, dtype, ctx.device, ctx.stream);
+  return Tensor::empty(shape, dtype, ctx.device, ctx.stream, shape.size() == 4 ? ctx.layout : Layout::NCHW);
 }
 
 void Layer::bind(std::shared_ptr<ExecutionContext> context, std::shared_ptr<GradReadyHook> hook) {
@@ -68,6 +68,9 @@ void Layer::check_input(const Tensor& t, const char* what) const {
               ctx.device.str());
   LAYER_CHECK(t.dtype() == ctx.dtype, "{} {} is not of the model's dtype {}", what, t.str(),
               dtype_name(ctx.dtype));
+  const Layout expected = t.ndim() == 4 ? ctx.layout : Layout::NCHW;
+  LAYER_CHECK(t.layout() == expected, "{} {} is in the {} layout, the model's 4-d tensors are {}", what,
+              t.str(), layout_name(t.layout()), layout_name(ctx.layout));
 }
 
 Shape Layer::output_shape(const Shape& input_shape) const { return output_shape_impl(input_shape); }

@@ -6,6 +6,7 @@
 
 #include "kernels/ops/cast.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/transpose.h"
 #include "layers/fusion.h"
 #include "layers/init.h"
 
@@ -47,6 +48,20 @@ Model::Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape)
   // Paths now, so that errors from shape checks name the layer even before finalize.
   auto name_layer = [](Layer& layer, const std::string& path) { layer.set_path(path); };
   walk(*root_, "", name_layer);
+}
+
+Tensor Model::forward(const Tensor& x, Mode mode) {
+  const ExecutionContext& ctx = context();
+  input_transposed_ = x.defined() && x.ndim() == 4 && x.layout() != ctx.layout;
+  if (!input_transposed_) return root_->forward(x, mode);
+  return root_->forward(ops::to_layout(ctx, x, ctx.layout), mode);
+}
+
+Tensor Model::backward(const Tensor& dy) {
+  Tensor dx = root_->backward(dy);
+  if (!dx.defined() || !input_transposed_) return dx;
+  const ExecutionContext& ctx = context();
+  return ops::to_layout(ctx, dx, ctx.layout == Layout::NHWC ? Layout::NCHW : Layout::NHWC);
 }
 
 ExecutionContext& Model::context() const {

@@ -8,7 +8,9 @@
 #include <cmath>
 
 #include "kernels/cuda/batchnorm2d.h"
+#include "kernels/cuda/batchnorm_nhwc_parts.cuh"
 #include "kernels/cuda/batchnorm_parts.cuh"
+#include "kernels/cuda/channel_reduce_nhwc.cuh"
 #include "kernels/cuda/nvtx.h"
 
 namespace engine::cuda {
@@ -23,7 +25,7 @@ using detail::ShiftedSums;
 // The finish of the statistics of channel c from its (S1, S2): save_mean, save_invstd, the running
 // statistics, and 3 floats of coefficients for the normalize pass (see normalize_kernel).
 struct FinishStats {
-  int hw;
+  int hw;  // x[c * hw] is x[0, c, 0, 0]: H*W in NCHW, 1 in NHWC
   double m, momentum, eps;
   const float* x;
   const float* gamma;
@@ -95,6 +97,30 @@ struct FinishGrad {
   }
 };
 
+// The per-channel reduction and the elementwise passes in the layout's walk (NHWC: channel_reduce_nhwc.cuh,
+// batchnorm_nhwc_parts.cuh); the arithmetic is the same.
+template <typename Op, typename Finish>
+void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
+                    const Finish& finish, const char* what) {
+  if (layout == Layout::NHWC) {
+    detail::launch_channel_reduce_nhwc<2>(stream, static_cast<std::int64_t>(s.count()), s.c, op, finish,
+                                          what);
+  } else {
+    detail::launch_channel_reduce<2>(stream, s.n, s.c, s.h * s.w,
+                                     detail::channel_chunks(static_cast<std::int64_t>(s.count())), op, finish,
+                                     what);
+  }
+}
+
+void normalize(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const float* x,
+               const float* coef, const float* beta, float* y, bool relu) {
+  if (layout == Layout::NHWC) {
+    detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, relu);
+  } else {
+    detail::launch_normalize(stream, s, x, coef, beta, y, relu);
+  }
+}
+
 void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
   s.validate();
   ENGINE_CHECK(eps >= 0.0, "{}: eps must not be negative, got {}", op, eps);
@@ -106,12 +132,10 @@ void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
 void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, const float* x,
               const float* gamma, const float* mean_in, const float* invstd_in, const float* running_var,
               double eps, bool batch_terms, const float* dy, const float* relu_y, float* dx, float* dgamma,
-              float* dbeta) {
+              float* dbeta, Layout layout) {
   ENGINE_CHECK(x != nullptr && dy != nullptr && mean_in != nullptr,
                "{}: x, dy and the statistics must not be null", op);
   ENGINE_CHECK(gamma != nullptr || dgamma == nullptr, "{}: dgamma given without gamma (affine=False)", op);
-  const int hw = s.h * s.w;
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(s.count()));
   Tensor stats = detail::scratch<double>(2 * static_cast<std::int64_t>(s.c), stream);
   Tensor coef = detail::scratch<float>(5 * static_cast<std::int64_t>(s.c), stream);
   double* mean = stats.data<double>();
@@ -121,9 +145,13 @@ void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, co
   ENGINE_LAUNCH_CHECK();
   const FinishGrad finish{
       static_cast<double>(s.count()), batch_terms, mean, invstd, gamma, dgamma, dbeta, coef.data<float>()};
-  detail::launch_channel_reduce<2>(stream, s.n, s.c, hw, chunks, GradSums{x, dy, mean, invstd, relu_y},
-                                   finish, op);
-  if (dx != nullptr) detail::launch_grad_input(stream, s, x, dy, relu_y, coef.data<float>(), dx);
+  channel_reduce(stream, layout, s, GradSums{x, dy, mean, invstd, relu_y}, finish, op);
+  if (dx == nullptr) return;
+  if (layout == Layout::NHWC) {
+    detail::launch_grad_input_nhwc(stream, s, x, dy, relu_y, coef.data<float>(), dx);
+  } else {
+    detail::launch_grad_input(stream, s, x, dy, relu_y, coef.data<float>(), dx);
+  }
 }
 
 }  // namespace
@@ -131,7 +159,7 @@ void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, co
 void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                   const float* gamma, const float* beta, float* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
-                                  double momentum, double eps, bool relu) {
+                                  double momentum, double eps, bool relu, Layout layout) {
   ENGINE_NVTX_RANGE("batchnorm2d_forward_training");
   const char* op = "batchnorm2d_forward_training";
   check_shape(op, shape, eps);
@@ -143,10 +171,9 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                "{}: x, y, save_mean and save_invstd must not be null", op);
   ENGINE_CHECK((running_mean == nullptr) == (running_var == nullptr),
                "{}: running_mean and running_var must both be given or both be null", op);
-  const int hw = shape.h * shape.w;
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(shape.count()));
+  const int shift_stride = layout == Layout::NHWC ? 1 : shape.h * shape.w;  // x[0, c, 0, 0] = x[c * it]
   Tensor coef = detail::scratch<float>(3 * static_cast<std::int64_t>(shape.c), stream);
-  const FinishStats finish{hw,
+  const FinishStats finish{shift_stride,
                            static_cast<double>(shape.count()),
                            momentum,
                            eps,
@@ -157,13 +184,13 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                            running_mean,
                            running_var,
                            coef.data<float>()};
-  detail::launch_channel_reduce<2>(stream, shape.n, shape.c, hw, chunks, ShiftedSums{x, hw}, finish, op);
-  detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);
+  channel_reduce(stream, layout, shape, ShiftedSums{x, shift_stride}, finish, op);
+  normalize(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
 }
 
 void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,
-                              const float* running_var, float* y, double eps, bool relu) {
+                              const float* running_var, float* y, double eps, bool relu, Layout layout) {
   ENGINE_NVTX_RANGE("batchnorm2d_forward_eval");
   const char* op = "batchnorm2d_forward_eval";
   check_shape(op, shape, eps);
@@ -173,31 +200,31 @@ void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape
   eval_coefficients_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
       gamma, running_mean, running_var, eps, shape.c, coef.data<float>());
   ENGINE_LAUNCH_CHECK();
-  detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);
+  normalize(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
 }
 
 void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta,
-                                   const float* relu_y) {
+                                   const float* relu_y, Layout layout) {
   ENGINE_NVTX_RANGE("batchnorm2d_backward_training");
   const char* op = "batchnorm2d_backward_training";
   check_shape(op, shape, 0.0);
   ENGINE_CHECK(save_invstd != nullptr, "{}: save_invstd must not be null", op);
   backward(stream, op, shape, x, gamma, save_mean, save_invstd, nullptr, 0.0, /*batch_terms=*/true, dy,
-           relu_y, dx, dgamma, dbeta);
+           relu_y, dx, dgamma, dbeta, layout);
 }
 
 void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta, double eps,
-                               const float* relu_y) {
+                               const float* relu_y, Layout layout) {
   ENGINE_NVTX_RANGE("batchnorm2d_backward_eval");
   const char* op = "batchnorm2d_backward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(running_var != nullptr, "{}: running_var must not be null", op);
   backward(stream, op, shape, x, gamma, running_mean, nullptr, running_var, eps, /*batch_terms=*/false, dy,
-           relu_y, dx, dgamma, dbeta);
+           relu_y, dx, dgamma, dbeta, layout);
 }
 
 }  // namespace engine::cuda

@@ -15,21 +15,26 @@
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
+#include "kernels/cuda/transpose.h"
 
 namespace engine::cuda {
 namespace {
 
 using detail::CudnnConvPlan;
 
-CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s) {
+CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, Layout layout) {
   auto& plans = handles.conv_plans().plans;
-  const detail::ConvKey key = detail::conv_key(s);
+  const detail::ConvKey key = detail::conv_key(s, layout);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
 
   auto plan = std::make_unique<CudnnConvPlan>();
-  plan->x.set_nchw(s.n, s.c, s.h, s.w);
-  plan->w.set_kcrs(s.k, s.c, s.r, s.s);
+  plan->x.set(layout, s.n, s.c, s.h, s.w);
+  if (layout == Layout::NHWC) {
+    plan->w.set_krsc(s.k, s.c, s.r, s.s);
+  } else {
+    plan->w.set_kcrs(s.k, s.c, s.r, s.s);
+  }
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
                                               /*dilation_h=*/1, /*dilation_w=*/1, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
@@ -40,7 +45,7 @@ CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s) {
   ENGINE_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),
                "conv2d_cudnn: cuDNN's output [{}, {}, {}, {}] differs from the shape's [{}, {}, {}, {}]", n,
                k, p, q, s.n, s.k, s.p(), s.q());
-  plan->y.set_nchw(n, k, p, q);
+  plan->y.set(layout, n, k, p, q);
   return *plans.emplace(key, std::move(plan)).first->second;
 }
 
@@ -193,16 +198,46 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
   plan.backward_filter = {true, perf.algo, math, bytes};
 }
 
+// The weight as cuDNN's filter descriptor of `layout` wants it: w itself (NCHW), or a [K, R, S, C] copy in
+// `krsc` (NHWC: each filter's [C, R*S] matrix transposed).
+const float* filter_for(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* w,
+                        Tensor& krsc, int device) {
+  if (layout == Layout::NCHW) return w;
+  krsc = detail::scratch<float>(static_cast<std::int64_t>(s.w_size()), device, stream);
+  batched_transpose(stream, s.k, s.c, static_cast<std::int64_t>(s.r) * s.s, sizeof(float), w,
+                    krsc.raw_data());
+  return krsc.data<float>();
+}
+
+// Bias add and gradient: one bias per channel, channels in planes (NCHW) or innermost (NHWC: the rows of a
+// [N*P*Q, K] matrix).
+void add_bias(cudaStream_t stream, const Conv2dShape& s, Layout layout, float* y, const float* bias) {
+  if (layout == Layout::NHWC) {
+    bias_add_rows(stream, y, bias, s.n * s.p() * s.q(), s.k);
+  } else {
+    bias_add_nchw(stream, y, bias, s.n, s.k, s.p() * s.q());
+  }
+}
+void bias_gradient(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* dy, float* db) {
+  if (layout == Layout::NHWC) {
+    bias_grad_rows(stream, dy, db, s.n * s.p() * s.q(), s.k);
+  } else {
+    bias_grad_nchw(stream, dy, db, s.n, s.k, s.p() * s.q());
+  }
+}
+
 }  // namespace
 
 void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
-                          const float* w, const float* bias, float* y) {
+                          const float* w, const float* bias, float* y, Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_forward_cudnn");
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_forward_cudnn: x, w and y must not be null");
   handles.bind(stream);
-  CudnnConvPlan& plan = plan_for(handles, shape);
+  CudnnConvPlan& plan = plan_for(handles, shape, layout);
+  Tensor krsc;
+  w = filter_for(stream, shape, layout, w, krsc, handles.device());
   if (!plan.forward.ready) choose_forward(handles, stream, plan, shape, x, w, y);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.forward.math_type));
   Tensor ws = detail::scratch<std::uint8_t>(static_cast<std::int64_t>(plan.forward.workspace_bytes),
@@ -211,19 +246,28 @@ void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2
   CUDNN_CHECK(cudnnConvolutionForward(handles.cudnn(), &one, plan.x.get(), x, plan.w.get(), w,
                                       plan.conv.get(), plan.forward.algo, ws.raw_data(),
                                       plan.forward.workspace_bytes, &zero, plan.y.get(), y));
-  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
+  if (bias != nullptr) add_bias(stream, shape, layout, y, bias);
 }
 
 void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
-                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                           Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_backward_cudnn");
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward_cudnn: x, w, dy and dw must not be null");
   handles.bind(stream);
-  CudnnConvPlan& plan = plan_for(handles, shape);
+  CudnnConvPlan& plan = plan_for(handles, shape, layout);
   const float one = 1.0f, zero = 0.0f;  // overwrite the gradients
-  if (db != nullptr) bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
+  if (db != nullptr) bias_gradient(stream, shape, layout, dy, db);
+  // NHWC: cuDNN reads a [K, R, S, C] filter and writes a [K, R, S, C] gradient, transposed into dw below.
+  Tensor w_krsc, dw_krsc;
+  float* const dw_out = dw;
+  if (layout == Layout::NHWC) {
+    w = filter_for(stream, shape, layout, w, w_krsc, handles.device());
+    dw_krsc = detail::scratch<float>(static_cast<std::int64_t>(shape.w_size()), handles.device(), stream);
+    dw = dw_krsc.data<float>();
+  }
   if (!plan.backward_filter.ready) choose_backward_filter(handles, stream, plan, shape, x, dy, dw);
   {
     CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), plan.backward_filter.math_type));
@@ -232,6 +276,10 @@ void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         handles.cudnn(), &one, plan.x.get(), x, plan.y.get(), dy, plan.conv.get(), plan.backward_filter.algo,
         ws.raw_data(), plan.backward_filter.workspace_bytes, &zero, plan.w.get(), dw));
+  }
+  if (dw != dw_out) {  // [K, R, S, C] -> [K, C, R, S]: each filter's [R*S, C] matrix transposed
+    batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(float),
+                      dw, dw_out);
   }
   if (dx != nullptr) {
     if (!plan.backward_data.ready) choose_backward_data(handles, stream, plan, shape, w, dy, dx);

@@ -14,7 +14,7 @@ ExecutionContext fp32(const ExecutionContext& ctx) {
 Tensor rounded(const ExecutionContext& ctx, const Tensor& t) {
   if (!t.defined()) return t;
   ENGINE_CHECK(t.dtype() == DType::F32, "bf16 autocast: float32 inputs only, got {}", t.str());
-  Tensor r = Tensor::empty(t.shape(), DType::F32, t.device(), ctx.stream);
+  Tensor r = Tensor::empty(t.shape(), DType::F32, t.device(), ctx.stream, t.layout());
   round_to_bf16_values(ctx, t, r);
   return r;
 }

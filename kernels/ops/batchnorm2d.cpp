@@ -7,6 +7,7 @@
 #include "kernels/cpu_fast/batchnorm2d.h"
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 namespace {
@@ -36,11 +37,19 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   const Tensor& running_mean, const Tensor& running_var, double momentum,
                                   double eps, bool relu) {
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"y", y}});
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_forward_training(ctx, s, nchw.in(x), gamma, beta, nchw.out(y), save_mean, save_invstd,
+                                 running_mean, running_var, momentum, eps, relu);
+    nchw.finish();
+    return;
+  }
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
-      cuda::batchnorm2d_forward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                         y.data<T>(), save_mean.data<T>(), save_invstd.data<T>(),
-                                         running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu);
+      cuda::batchnorm2d_forward_training(
+          cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(), save_mean.data<T>(),
+          save_invstd.data<T>(), running_mean.data<T>(), running_var.data<T>(), momentum, eps, relu, layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_forward_training(
           s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(), save_mean.data<T>(),
@@ -57,10 +66,19 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
 void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& y, double eps, bool relu) {
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"y", y}});
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_forward_eval(ctx, s, nchw.in(x), gamma, beta, running_mean, running_var, nchw.out(y), eps,
+                             relu);
+    nchw.finish();
+    return;
+  }
   dispatch("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                     running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps, relu);
+                                     running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps, relu,
+                                     layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                          running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps,
@@ -78,13 +96,21 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
                                    const Tensor& dy, const Tensor& dx, const Tensor& dgamma,
                                    const Tensor& dbeta, const Tensor& relu_y) {
   check_relu_y(s, dy, relu_y);
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"dy", dy}, {"dx", dx}, {"relu_y", relu_y}});
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_backward_training(ctx, s, nchw.in(x), gamma, save_mean, save_invstd, nchw.in(dy),
+                                  nchw.out(dx), dgamma, dbeta, nchw.in(relu_y));
+    nchw.finish();
+    return;
+  }
   dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_backward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(),
                                           save_mean.data<T>(), save_invstd.data<T>(), dy.data<T>(), dx_data,
-                                          dgamma.data<T>(), dbeta.data<T>(), relu_y_data);
+                                          dgamma.data<T>(), dbeta.data<T>(), relu_y_data, layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(),
                                               save_invstd.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
@@ -104,13 +130,21 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
                                const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                                double eps, const Tensor& relu_y) {
   check_relu_y(s, dy, relu_y);
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"dy", dy}, {"dx", dx}, {"relu_y", relu_y}});
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_backward_eval(ctx, s, nchw.in(x), gamma, running_mean, running_var, nchw.in(dy), nchw.out(dx),
+                              dgamma, dbeta, eps, nchw.in(relu_y));
+    nchw.finish();
+    return;
+  }
   dispatch("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_backward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<T>(),
                                       running_mean.data<T>(), running_var.data<T>(), dy.data<T>(), dx_data,
-                                      dgamma.data<T>(), dbeta.data<T>(), eps, relu_y_data);
+                                      dgamma.data<T>(), dbeta.data<T>(), eps, relu_y_data, layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(),
                                           running_var.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),

@@ -5,15 +5,36 @@
 #include "kernels/cuda/conv2d_implicit_gemm.h"
 #include "kernels/ops/autocast_bf16.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
+namespace {
+
+// cuDNN takes NHWC; the implicit-GEMM convolution (a yardstick for cuDNN) and the CPU paths run NCHW.
+bool cuda_has_nhwc(const char* op, const ExecutionContext& ctx, const Tensor& x) {
+  ENGINE_CHECK(
+      !(x.is_cuda() && x.layout() == Layout::NHWC && ctx.conv_algorithm == ConvAlgorithm::ImplicitGemm),
+      "{}: the implicit-GEMM convolution runs NCHW only, and {} is NHWC (use the cudnn convolution or "
+      "the NCHW layout)",
+      op, x.str());
+  return true;
+}
+
+}  // namespace
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                     const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+  const Layout layout = same_layout("conv2d", {{"x", x}, {"y", y}});
   if (ctx.autocast_bf16) {
     conv2d_forward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
                    autocast::weight("conv2d", ctx, w, w_bf16), autocast::rounded(ctx, bias), y);
     autocast::round_in_place(ctx, y);
+    return;
+  }
+  if (needs_nchw_fallback(x, cuda_has_nhwc("conv2d", ctx, x))) {
+    NchwFallback nchw(ctx);
+    conv2d_forward(ctx, s, nchw.in(x), w, bias, nchw.out(y));
+    nchw.finish();
     return;
   }
   dispatch("conv2d", ctx, x, [&]<Path P, typename T>() {
@@ -21,7 +42,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
     if constexpr (P == Path::Cuda) {
       if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
         cuda::conv2d_forward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(), w.data<T>(),
-                                   b, y.data<T>());
+                                   b, y.data<T>(), layout);
       } else {
         cuda::conv2d_forward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), b, y.data<T>());
       }
@@ -36,6 +57,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
 void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                      const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                      const Tensor& w_bf16) {
+  const Layout layout = same_layout("conv2d", {{"x", x}, {"dy", dy}, {"dx", dx}});
   if (ctx.autocast_bf16) {
     // dx, dW and db are fp32 sums of exact products of bf16 values, rounded to bf16 (autocast's gradients of
     // the bf16 copies of x, w and b, cast up).
@@ -46,13 +68,19 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
     autocast::round_in_place(ctx, db);
     return;
   }
+  if (needs_nchw_fallback(dy, cuda_has_nhwc("conv2d", ctx, dy))) {
+    NchwFallback nchw(ctx);
+    conv2d_backward(ctx, s, nchw.in(x), w, nchw.in(dy), nchw.out(dx), dw, db);
+    nchw.finish();
+    return;
+  }
   dispatch("conv2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     T* db_data = data_or_null<T>(db);
     if constexpr (P == Path::Cuda) {
       if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
         cuda::conv2d_backward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(),
-                                    w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data);
+                                    w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data, layout);
       } else {
         cuda::conv2d_backward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), dy.data<T>(),
                                             dx_data, dw.data<T>(), db_data);

@@ -1,5 +1,11 @@
 #pragma once
 // Inverted dropout: keep element i iff philox_uniform(seed, offset, i) >= p, the same mask on every path.
+//
+// Layout: i is the position in MEMORY, not the logical NCHW index. A 4-d NHWC tensor therefore draws a
+// different mask than the same values in NCHW would (equally distributed, just paired with other elements);
+// computing the logical index would cost the kernels a division per element and buy nothing statistically.
+// Where Dropout follows Flatten (2-d tensors, always NCHW: vgg6's and cnn3's classifiers) both layouts draw
+// the same masks; a 4-d Dropout in NHWC (the mnist net's dropout1) draws its own.
 
 #include <cstdint>
 

@@ -8,6 +8,7 @@
 namespace engine::ops {
 
 void gelu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
+  check_same_layout("gelu", {{"x", x}, {"y", y}});
   dispatch("gelu", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::gelu_forward(cuda_stream(ctx), x.data<T>(), y.data<T>(), x.numel());
@@ -20,6 +21,7 @@ void gelu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y)
 }
 
 void gelu_backward(const ExecutionContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  check_same_layout("gelu", {{"x", x}, {"dy", dy}, {"dx", dx}});
   dispatch("gelu", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::gelu_backward(cuda_stream(ctx), x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());

@@ -3,14 +3,24 @@
 #include "kernels/cpu/avgpool.h"
 #include "kernels/cuda/avgpool.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
 void global_avgpool_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
   const Shape& s = x.shape();
   const int n = to_int(s[0]), c = to_int(s[1]), h = to_int(s[2]), w = to_int(s[3]);
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    global_avgpool_forward(ctx, nchw.in(x), y);
+    return;
+  }
   dispatch("global_avgpool", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
+      if (x.layout() == Layout::NHWC) {
+        cuda::global_avgpool_forward_nhwc(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
+        return;
+      }
       cuda::global_avgpool_forward(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
     } else {
       cpu::global_avgpool_forward<T>(n, c, h, w, x.data<T>(), y.data<T>());
@@ -21,8 +31,18 @@ void global_avgpool_forward(const ExecutionContext& ctx, const Tensor& x, const 
 void global_avgpool_backward(const ExecutionContext& ctx, const Tensor& dy, const Tensor& dx) {
   const Shape& s = dx.shape();
   const int n = to_int(s[0]), c = to_int(s[1]), h = to_int(s[2]), w = to_int(s[3]);
+  if (needs_nchw_fallback(dx, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    global_avgpool_backward(ctx, dy, nchw.out(dx));
+    nchw.finish();
+    return;
+  }
   dispatch("global_avgpool", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
+      if (dx.layout() == Layout::NHWC) {
+        cuda::global_avgpool_backward_nhwc(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
+        return;
+      }
       cuda::global_avgpool_backward(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
     } else {
       cpu::global_avgpool_backward<T>(n, c, h, w, dy.data<T>(), dx.data<T>());

@@ -5,14 +5,27 @@
 #include "kernels/cpu_fast/maxpool2d.h"
 #include "kernels/cuda/maxpool2d.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
 void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& x, const Tensor& y,
                        const Tensor& argmax) {
+  const Layout layout = same_layout("maxpool2d", {{"x", x}, {"y", y}, {"argmax", argmax}});
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    // argmax holds the cell of the (n, c) plane in either layout: its values need no change, only its order.
+    NchwFallback nchw(ctx);
+    maxpool2d_forward(ctx, s, nchw.in(x), nchw.out(y), nchw.out(argmax));
+    nchw.finish();
+    return;
+  }
   dispatch("maxpool2d", ctx, x, [&]<Path P, typename T>() {
     auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
+      if (layout == Layout::NHWC) {
+        cuda::maxpool2d_forward_nhwc(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am);
+        return;
+      }
       cuda::maxpool2d_forward(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::maxpool2d_forward(s, x.data<T>(), y.data<T>(), am);
@@ -24,9 +37,20 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
 
 void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& dy,
                         const Tensor& argmax, const Tensor& dx) {
+  const Layout layout = same_layout("maxpool2d", {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    maxpool2d_backward(ctx, s, nchw.in(dy), nchw.in(argmax), nchw.out(dx));
+    nchw.finish();
+    return;
+  }
   dispatch("maxpool2d", ctx, dy, [&]<Path P, typename T>() {
     const auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
+      if (layout == Layout::NHWC) {
+        cuda::maxpool2d_backward_nhwc(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>());
+        return;
+      }
       cuda::maxpool2d_backward(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>());
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::maxpool2d_backward(s, dy.data<T>(), am, dx.data<T>());

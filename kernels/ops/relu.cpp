@@ -8,6 +8,7 @@
 namespace engine::ops {
 
 void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
+  check_same_layout("relu", {{"x", x}, {"y", y}});
   dispatch("relu", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::relu_forward(cuda_stream(ctx), x.data<T>(), y.data<T>(), x.numel());
@@ -20,6 +21,7 @@ void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y)
 }
 
 void relu_backward(const ExecutionContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  check_same_layout("relu", {{"x", x}, {"dy", dy}, {"dx", dx}});
   dispatch("relu", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::relu_backward(cuda_stream(ctx), x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());

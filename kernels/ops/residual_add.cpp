@@ -8,6 +8,7 @@
 namespace engine::ops {
 
 void residual_add(const ExecutionContext& ctx, const Tensor& a, const Tensor& b, const Tensor& y) {
+  check_same_layout("residual_add", {{"a", a}, {"b", b}, {"y", y}});
   dispatch("residual_add", ctx, a, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::residual_add_forward(cuda_stream(ctx), a.data<T>(), b.data<T>(), y.data<T>(), a.numel());

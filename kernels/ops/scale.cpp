@@ -7,6 +7,7 @@
 namespace engine::ops {
 
 void scale(const ExecutionContext& ctx, const Tensor& x, double a, const Tensor& y) {
+  check_same_layout("scale", {{"x", x}, {"y", y}});
   dispatch("scale", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::scale(cuda_stream(ctx), x.data<T>(), a, y.data<T>(), x.numel());
