@@ -51,7 +51,8 @@ Model::Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape)
 }
 
 Tensor Model::forward(const Tensor& x, Mode mode) {
-  const ExecutionContext& ctx = context();
+  if (!context_) return root_->forward(x, mode);  // the layer says what is missing
+  const ExecutionContext& ctx = *context_;
   input_transposed_ = x.defined() && x.ndim() == 4 && x.layout() != ctx.layout;
   if (!input_transposed_) return root_->forward(x, mode);
   return root_->forward(ops::to_layout(ctx, x, ctx.layout), mode);

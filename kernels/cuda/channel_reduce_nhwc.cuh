@@ -1,8 +1,9 @@
 #pragma once
-// Per-channel sums over NHWC data in double, deterministic (internal; batch norm's NHWC path). The NHWC
-// counterpart of channel_reduce.cuh, with the same functor contract (op(offset, c, acc), finish(c, totals))
-// and the same fixed-order finish by the last block to arrive; only the walk differs, because the M = N*H*W
-// values of a channel are now the rows of an [M, C] matrix, C contiguous values per row.
+// Per-channel sums over NHWC data in double, deterministic (internal; the NHWC batch norm and conv bias
+// gradient). The NHWC counterpart of channel_reduce.cuh, with the same functor contract (op(offset, c, acc),
+// finish(c, totals)) and the same fixed-order finish by the last block to arrive; only the walk differs,
+// because the M = N*H*W values of a channel are now the rows of an [M, C] matrix (C contiguous values per
+// row).
 //
 // Block (32, 8) owns 32 channels and one chunk of the rows: thread (tx, ty) sums rows begin+ty, begin+ty+8,
 // ... of channel c0+tx (a warp reads 32 consecutive channels of one row: coalesced), then thread row 0 adds

@@ -209,8 +209,8 @@ const float* filter_for(cudaStream_t stream, const Conv2dShape& s, Layout layout
   return krsc.data<float>();
 }
 
-// Bias add and gradient: one bias per channel, channels in planes (NCHW) or innermost (NHWC: the rows of a
-// [N*P*Q, K] matrix).
+// Bias add and gradient: one bias per channel, channels in planes (NCHW) or innermost (NHWC: the columns of
+// an [N*P*Q, K] matrix).
 void add_bias(cudaStream_t stream, const Conv2dShape& s, Layout layout, float* y, const float* bias) {
   if (layout == Layout::NHWC) {
     bias_add_rows(stream, y, bias, s.n * s.p() * s.q(), s.k);
@@ -220,7 +220,7 @@ void add_bias(cudaStream_t stream, const Conv2dShape& s, Layout layout, float* y
 }
 void bias_gradient(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* dy, float* db) {
   if (layout == Layout::NHWC) {
-    bias_grad_rows(stream, dy, db, s.n * s.p() * s.q(), s.k);
+    bias_grad_nhwc(stream, dy, db, static_cast<std::int64_t>(s.n) * s.p() * s.q(), s.k);
   } else {
     bias_grad_nchw(stream, dy, db, s.n, s.k, s.p() * s.q());
   }

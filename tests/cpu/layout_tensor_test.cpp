@@ -63,8 +63,9 @@ TEST(TensorLayout, SliceAlongNKeepsTheLayoutAndOtherViewsAreRefused) {
   const Tensor rows = nhwc.slice(1, 3);
   EXPECT_EQ(rows.layout(), Layout::NHWC);
   EXPECT_EQ(rows.shape(), (Shape{2, 2, 2, 3}));
-  // Image 1 of the slice is image 2 of the original, element (c=1, h=0, w=2) at NHWC offset (0*3+2)*2+1.
-  EXPECT_EQ(rows.data<float>()[2 * 2 * 3 * 2 + (0 * 3 + 2) * 2 + 1], static_cast<float>(code(2, 1, 0, 2)));
+  // Image 1 of the slice (12 elements per image) is image 2 of the original; its element (c=1, h=0, w=2)
+  // sits at NHWC offset (h * W + w) * C + c = (0 * 3 + 2) * 2 + 1 within the image.
+  EXPECT_EQ(rows.data<float>()[1 * 12 + (0 * 3 + 2) * 2 + 1], static_cast<float>(code(2, 1, 0, 2)));
   EXPECT_EQ(nhwc.view({3, 2, 2, 3}).layout(), Layout::NHWC);  // a view to its own shape is harmless
   EXPECT_NE(error_of([&] { (void)nhwc.view({3, 12}); }).find("NHWC order"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)nhwc.flat_range(0, {6}); }).find("NHWC order"), std::string::npos);
