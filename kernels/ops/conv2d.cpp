@@ -10,14 +10,14 @@
 namespace engine::ops {
 namespace {
 
-// cuDNN takes NHWC; the implicit-GEMM convolution (a yardstick for cuDNN) and the CPU paths run NCHW.
-bool cuda_has_nhwc(const char* op, const ExecutionContext& ctx, const Tensor& x) {
+// cuDNN takes NHWC (the CUDA path below); the implicit-GEMM convolution, a yardstick for cuDNN, runs NCHW
+// only and refuses NHWC rather than hide transposes in its timings. The CPU paths use the NCHW fallback.
+void check_algorithm_takes_layout(const char* op, const ExecutionContext& ctx, const Tensor& x) {
   ENGINE_CHECK(
       !(x.is_cuda() && x.layout() == Layout::NHWC && ctx.conv_algorithm == ConvAlgorithm::ImplicitGemm),
       "{}: the implicit-GEMM convolution runs NCHW only, and {} is NHWC (use the cudnn convolution or "
       "the NCHW layout)",
       op, x.str());
-  return true;
 }
 
 }  // namespace
@@ -31,7 +31,8 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
     autocast::round_in_place(ctx, y);
     return;
   }
-  if (needs_nchw_fallback(x, cuda_has_nhwc("conv2d", ctx, x))) {
+  check_algorithm_takes_layout("conv2d", ctx, x);
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
     NchwFallback nchw(ctx);
     conv2d_forward(ctx, s, nchw.in(x), w, bias, nchw.out(y));
     nchw.finish();
@@ -68,7 +69,8 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
     autocast::round_in_place(ctx, db);
     return;
   }
-  if (needs_nchw_fallback(dy, cuda_has_nhwc("conv2d", ctx, dy))) {
+  check_algorithm_takes_layout("conv2d", ctx, dy);
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
     NchwFallback nchw(ctx);
     conv2d_backward(ctx, s, nchw.in(x), w, nchw.in(dy), nchw.out(dx), dw, db);
     nchw.finish();
