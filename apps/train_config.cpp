@@ -177,6 +177,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "last partial batch is then dropped). auto: where possible, else eager with a line saying "
       "why (gloo, --sync-bn, --accumulate > 1, --ema-every, --param-group epochs=N); on: an error "
       "where impossible; off: eager steps");
+  add_choice_option(app, "--layout", c.layout, kLayoutChoices, kLayoutHelp);
   app.add_flag("--deterministic", c.deterministic,
                "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
 }

@@ -14,6 +14,7 @@
 
 #include "apps/cuda_graph_policy.h"
 #include "apps/flag_choice.h"
+#include "apps/layout_flag.h"
 #include "apps/precision.h"
 #include "apps/recipe.h"
 #include "optim/lr_schedule.h"
@@ -102,6 +103,7 @@ struct TrainConfig {
   bool deterministic = false;
   Precision precision = Precision::Tf32;
   CudaGraphMode cuda_graph = CudaGraphMode::Auto;  // --cuda-graph (apps/cuda_graph_policy.h)
+  Layout layout = Layout::NCHW;                    // --layout
 
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;

@@ -25,6 +25,8 @@ class TrainDevice {
   TrainDevice& operator=(const TrainDevice&) = delete;
 
   const layers::ExecutionContext& context() const { return context_; }
+  // --layout: the memory order of the activations of the models built on this context.
+  void set_layout(Layout layout) { context_.layout = layout; }
   bool is_cuda() const { return context_.device.is_cuda(); }
   bool fell_back_to_cpu() const { return fell_back_; }
   const std::string& label() const { return label_; }

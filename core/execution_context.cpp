@@ -10,12 +10,4 @@ std::string_view conv_algorithm_name(ConvAlgorithm a) {
   return "?";
 }
 
-std::string_view layout_name(Layout l) {
-  switch (l) {
-    case Layout::NCHW: return "NCHW";
-    case Layout::NHWC: return "NHWC";
-  }
-  return "?";
-}
-
 }  // namespace engine

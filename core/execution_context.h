@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/layout.h"
 
 namespace engine::cuda {
 class CudaHandles;  // kernels/cuda/handles.h: the cuDNN and cuBLAS handles of one device, and conv plans
@@ -27,12 +28,6 @@ enum class ConvAlgorithm {
 };
 
 std::string_view conv_algorithm_name(ConvAlgorithm a);
-
-// The memory layout of 4-d activations. Every op runs NCHW today; kernels/ops/dispatch.h refuses any other
-// layout in one place, which is where NHWC kernels will be chosen.
-enum class Layout { NCHW, NHWC };
-
-std::string_view layout_name(Layout l);
 
 struct ExecutionContext {
   Device device = Device::cpu();
@@ -67,6 +62,9 @@ struct ExecutionContext {
   // float32 contexts, NCHW, cuDNN convolutions only.
   bool autocast_bf16 = false;
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Cudnn;
+  // The memory order of the model's 4-d activations (core/layout.h; --layout). Layers allocate them in it
+  // (Layer::new_tensor) and refuse inputs in another; the Model converts an NCHW input at its entry, and
+  // Flatten hands Linear PyTorch's NCHW feature order. Parameters are [K, C, R, S] whatever the layout.
   Layout layout = Layout::NCHW;
 };
 

@@ -32,6 +32,12 @@ void check_shape(const Shape& shape) {
   for (std::int64_t d : shape) ENGINE_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
 }
 
+void check_layout(const Shape& shape, Layout layout) {
+  ENGINE_CHECK(layout == Layout::NCHW || shape.size() == 4,
+               "the {} layout is for 4-d tensors [N, C, H, W], not shape {}", layout_name(layout),
+               shape_str(shape));
+}
+
 }  // namespace
 
 Storage::Storage(std::size_t bytes, Device device, bool pinned, void* stream)
@@ -41,11 +47,13 @@ Storage::Storage(std::size_t bytes, Device device, bool pinned, void* stream)
 
 Storage::~Storage() { allocator_->deallocate(data_); }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, void* stream) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, void* stream, Layout layout) {
   check_shape(shape);
+  check_layout(shape, layout);
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
+  t.layout_ = layout;
   t.storage_ = std::make_shared<Storage>(t.nbytes(), device, /*pinned=*/false, stream);
   return t;
 }
@@ -59,8 +67,8 @@ Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, void* stream) {
-  Tensor t = empty(shape, dtype, device, stream);
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, void* stream, Layout layout) {
+  Tensor t = empty(shape, dtype, device, stream, layout);
   t.fill_bytes(0, stream);
   return t;
 }
@@ -80,6 +88,9 @@ void* Tensor::raw_data() const {
 Tensor Tensor::view(const Shape& shape) const {
   check_shape(shape);
   ENGINE_CHECK(shape_numel(shape) == numel(), "cannot view {} as {}", str(), shape_str(shape));
+  ENGINE_CHECK(layout_ == Layout::NCHW || shape == shape_,
+               "cannot view {} as {}: its elements are in NHWC order; transpose it to NCHW first", str(),
+               shape_str(shape));
   Tensor t = *this;
   t.shape_ = shape;
   return t;
@@ -97,6 +108,7 @@ Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {
 
 Tensor Tensor::flat_range(std::int64_t offset, const Shape& shape) const {
   check_shape(shape);
+  ENGINE_CHECK(layout_ == Layout::NCHW, "flat_range of {}: its elements are in NHWC order", str());
   ENGINE_CHECK(offset >= 0 && offset + shape_numel(shape) <= numel(),
                "flat_range at {} of shape {} exceeds {}", offset, shape_str(shape), str());
   Tensor t = *this;
@@ -109,6 +121,8 @@ void Tensor::copy_from(const Tensor& src, void* stream) {
   ENGINE_CHECK(defined() && src.defined(), "copy between undefined tensors");
   ENGINE_CHECK(dtype_ == src.dtype_ && numel() == src.numel(),
                "copy from {} into {}: dtype and size must match", src.str(), str());
+  ENGINE_CHECK(layout_ == src.layout_, "copy from {} into {}: the layouts differ (transpose instead)",
+               src.str(), str());
   if (nbytes() == 0) return;
   if (device().is_cpu() && src.device().is_cpu()) {
     std::memmove(raw_data(), src.raw_data(), nbytes());
@@ -126,7 +140,7 @@ void Tensor::copy_from(const Tensor& src, void* stream) {
 }
 
 Tensor Tensor::to(Device device, void* stream) const {
-  Tensor t = empty(shape_, dtype_, device, stream);
+  Tensor t = empty(shape_, dtype_, device, stream, layout_);
   t.copy_from(*this, stream);
 #if ENGINE_HAVE_CUDA
   if (device.is_cpu() && is_cuda()) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
@@ -149,7 +163,8 @@ void Tensor::fill_bytes(std::uint8_t value, void* stream) {
 
 std::string Tensor::str() const {
   if (!defined()) return "undefined tensor";
-  return fmt::format("{}{} on {}", dtype_name(dtype_), shape_str(shape_), device().str());
+  const std::string_view layout = layout_ == Layout::NHWC ? " NHWC" : "";
+  return fmt::format("{}{}{} on {}", dtype_name(dtype_), shape_str(shape_), layout, device().str());
 }
 
 }  // namespace engine

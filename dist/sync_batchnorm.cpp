@@ -16,6 +16,8 @@ struct Geometry {
 
 Geometry geometry_of(const Tensor& x) {
   ENGINE_CHECK(x.ndim() == 4, "SyncBatchNorm expects an input [N, C, H, W], got {}", x.str());
+  ENGINE_CHECK(x.layout() == Layout::NCHW, "SyncBatchNorm runs NCHW only, got {} (use --layout nchw)",
+               x.str());
   return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
 }
 

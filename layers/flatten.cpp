@@ -1,5 +1,7 @@
 #include "layers/flatten.h"
 
+#include "kernels/ops/transpose.h"
+
 namespace engine::layers {
 
 Shape Flatten::output_shape_impl(const Shape& in) const {
@@ -9,11 +11,15 @@ Shape Flatten::output_shape_impl(const Shape& in) const {
   return {in[0], features};
 }
 
-Tensor Flatten::forward_impl(const Tensor& x, Mode) { return x.view(output_shape_impl(x.shape())); }
+Tensor Flatten::forward_impl(const Tensor& x, Mode) {
+  // NHWC: the features are PyTorch's (c, h, w) order, so an NCHW copy first.
+  return ops::to_layout(context(), x, Layout::NCHW).view(output_shape_impl(x.shape()));
+}
 
 Tensor Flatten::backward_impl(const Tensor& dy, Mode) {
   if (!needs_input_grad()) return Tensor();
-  return dy.view(last_input_shape());
+  const Tensor dx = dy.view(last_input_shape());  // NCHW
+  return dx.ndim() == 4 ? ops::to_layout(context(), dx, context().layout) : dx;
 }
 
 }  // namespace engine::layers

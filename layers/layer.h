@@ -150,7 +150,8 @@ class Layer {
   CounterSlot& counter(std::size_t i) { return counters_.at(i); }
 
   ExecutionContext& context() const;
-  // Uninitialized memory on the context's device, tagged with its stream.
+  // Uninitialized memory on the context's device, tagged with its stream; a 4-d tensor in the context's
+  // layout (forward() and backward() refuse a 4-d input in another).
   Tensor new_tensor(const Shape& shape) const;               // in the context's dtype
   Tensor new_tensor(const Shape& shape, DType dtype) const;  // in another dtype (max-pool's int32 argmax)
   // Activations and their gradients: a layer's output has its input's dtype, and its input gradient the

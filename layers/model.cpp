@@ -7,6 +7,7 @@
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/cast.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/transpose.h"
 #include "layers/fusion.h"
 #include "layers/init.h"
 
@@ -50,6 +51,21 @@ Model::Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape)
   walk(*root_, "", name_layer);
 }
 
+Tensor Model::forward(const Tensor& x, Mode mode) {
+  if (!context_) return root_->forward(x, mode);  // the layer says what is missing
+  const ExecutionContext& ctx = *context_;
+  input_transposed_ = x.defined() && x.ndim() == 4 && x.layout() != ctx.layout;
+  Tensor y = root_->forward(input_transposed_ ? ops::to_layout(ctx, x, ctx.layout) : x, mode);
+  return y.dtype() == DType::BF16 ? ops::bf16::widened(ctx, y) : y;
+}
+
+Tensor Model::backward(const Tensor& dy) {
+  Tensor dx = root_->backward(dy);
+  if (!dx.defined() || !input_transposed_) return dx;
+  const ExecutionContext& ctx = context();
+  return ops::to_layout(ctx, dx, ctx.layout == Layout::NHWC ? Layout::NCHW : Layout::NHWC);
+}
+
 ExecutionContext& Model::context() const {
   ENGINE_CHECK(context_ != nullptr, "model '{}' is not finalized: call finalize first", name_);
   return *context_;
@@ -69,11 +85,6 @@ void Model::set_fusion(bool enabled) {
   fusion_ = enabled;
 }
 
-Tensor Model::forward(const Tensor& x, Mode mode) {
-  Tensor y = root_->forward(x, mode);
-  return y.dtype() == DType::BF16 ? ops::bf16::widened(*context_, y) : y;
-}
-
 void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
   ENGINE_CHECK(!finalized_, "model '{}' is already finalized", name_);
   const bool cpu_ok = context.device.is_cpu() && (context.dtype == DType::F32 || context.dtype == DType::F64);
@@ -83,6 +94,9 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
                context.device.str(), dtype_name(context.dtype));
   ENGINE_CHECK(!context.autocast_bf16 || context.dtype == DType::F32,
                "model '{}': bf16 autocast runs on float32 models, not {}", name_, dtype_name(context.dtype));
+  ENGINE_CHECK(!context.autocast_bf16 || context.layout == Layout::NCHW,
+               "model '{}': bf16 activations (--precision bf16) run in the NCHW layout only for now, not {}",
+               name_, layout_name(context.layout));
   ENGINE_CHECK(
       !(context.autocast_bf16 && context.device.is_cuda() &&
         context.conv_algorithm == ConvAlgorithm::ImplicitGemm),

@@ -48,6 +48,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/layout_flag.h"
 #include "apps/precision.h"
 #include "apps/step_state_buffer.h"
 #include "benchmarks/common/layer_costs.h"
@@ -86,6 +87,7 @@ struct Config {
   int steps = 100;
   bool epoch = false;
   apps::Precision precision = apps::Precision::Tf32;  // cnn_train's default
+  Layout layout = Layout::NCHW;                       // cnn_train's default
   bool implicit_gemm_conv = false;
   bool deterministic = false;
   std::string json_path;
@@ -165,6 +167,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
           {"setting", c.cpu || c.smoke
                           ? std::string(apps::autocast_bf16(c.precision) ? "cpu bf16 (emulated)" : "cpu fp32")
                           : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
+          {"layout", apps::choice_name(apps::kLayoutChoices, c.layout)},
           {"model", r.model},
           {"batch", r.batch},
           {"device", device},
@@ -198,6 +201,7 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   ctx.autocast_bf16 = apps::autocast_bf16(c.precision);
   ctx.conv_algorithm =
       c.implicit_gemm_conv ? layers::ConvAlgorithm::ImplicitGemm : layers::ConvAlgorithm::Cudnn;
+  ctx.layout = c.layout;
   layers::Model model =
       layers::build_model(model_name, static_cast<int>(dataset.channels), 10,
                           static_cast<int>(dataset.height), static_cast<int>(dataset.width));
@@ -422,6 +426,7 @@ int main(int argc, char** argv) {
       app, "--precision", c.precision, apps::kPrecisionChoices,
       "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear), fp32 (no TF32) or "
       "bf16 (autocast at Conv2d and Linear; on the CPU, with --cpu, an exact emulation in float32)");
+  apps::add_choice_option(app, "--layout", c.layout, apps::kLayoutChoices, apps::kLayoutHelp);
   app.add_flag("--implicit-gemm-conv", c.implicit_gemm_conv,
                "the implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.cu) instead of cuDNN");
   app.add_flag(

@@ -35,6 +35,30 @@ __global__ void avgpool_backward_kernel(const T* dy, T* dx, std::int64_t total, 
   }
 }
 
+// NHWC: thread (n, c) sums x[n, :, :, c] (stride C: consecutive threads read consecutive channels) in
+// increasing cell order, in double.
+__global__ void avgpool_forward_nhwc_kernel(const float* x, float* y, std::int64_t outputs, int c_count,
+                                            int plane_size) {
+  for (const std::int64_t o : detail::grid_stride(outputs)) {
+    const std::int64_t n = o / c_count;
+    const int c = static_cast<int>(o % c_count);
+    const float* xp = x + n * plane_size * c_count + c;
+    double sum = 0.0;
+    for (int i = 0; i < plane_size; ++i)
+      sum += static_cast<double>(xp[static_cast<std::int64_t>(i) * c_count]);
+    y[o] = static_cast<float>(sum / static_cast<double>(plane_size));
+  }
+}
+
+__global__ void avgpool_backward_nhwc_kernel(const float* dy, float* dx, std::int64_t total, int c_count,
+                                             int plane_size) {
+  for (const std::int64_t i : detail::grid_stride(total)) {
+    const std::int64_t n = i / (static_cast<std::int64_t>(plane_size) * c_count);
+    const std::int64_t o = n * c_count + i % c_count;
+    dx[i] = static_cast<float>(static_cast<double>(dy[o]) / static_cast<double>(plane_size));
+  }
+}
+
 void check_args(const char* op, int n, int c, int h, int w) {
   ENGINE_CHECK(n > 0 && c > 0 && h > 0 && w > 0, "{}: sizes must be positive, got n={} c={} h={} w={}", op, n,
                c, h, w);
@@ -82,6 +106,27 @@ void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, co
                              bfloat16* dx) {
   ENGINE_NVTX_RANGE("global_avgpool_backward_bf16");
   backward(stream, n, c, h, w, dy, dx);
+}
+
+void global_avgpool_forward_nhwc(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y) {
+  ENGINE_NVTX_RANGE("global_avgpool_forward_nhwc");
+  check_args("global_avgpool_forward_nhwc", n, c, h, w);
+  ENGINE_CHECK(x != nullptr && y != nullptr, "global_avgpool_forward_nhwc: null pointer");
+  const std::int64_t outputs = static_cast<std::int64_t>(n) * c;
+  avgpool_forward_nhwc_kernel<<<detail::grid_for(outputs), detail::kBlock, 0, stream>>>(x, y, outputs, c,
+                                                                                        h * w);
+  ENGINE_LAUNCH_CHECK();
+}
+
+void global_avgpool_backward_nhwc(cudaStream_t stream, int n, int c, int h, int w, const float* dy,
+                                  float* dx) {
+  ENGINE_NVTX_RANGE("global_avgpool_backward_nhwc");
+  check_args("global_avgpool_backward_nhwc", n, c, h, w);
+  ENGINE_CHECK(dy != nullptr && dx != nullptr, "global_avgpool_backward_nhwc: null pointer");
+  const std::int64_t total = static_cast<std::int64_t>(n) * c * h * w;
+  avgpool_backward_nhwc_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(dy, dx, total, c,
+                                                                                       h * w);
+  ENGINE_LAUNCH_CHECK();
 }
 
 }  // namespace engine::cuda

@@ -15,4 +15,10 @@ void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, con
 void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, const bfloat16* dy,
                              bfloat16* dx);
 
+// x / dx NHWC (channels last); y / dy [N, C] as above. One thread per (n, c), the cells summed in order in
+// double.
+void global_avgpool_forward_nhwc(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y);
+void global_avgpool_backward_nhwc(cudaStream_t stream, int n, int c, int h, int w, const float* dy,
+                                  float* dx);
+
 }  // namespace engine::cuda

@@ -6,9 +6,12 @@
 // full reasoning. The elementwise passes (normalize, dx; batchnorm_parts.cuh) run in float with per-channel
 // coefficients prepared in double, and carry the fused ReLU.
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/batchnorm2d.h"
+#include "kernels/cuda/batchnorm_nhwc_parts.cuh"
 #include "kernels/cuda/batchnorm_parts.cuh"
+#include "kernels/cuda/channel_reduce_nhwc.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/vector4.cuh"
 
@@ -25,7 +28,7 @@ using detail::ShiftedSumsOf;
 // statistics, and 3 floats of coefficients for the normalize pass (see normalize_kernel).
 template <typename T>
 struct FinishStats {
-  int hw;
+  int hw;  // x[c * hw] is x[0, c, 0, 0]: H*W in NCHW, 1 in NHWC
   double m, momentum, eps;
   const T* x;
   const float* gamma;
@@ -100,6 +103,54 @@ struct FinishGrad {
   }
 };
 
+// The per-channel reduction and the elementwise passes in the layout's walk (NHWC: channel_reduce_nhwc.cuh,
+// batchnorm_nhwc_parts.cuh); the arithmetic is the same. The NHWC elementwise passes are float32 only (bf16
+// activations run NCHW: Model::finalize refuses the pair before any kernel).
+template <typename Op, typename Finish>
+void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
+                    const Finish& finish, const char* what) {
+  if (layout == Layout::NHWC) {
+    detail::launch_channel_reduce_nhwc<2>(stream, static_cast<std::int64_t>(s.count()), s.c, op, finish,
+                                          what);
+  } else {
+    detail::launch_channel_reduce<2>(stream, s.n, s.c, s.h * s.w,
+                                     detail::channel_chunks(static_cast<std::int64_t>(s.count())), op, finish,
+                                     what);
+  }
+}
+
+[[noreturn]] inline void fail_bf16_nhwc(const char* what) {
+  ENGINE_FAIL("{}: bf16 activations in the NHWC layout have no kernel (NCHW only for now)", what);
+}
+
+template <typename T>
+void normalize(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x, const float* coef,
+               const float* beta, T* y, bool relu) {
+  if (layout == Layout::NHWC) {
+    if constexpr (std::is_same_v<T, float>) {
+      detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, relu);
+    } else {
+      fail_bf16_nhwc("batchnorm2d");
+    }
+    return;
+  }
+  detail::launch_normalize(stream, s, x, coef, beta, y, relu);
+}
+
+template <typename T>
+void grad_input(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x, const T* dy,
+                const T* relu_y, const float* coef, T* dx) {
+  if (layout == Layout::NHWC) {
+    if constexpr (std::is_same_v<T, float>) {
+      detail::launch_grad_input_nhwc(stream, s, x, dy, relu_y, coef, dx);
+    } else {
+      fail_bf16_nhwc("batchnorm2d");
+    }
+    return;
+  }
+  detail::launch_grad_input(stream, s, x, dy, relu_y, coef, dx);
+}
+
 void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
   s.validate();
   ENGINE_CHECK(eps >= 0.0, "{}: eps must not be negative, got {}", op, eps);
@@ -112,12 +163,11 @@ void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
 template <typename T>
 void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, const T* x, const float* gamma,
               const float* mean_in, const float* invstd_in, const float* running_var, double eps,
-              bool batch_terms, const T* dy, const T* relu_y, T* dx, float* dgamma, float* dbeta) {
+              bool batch_terms, const T* dy, const T* relu_y, T* dx, float* dgamma, float* dbeta,
+              Layout layout) {
   ENGINE_CHECK(x != nullptr && dy != nullptr && mean_in != nullptr,
                "{}: x, dy and the statistics must not be null", op);
   ENGINE_CHECK(gamma != nullptr || dgamma == nullptr, "{}: dgamma given without gamma (affine=False)", op);
-  const int hw = s.h * s.w;
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(s.count()));
   Tensor stats = detail::scratch<double>(2 * static_cast<std::int64_t>(s.c), stream);
   Tensor coef = detail::scratch<float>(5 * static_cast<std::int64_t>(s.c), stream);
   double* mean = stats.data<double>();
@@ -127,16 +177,15 @@ void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, co
   ENGINE_LAUNCH_CHECK();
   const FinishGrad finish{
       static_cast<double>(s.count()), batch_terms, mean, invstd, gamma, dgamma, dbeta, coef.data<float>()};
-  detail::launch_channel_reduce<2>(stream, s.n, s.c, hw, chunks, GradSumsOf<T>{x, dy, mean, invstd, relu_y},
-                                   finish, op);
-  if (dx != nullptr) detail::launch_grad_input(stream, s, x, dy, relu_y, coef.data<float>(), dx);
+  channel_reduce(stream, layout, s, GradSumsOf<T>{x, dy, mean, invstd, relu_y}, finish, op);
+  if (dx != nullptr) grad_input(stream, layout, s, x, dy, relu_y, coef.data<float>(), dx);
 }
 
 template <typename T>
 void forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
                       const float* beta, T* y, float* save_mean, float* save_invstd, float* running_mean,
                       float* running_var, double momentum, double eps, bool relu,
-                      const float* running_mean_shift) {
+                      const float* running_mean_shift, Layout layout) {
   const char* op = "batchnorm2d_forward_training";
   check_shape(op, shape, eps);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "{}: momentum must lie in [0, 1], got {}", op, momentum);
@@ -147,10 +196,9 @@ void forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const 
                "{}: x, y, save_mean and save_invstd must not be null", op);
   ENGINE_CHECK((running_mean == nullptr) == (running_var == nullptr),
                "{}: running_mean and running_var must both be given or both be null", op);
-  const int hw = shape.h * shape.w;
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(shape.count()));
+  const int shift_stride = layout == Layout::NHWC ? 1 : shape.h * shape.w;  // x[0, c, 0, 0] = x[c * it]
   Tensor coef = detail::scratch<float>(3 * static_cast<std::int64_t>(shape.c), stream);
-  const FinishStats<T> finish{hw,
+  const FinishStats<T> finish{shift_stride,
                               static_cast<double>(shape.count()),
                               momentum,
                               eps,
@@ -162,14 +210,14 @@ void forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const 
                               running_var,
                               running_mean_shift,
                               coef.data<float>()};
-  detail::launch_channel_reduce<2>(stream, shape.n, shape.c, hw, chunks, ShiftedSumsOf<T>{x, hw}, finish, op);
-  detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);
+  channel_reduce(stream, layout, shape, ShiftedSumsOf<T>{x, shift_stride}, finish, op);
+  normalize(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
 }
 
 template <typename T>
 void forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
                   const float* beta, const float* running_mean, const float* running_var, T* y, double eps,
-                  bool relu) {
+                  bool relu, Layout layout) {
   const char* op = "batchnorm2d_forward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
@@ -178,29 +226,29 @@ void forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x
   eval_coefficients_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
       gamma, running_mean, running_var, eps, shape.c, coef.data<float>());
   ENGINE_LAUNCH_CHECK();
-  detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, relu);
+  normalize(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
 }
 
 template <typename T>
 void backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
                        const float* save_mean, const float* save_invstd, const T* dy, T* dx, float* dgamma,
-                       float* dbeta, const T* relu_y) {
+                       float* dbeta, const T* relu_y, Layout layout) {
   const char* op = "batchnorm2d_backward_training";
   check_shape(op, shape, 0.0);
   ENGINE_CHECK(save_invstd != nullptr, "{}: save_invstd must not be null", op);
   backward(stream, op, shape, x, gamma, save_mean, save_invstd, nullptr, 0.0, /*batch_terms=*/true, dy,
-           relu_y, dx, dgamma, dbeta);
+           relu_y, dx, dgamma, dbeta, layout);
 }
 
 template <typename T>
 void backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma,
                    const float* running_mean, const float* running_var, const T* dy, T* dx, float* dgamma,
-                   float* dbeta, double eps, const T* relu_y) {
+                   float* dbeta, double eps, const T* relu_y, Layout layout) {
   const char* op = "batchnorm2d_backward_eval";
   check_shape(op, shape, eps);
   ENGINE_CHECK(running_var != nullptr, "{}: running_var must not be null", op);
   backward(stream, op, shape, x, gamma, running_mean, nullptr, running_var, eps, /*batch_terms=*/false, dy,
-           relu_y, dx, dgamma, dbeta);
+           relu_y, dx, dgamma, dbeta, layout);
 }
 
 }  // namespace
@@ -210,34 +258,36 @@ void backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* 
   void batchnorm2d_forward_training(                                                                         \
       cudaStream_t stream, const BatchNorm2dShape& shape, const T* x, const float* gamma, const float* beta, \
       T* y, float* save_mean, float* save_invstd, float* running_mean, float* running_var, double momentum,  \
-      double eps, bool relu, const float* running_mean_shift) {                                              \
+      double eps, bool relu, const float* running_mean_shift, Layout layout) {                               \
     ENGINE_NVTX_RANGE("batchnorm2d_forward_training" SUFFIX);                                                \
     forward_training(stream, shape, detail::device_ptr(x), gamma, beta, detail::device_ptr(y), save_mean,    \
-                     save_invstd, running_mean, running_var, momentum, eps, relu, running_mean_shift);       \
+                     save_invstd, running_mean, running_var, momentum, eps, relu, running_mean_shift,        \
+                     layout);                                                                                \
   }                                                                                                          \
   void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x,              \
                                 const float* gamma, const float* beta, const float* running_mean,            \
-                                const float* running_var, T* y, double eps, bool relu) {                     \
+                                const float* running_var, T* y, double eps, bool relu, Layout layout) {      \
     ENGINE_NVTX_RANGE("batchnorm2d_forward_eval" SUFFIX);                                                    \
     forward_eval(stream, shape, detail::device_ptr(x), gamma, beta, running_mean, running_var,               \
-                 detail::device_ptr(y), eps, relu);                                                          \
+                 detail::device_ptr(y), eps, relu, layout);                                                  \
   }                                                                                                          \
   void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x,         \
                                      const float* gamma, const float* save_mean, const float* save_invstd,   \
-                                     const T* dy, T* dx, float* dgamma, float* dbeta, const T* relu_y) {     \
+                                     const T* dy, T* dx, float* dgamma, float* dbeta, const T* relu_y,       \
+                                     Layout layout) {                                                        \
     ENGINE_NVTX_RANGE("batchnorm2d_backward_training" SUFFIX);                                               \
     backward_training(stream, shape, detail::device_ptr(x), gamma, save_mean, save_invstd,                   \
                       detail::device_ptr(dy), detail::device_ptr(dx), dgamma, dbeta,                         \
-                      detail::device_ptr(relu_y));                                                           \
+                      detail::device_ptr(relu_y), layout);                                                   \
   }                                                                                                          \
   void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x,             \
                                  const float* gamma, const float* running_mean, const float* running_var,    \
                                  const T* dy, T* dx, float* dgamma, float* dbeta, double eps,                \
-                                 const T* relu_y) {                                                          \
+                                 const T* relu_y, Layout layout) {                                           \
     ENGINE_NVTX_RANGE("batchnorm2d_backward_eval" SUFFIX);                                                   \
     backward_eval(stream, shape, detail::device_ptr(x), gamma, running_mean, running_var,                    \
                   detail::device_ptr(dy), detail::device_ptr(dx), dgamma, dbeta, eps,                        \
-                  detail::device_ptr(relu_y));                                                               \
+                  detail::device_ptr(relu_y), layout);                                                       \
   }
 
 ENGINE_BATCHNORM2D_LAUNCHERS(float, "")

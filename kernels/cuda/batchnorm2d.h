@@ -22,8 +22,13 @@
 // Fused ReLU (as kernels/cpu_fast/batchnorm2d.h): forward `relu` writes relu(y) in the normalize pass;
 // backward `relu_y` (that forward's output) masks every read of dy by relu_y > 0, in the sums and in dx.
 // Kernels per call: forward 2 (sums + finish, normalize), backward 3 (statistics, sums + finish, dx).
+//
+// Layout NHWC: x, y, dy, dx, relu_y channels last. The same arithmetic; the reductions walk rows of C
+// contiguous values (channel_reduce_nhwc.cuh: a block owns 32 channels, finished in the same fixed order),
+// the elementwise passes walk memory in order. The shift K is still x[0, c, 0, 0] (at offset c).
 
 #include "core/dtype.h"
+#include "core/layout.h"
 #include "kernels/cpu/batchnorm2d.h"
 #include "kernels/cuda_api.h"
 
@@ -34,22 +39,23 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum = cpu::kBatchNormDefaultMomentum,
                                   double eps = cpu::kBatchNormDefaultEps, bool relu = false,
-                                  const float* running_mean_shift = nullptr);
+                                  const float* running_mean_shift = nullptr, Layout layout = Layout::NCHW);
 
 void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                               const float* gamma, const float* beta, const float* running_mean,
                               const float* running_var, float* y, double eps = cpu::kBatchNormDefaultEps,
-                              bool relu = false);
+                              bool relu = false, Layout layout = Layout::NCHW);
 
 void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta,
-                                   const float* relu_y = nullptr);
+                                   const float* relu_y = nullptr, Layout layout = Layout::NCHW);
 
 void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const float* dy, float* dx, float* dgamma, float* dbeta,
-                               double eps = cpu::kBatchNormDefaultEps, const float* relu_y = nullptr);
+                               double eps = cpu::kBatchNormDefaultEps, const float* relu_y = nullptr,
+                               Layout layout = Layout::NCHW);
 
 // The same over bf16 storage (bf16 autocast): x, y, dy, dx and the fused ReLU's output bf16, loaded to
 // float; statistics, coefficients and parameters float32/double exactly as above; each output rounded once
@@ -58,17 +64,18 @@ void batchnorm2d_forward_training(cudaStream_t stream, const BatchNorm2dShape& s
                                   const float* gamma, const float* beta, bfloat16* y, float* save_mean,
                                   float* save_invstd, float* running_mean, float* running_var,
                                   double momentum, double eps, bool relu,
-                                  const float* running_mean_shift = nullptr);
+                                  const float* running_mean_shift = nullptr, Layout layout = Layout::NCHW);
 void batchnorm2d_forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
                               const float* gamma, const float* beta, const float* running_mean,
-                              const float* running_var, bfloat16* y, double eps, bool relu);
+                              const float* running_var, bfloat16* y, double eps, bool relu,
+                              Layout layout = Layout::NCHW);
 void batchnorm2d_backward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
                                    const float* gamma, const float* save_mean, const float* save_invstd,
                                    const bfloat16* dy, bfloat16* dx, float* dgamma, float* dbeta,
-                                   const bfloat16* relu_y);
+                                   const bfloat16* relu_y, Layout layout = Layout::NCHW);
 void batchnorm2d_backward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const bfloat16* x,
                                const float* gamma, const float* running_mean, const float* running_var,
                                const bfloat16* dy, bfloat16* dx, float* dgamma, float* dbeta, double eps,
-                               const bfloat16* relu_y);
+                               const bfloat16* relu_y, Layout layout = Layout::NCHW);
 
 }  // namespace engine::cuda

@@ -3,6 +3,7 @@
 // float64 reference by the final rounding plus double-order effects far below it.
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/channel_reduce.cuh"
+#include "kernels/cuda/channel_reduce_nhwc.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/vector4.cuh"
 
@@ -46,6 +47,11 @@ __global__ void finish_bias_grad_kernel(const double* partial, int chunks, int c
   for (int j = 0; j < chunks; ++j) sum += partial[static_cast<std::int64_t>(c) * chunks + j];
   db[c] = static_cast<float>(sum);
 }
+
+struct WriteBiasGrad {
+  float* db;
+  __device__ void operator()(int c, const double* sums) const { db[c] = static_cast<float>(sums[0]); }
+};
 
 // Column sums of a row-major [rows, cols] matrix: block (32, 8) owns 32 columns; thread row ty sums rows
 // ty, ty+8, ... of its column, then the 8 partials are added in order.
@@ -153,6 +159,14 @@ void bias_grad_rows(cudaStream_t stream, const float* dy, float* db, int rows, i
 void bias_grad_rows(cudaStream_t stream, const bfloat16* dy, float* db, int rows, int cols) {
   ENGINE_NVTX_RANGE("bias_grad_rows_bf16");
   bias_grad_rows_impl(stream, dy, db, rows, cols);
+}
+
+void bias_grad_nhwc(cudaStream_t stream, const float* dy, float* db, std::int64_t rows, int c) {
+  ENGINE_NVTX_RANGE("bias_grad_nhwc");
+  ENGINE_CHECK(rows > 0 && c > 0, "bias_grad_nhwc: sizes must be positive, got rows={} c={}", rows, c);
+  ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_nhwc: null pointer");
+  detail::launch_channel_reduce_nhwc<1>(stream, rows, c, SumDy<float>{dy}, WriteBiasGrad{db},
+                                        "bias_grad_nhwc");
 }
 
 }  // namespace engine::cuda

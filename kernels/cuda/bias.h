@@ -6,6 +6,8 @@
 // and finished in a fixed order by a second kernel: deterministic, and accurate to the final rounding. They
 // OVERWRITE db. The adds are y += b in float (each element rounded once).
 
+#include <cstdint>
+
 #include "core/dtype.h"
 #include "kernels/cuda_api.h"
 
@@ -15,6 +17,10 @@ namespace engine::cuda {
 void bias_add_nchw(cudaStream_t stream, float* y, const float* bias, int n, int c, int hw);
 // db[c] = sum over n and the hw cells of dy[n, c, :].
 void bias_grad_nchw(cudaStream_t stream, const float* dy, float* db, int n, int c, int hw);
+
+// NHWC (channels last): db[c] = sum over the rows of dy[rows, c] (rows = N*H*W), by the row-tile reduction
+// of channel_reduce_nhwc.cuh (many blocks, double, fixed-order finish). The NHWC add is bias_add_rows.
+void bias_grad_nhwc(cudaStream_t stream, const float* dy, float* db, std::int64_t rows, int c);
 
 // y[i, j] += bias[j] for a row-major [rows, cols] y.
 void bias_add_rows(cudaStream_t stream, float* y, const float* bias, int rows, int cols);

@@ -17,6 +17,7 @@
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/scratch.h"
+#include "kernels/cuda/transpose.h"
 
 namespace engine::cuda {
 namespace {
@@ -32,16 +33,20 @@ cudnnMathType_t search_math_type(const CudaHandles& h, const CudnnConvPlan& plan
   return is_bf16(plan) ? CUDNN_DEFAULT_MATH : h.cudnn_math_type();
 }
 
-CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataType_t type) {
+CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataType_t type, Layout layout) {
   auto& plans = handles.conv_plans().plans;
-  const detail::ConvKey key = detail::conv_key(s, type);
+  const detail::ConvKey key = detail::conv_key(s, type, layout);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
 
   auto plan = std::make_unique<CudnnConvPlan>();
   plan->data_type = type;
-  plan->x.set_nchw(s.n, s.c, s.h, s.w, type);
-  plan->w.set_kcrs(s.k, s.c, s.r, s.s, type);
+  plan->x.set(layout, s.n, s.c, s.h, s.w, type);
+  if (layout == Layout::NHWC) {
+    plan->w.set_krsc(s.k, s.c, s.r, s.s, type);
+  } else {
+    plan->w.set_kcrs(s.k, s.c, s.r, s.s, type);
+  }
   // The convolution descriptor's type is the compute type: fp32 for both (cuDNN's PSEUDO_BFLOAT16_CONFIG:
   // bf16 x, w and y with fp32 accumulation, compute capability 8.0 and later).
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
@@ -54,7 +59,7 @@ CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataTyp
   ENGINE_CHECK(n == s.n && k == s.k && p == s.p() && q == s.q(),
                "conv2d_cudnn: cuDNN's output [{}, {}, {}, {}] differs from the shape's [{}, {}, {}, {}]", n,
                k, p, q, s.n, s.k, s.p(), s.q());
-  plan->y.set_nchw(n, k, p, q, type);
+  plan->y.set(layout, n, k, p, q, type);
   return *plans.emplace(key, std::move(plan)).first->second;
 }
 
@@ -249,28 +254,71 @@ void run_backward(CudaHandles& handles, cudaStream_t stream, CudnnConvPlan& plan
   }
 }
 
+// The weight as cuDNN's filter descriptor of `layout` wants it: w itself (NCHW), or a [K, R, S, C] copy in
+// `krsc` (NHWC: each filter's [C, R*S] matrix transposed).
+const float* filter_for(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* w,
+                        Tensor& krsc, int device) {
+  if (layout == Layout::NCHW) return w;
+  krsc = detail::scratch<float>(static_cast<std::int64_t>(s.w_size()), device, stream);
+  batched_transpose(stream, s.k, s.c, static_cast<std::int64_t>(s.r) * s.s, sizeof(float), w,
+                    krsc.raw_data());
+  return krsc.data<float>();
+}
+
+// Bias add and gradient: one bias per channel, channels in planes (NCHW) or innermost (NHWC: the columns of
+// an [N*P*Q, K] matrix).
+void add_bias(cudaStream_t stream, const Conv2dShape& s, Layout layout, float* y, const float* bias) {
+  if (layout == Layout::NHWC) {
+    bias_add_rows(stream, y, bias, s.n * s.p() * s.q(), s.k);
+  } else {
+    bias_add_nchw(stream, y, bias, s.n, s.k, s.p() * s.q());
+  }
+}
+void bias_gradient(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* dy, float* db) {
+  if (layout == Layout::NHWC) {
+    bias_grad_nhwc(stream, dy, db, static_cast<std::int64_t>(s.n) * s.p() * s.q(), s.k);
+  } else {
+    bias_grad_nchw(stream, dy, db, s.n, s.k, s.p() * s.q());
+  }
+}
+
 }  // namespace
 
 void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
-                          const float* w, const float* bias, float* y) {
+                          const float* w, const float* bias, float* y, Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_forward_cudnn");
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_forward_cudnn: x, w and y must not be null");
   handles.bind(stream);
-  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT), shape, x, w, y);
-  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
+  Tensor krsc;
+  w = filter_for(stream, shape, layout, w, krsc, handles.device());
+  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT, layout), shape, x, w, y);
+  if (bias != nullptr) add_bias(stream, shape, layout, y, bias);
 }
 
 void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
-                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) {
+                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                           Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_backward_cudnn");
   shape.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward_cudnn: x, w, dy and dw must not be null");
   handles.bind(stream);
-  if (db != nullptr) bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
-  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT), shape, x, w, dy, dx, dw);
+  if (db != nullptr) bias_gradient(stream, shape, layout, dy, db);
+  // NHWC: cuDNN reads a [K, R, S, C] filter and writes a [K, R, S, C] gradient, transposed into dw below.
+  Tensor w_krsc, dw_krsc;
+  float* const dw_out = dw;
+  if (layout == Layout::NHWC) {
+    w = filter_for(stream, shape, layout, w, w_krsc, handles.device());
+    dw_krsc = detail::scratch<float>(static_cast<std::int64_t>(shape.w_size()), handles.device(), stream);
+    dw = dw_krsc.data<float>();
+  }
+  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT, layout), shape, x, w, dy, dx, dw);
+  if (dw != dw_out) {  // [K, R, S, C] -> [K, C, R, S]: each filter's [R*S, C] matrix transposed
+    batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(float),
+                      dw, dw_out);
+  }
 }
 
 void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
@@ -280,7 +328,7 @@ void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const 
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_forward_cudnn_bf16: x, w and y must not be null");
   handles.bind(stream);
-  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16), shape, x, w, y);
+  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16, Layout::NCHW), shape, x, w, y);
   if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
 }
 
@@ -301,8 +349,8 @@ void conv2d_backward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const
   // widened exactly into the fp32 gradient, which is autocast's bf16 dW cast up.
   Tensor dw_bf16 =
       detail::scratch<bfloat16>(static_cast<std::int64_t>(shape.w_size()), handles.device(), stream);
-  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16), shape, x, w, dy, dx,
-               dw_bf16.data<bfloat16>());
+  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16, Layout::NCHW), shape, x, w, dy,
+               dx, dw_bf16.data<bfloat16>());
   cast_bf16_to_f32_scaled(stream, dw_bf16.data<bfloat16>(), dw, static_cast<std::int64_t>(shape.w_size()),
                           1.0f);
 }

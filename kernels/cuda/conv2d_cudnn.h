@@ -7,21 +7,30 @@
 // backward algorithms by default); later calls with that shape reuse it. Workspaces come from the caching
 // allocator on `stream`, so a steady state makes no cudaMalloc.
 //
+// Layout NHWC (core/layout.h): x, y, dx and dy are channels last, described to cuDNN as CUDNN_TENSOR_NHWC.
+// The weight stays [K, C, R, S] in the caller's memory (the flat parameter buffer, checkpoints); cuDNN's
+// NHWC kernels (the tensor-core ones in particular) expect an NHWC filter too, so each call transposes the
+// weight into a [K, R, S, C] scratch copy and the filter gradient back out of one (kernels/cuda/transpose.h;
+// K*C*R*S elements, small next to the activations). This is what PyTorch's channels_last does: its weights
+// are converted to channels_last as well.
+//
 // Bias: the add after cudnnConvolutionForward and the bias gradient are hand-written kernels (bias.h).
 // Backward OVERWRITES dx, dw, db; dx may be nullptr (first layer), db may be nullptr (no bias); dw is
 // required.
 
 #include "core/dtype.h"
+#include "core/layout.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cuda_api.h"
 
 namespace engine::cuda {
 
 void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
-                          const float* w, const float* bias, float* y);
+                          const float* w, const float* bias, float* y, Layout layout = Layout::NCHW);
 
 void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
-                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db);
+                           const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
+                           Layout layout = Layout::NCHW);
 
 // bf16 autocast on tensor cores (kernels/ops/autocast_bf16.h): x, w (the model's bf16 mirror), y, dy and dx
 // are bf16, cuDNN's bf16 configuration (bf16 tensor and filter descriptors, fp32 compute type, tensor-op

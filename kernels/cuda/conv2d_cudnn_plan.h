@@ -3,8 +3,8 @@
 //
 // A plan owns its descriptors (RAII) and remembers, per direction, the algorithm chosen the first time that
 // direction ran for this shape and the workspace size it needs. The cache is a std::map keyed by every
-// field of Conv2dShape and the data type; it lives in CudaHandles because the choice depends on the device
-// and the math mode the handles stand for.
+// field of Conv2dShape, the data type and the layout; it lives in CudaHandles because the choice depends on
+// the device and the math mode the handles stand for.
 
 #include <array>
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include <cudnn.h>
 
 #include "core/cuda_check.h"
+#include "core/layout.h"
 #include "kernels/cpu/conv2d.h"
 
 namespace engine::cuda::detail {
@@ -26,6 +27,17 @@ class TensorDescriptor {
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
   void set_nchw(int n, int c, int h, int w, cudnnDataType_t type) {
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type, n, c, h, w));
+  }
+  // The logical [n, c, h, w] stored channels last.
+  void set_nhwc(int n, int c, int h, int w, cudnnDataType_t type) {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NHWC, type, n, c, h, w));
+  }
+  void set(Layout layout, int n, int c, int h, int w, cudnnDataType_t type) {
+    if (layout == Layout::NHWC) {
+      set_nhwc(n, c, h, w, type);
+    } else {
+      set_nchw(n, c, h, w, type);
+    }
   }
   cudnnTensorDescriptor_t get() const { return desc_; }
 
@@ -41,6 +53,10 @@ class FilterDescriptor {
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;
   void set_kcrs(int k, int c, int r, int s, cudnnDataType_t type) {
     CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW, k, c, r, s));
+  }
+  // The logical [k, c, r, s] stored as [K, R, S, C] (the filter of an NHWC convolution).
+  void set_krsc(int k, int c, int r, int s, cudnnDataType_t type) {
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NHWC, k, c, r, s));
   }
   cudnnFilterDescriptor_t get() const { return desc_; }
 
@@ -82,12 +98,24 @@ struct CudnnConvPlan {
   ChosenAlgo<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
 };
 
-// Every field of the shape and the data type: a float32 and a bf16 convolution of one shape are two plans.
-using ConvKey = std::array<int, 12>;
+// Every field of the shape, the data type and the layout: a float32 and a bf16 convolution of one shape, or
+// an NCHW and an NHWC one, are different plans.
+using ConvKey = std::array<int, 13>;
 
-inline ConvKey conv_key(const Conv2dShape& s, cudnnDataType_t type) {
-  return {s.n, s.c,        s.h,        s.w,     s.k,     s.r,
-          s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, static_cast<int>(type)};
+inline ConvKey conv_key(const Conv2dShape& s, cudnnDataType_t type, Layout layout) {
+  return {s.n,
+          s.c,
+          s.h,
+          s.w,
+          s.k,
+          s.r,
+          s.s,
+          s.stride_h,
+          s.stride_w,
+          s.pad_h,
+          s.pad_w,
+          static_cast<int>(type),
+          static_cast<int>(layout)};
 }
 
 struct CudnnConvPlans {

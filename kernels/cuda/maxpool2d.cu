@@ -100,7 +100,83 @@ void backward(cudaStream_t stream, const Pool2dShape& shape, const T* dy, const 
   ENGINE_LAUNCH_CHECK();
 }
 
+// NHWC (channels last): the same windows, scan order and argmax (the cell ih * w + iw of the (n, c) plane)
+// as the kernels above, so values and indices are bitwise the NCHW ones; element (n, c, i, j) of a tensor
+// with planes of P x Q cells lives at ((n * P + i) * Q + j) * C + c, so consecutive threads read
+// consecutive channels.
+__global__ void maxpool_forward_nhwc_kernel(PoolGeom g, int c_count, const float* x, float* y,
+                                            std::int32_t* argmax, std::int64_t total) {
+  for (const std::int64_t o : detail::grid_stride(total)) {
+    const int c = static_cast<int>(o % c_count);
+    const std::int64_t cell_out = o / c_count;  // (n * p + op) * q + oq
+    const int oq = static_cast<int>(cell_out % g.q);
+    const int op = static_cast<int>((cell_out / g.q) % g.p);
+    const std::int64_t n = cell_out / (static_cast<std::int64_t>(g.p) * g.q);
+    const float* xn = x + n * g.h * g.w * c_count + c;
+    const int h0 = max(op * g.sh - g.ph, 0), h1 = min(op * g.sh - g.ph + g.kh, g.h);
+    const int w0 = max(oq * g.sw - g.pw, 0), w1 = min(oq * g.sw - g.pw + g.kw, g.w);
+    float best = -INFINITY;
+    int best_index = h0 * g.w + w0;
+    for (int ih = h0; ih < h1; ++ih) {
+      for (int iw = w0; iw < w1; ++iw) {
+        const float v = xn[static_cast<std::int64_t>(ih * g.w + iw) * c_count];
+        if (v > best || isnan(v)) {
+          best = v;
+          best_index = ih * g.w + iw;
+        }
+      }
+    }
+    y[o] = best;
+    argmax[o] = best_index;
+  }
+}
+
+__global__ void maxpool_backward_nhwc_kernel(PoolGeom g, int c_count, const float* dy,
+                                             const std::int32_t* argmax, float* dx, std::int64_t total) {
+  for (const std::int64_t idx : detail::grid_stride(total)) {
+    const int c = static_cast<int>(idx % c_count);
+    const std::int64_t cell_in = idx / c_count;  // (n * h + ih) * w + iw
+    const int iw = static_cast<int>(cell_in % g.w);
+    const int ih = static_cast<int>((cell_in / g.w) % g.h);
+    const std::int64_t n = cell_in / (static_cast<std::int64_t>(g.h) * g.w);
+    const int cell = ih * g.w + iw;
+    const int op0 = first_window(ih, g.sh, g.ph, g.kh), op1 = min((ih + g.ph) / g.sh, g.p - 1);
+    const int oq0 = first_window(iw, g.sw, g.pw, g.kw), oq1 = min((iw + g.pw) / g.sw, g.q - 1);
+    const std::int64_t out_base = n * g.p * g.q;
+    double acc = 0.0;
+    for (int op = op0; op <= op1; ++op) {
+      for (int oq = oq0; oq <= oq1; ++oq) {
+        const std::int64_t o = (out_base + static_cast<std::int64_t>(op) * g.q + oq) * c_count + c;
+        if (argmax[o] == cell) acc += static_cast<double>(dy[o]);
+      }
+    }
+    dx[idx] = static_cast<float>(acc);
+  }
+}
+
 }  // namespace
+
+void maxpool2d_forward_nhwc(cudaStream_t stream, const Pool2dShape& shape, const float* x, float* y,
+                            std::int32_t* argmax) {
+  ENGINE_NVTX_RANGE("maxpool2d_forward_nhwc");
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && y != nullptr && argmax != nullptr, "maxpool2d_forward_nhwc: null pointer");
+  const std::int64_t total = shape.output_size();
+  maxpool_forward_nhwc_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(geom_of(shape), shape.c,
+                                                                                      x, y, argmax, total);
+  ENGINE_LAUNCH_CHECK();
+}
+
+void maxpool2d_backward_nhwc(cudaStream_t stream, const Pool2dShape& shape, const float* dy,
+                             const std::int32_t* argmax, float* dx) {
+  ENGINE_NVTX_RANGE("maxpool2d_backward_nhwc");
+  shape.validate();
+  ENGINE_CHECK(dy != nullptr && argmax != nullptr && dx != nullptr, "maxpool2d_backward_nhwc: null pointer");
+  const std::int64_t total = shape.input_size();
+  maxpool_backward_nhwc_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(
+      geom_of(shape), shape.c, dy, argmax, dx, total);
+  ENGINE_LAUNCH_CHECK();
+}
 
 void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const float* x, float* y,
                        std::int32_t* argmax) {

@@ -28,5 +28,11 @@ void maxpool2d_forward(cudaStream_t stream, const Pool2dShape& shape, const bflo
                        std::int32_t* argmax);
 void maxpool2d_backward(cudaStream_t stream, const Pool2dShape& shape, const bfloat16* dy,
                         const std::int32_t* argmax, bfloat16* dx);
+// NHWC (channels last) x, y, argmax, dy, dx: the same values and argmax indices (the cell ih * w + iw of
+// the (n, c) plane) as the NCHW kernels, each stored at its NHWC position.
+void maxpool2d_forward_nhwc(cudaStream_t stream, const Pool2dShape& shape, const float* x, float* y,
+                            std::int32_t* argmax);
+void maxpool2d_backward_nhwc(cudaStream_t stream, const Pool2dShape& shape, const float* dy,
+                             const std::int32_t* argmax, float* dx);
 
 }  // namespace engine::cuda

@@ -13,7 +13,7 @@ ExecutionContext fp32(const ExecutionContext& ctx) {
 
 Tensor rounded(const ExecutionContext& ctx, const Tensor& t) {
   if (!t.defined()) return t;
-  Tensor r = Tensor::empty(t.shape(), DType::F32, t.device(), ctx.stream);
+  Tensor r = Tensor::empty(t.shape(), DType::F32, t.device(), ctx.stream, t.layout());
   if (t.dtype() == DType::BF16) {
     cast_from_bf16_scaled(ctx, t, r, 1.0f);  // exact: already bf16 values
     return r;
@@ -26,7 +26,7 @@ Tensor rounded(const ExecutionContext& ctx, const Tensor& t) {
 Tensor as_bf16(const ExecutionContext& ctx, const Tensor& t) {
   if (!t.defined() || t.dtype() == DType::BF16) return t;
   ENGINE_CHECK(t.dtype() == DType::F32, "bf16 autocast: float32 or bfloat16 inputs only, got {}", t.str());
-  Tensor r = Tensor::empty(t.shape(), DType::BF16, t.device(), ctx.stream);
+  Tensor r = Tensor::empty(t.shape(), DType::BF16, t.device(), ctx.stream, t.layout());
   cast_to_bf16(ctx, t, r);
   return r;
 }
@@ -54,8 +54,9 @@ RoundedOutput::RoundedOutput(const ExecutionContext& ctx, const Tensor& target, 
   if (!target.defined()) return;
   ENGINE_CHECK(target.dtype() == DType::F32 || target.dtype() == DType::BF16,
                "bf16 autocast: outputs are float32 or bfloat16, got {}", target.str());
-  written_ =
-      target.dtype() == kernel ? target : Tensor::empty(target.shape(), kernel, target.device(), ctx.stream);
+  written_ = target.dtype() == kernel
+                 ? target
+                 : Tensor::empty(target.shape(), kernel, target.device(), ctx.stream, target.layout());
 }
 
 void RoundedOutput::finish() const {

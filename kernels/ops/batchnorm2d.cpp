@@ -8,6 +8,7 @@
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
@@ -46,6 +47,14 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                  "statistics to shift)",
                  running_mean_shift.str(), x.str());
   }
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"y", y}});
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_forward_training(ctx, s, nchw.in(x), gamma, beta, nchw.out(y), save_mean, save_invstd,
+                                 running_mean, running_var, momentum, eps, relu, running_mean_shift);
+    nchw.finish();
+    return;
+  }
   if (bf16::on_float32(
           ctx, {x}, {y},
           [&](const Tensor* in, const Tensor* out) {
@@ -61,7 +70,7 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
       cuda::batchnorm2d_forward_training(
           cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(), beta.data<float>(), y.data<T>(),
           save_mean.data<float>(), save_invstd.data<float>(), running_mean.data<float>(),
-          running_var.data<float>(), momentum, eps, relu, data_or_null<float>(running_mean_shift));
+          running_var.data<float>(), momentum, eps, relu, data_or_null<float>(running_mean_shift), layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                              save_mean.data<T>(), save_invstd.data<T>(),
@@ -80,6 +89,14 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
 void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& y, double eps, bool relu) {
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"y", y}});
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_forward_eval(ctx, s, nchw.in(x), gamma, beta, running_mean, running_var, nchw.out(y), eps,
+                             relu);
+    nchw.finish();
+    return;
+  }
   if (bf16::on_float32(
           ctx, {x}, {y},
           [&](const Tensor* in, const Tensor* out) {
@@ -93,7 +110,7 @@ void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShap
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
                                      beta.data<float>(), running_mean.data<float>(),
-                                     running_var.data<float>(), y.data<T>(), eps, relu);
+                                     running_var.data<float>(), y.data<T>(), eps, relu, layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                          running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps,
@@ -120,13 +137,22 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
     return;
   }
   check_relu_y(s, dy, relu_y);
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"dy", dy}, {"dx", dx}, {"relu_y", relu_y}});
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_backward_training(ctx, s, nchw.in(x), gamma, save_mean, save_invstd, nchw.in(dy),
+                                  nchw.out(dx), dgamma, dbeta, nchw.in(relu_y));
+    nchw.finish();
+    return;
+  }
   dispatch_with_bf16("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_backward_training(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
                                           save_mean.data<float>(), save_invstd.data<float>(), dy.data<T>(),
-                                          dx_data, dgamma.data<float>(), dbeta.data<float>(), relu_y_data);
+                                          dx_data, dgamma.data<float>(), dbeta.data<float>(), relu_y_data,
+                                          layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(),
                                               save_invstd.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
@@ -155,13 +181,22 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
     return;
   }
   check_relu_y(s, dy, relu_y);
+  const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"dy", dy}, {"dx", dx}, {"relu_y", relu_y}});
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    batchnorm2d_backward_eval(ctx, s, nchw.in(x), gamma, running_mean, running_var, nchw.in(dy), nchw.out(dx),
+                              dgamma, dbeta, eps, nchw.in(relu_y));
+    nchw.finish();
+    return;
+  }
   dispatch_with_bf16("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_backward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
                                       running_mean.data<float>(), running_var.data<float>(), dy.data<T>(),
-                                      dx_data, dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data);
+                                      dx_data, dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data,
+                                      layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(),
                                           running_var.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),

@@ -6,7 +6,7 @@ namespace engine::ops::bf16 {
 
 Tensor widened(const ExecutionContext& ctx, const Tensor& t) {
   if (!t.defined() || t.dtype() != DType::BF16) return t;
-  Tensor f = Tensor::empty(t.shape(), DType::F32, t.device(), ctx.stream);
+  Tensor f = Tensor::empty(t.shape(), DType::F32, t.device(), ctx.stream, t.layout());
   cast_from_bf16_scaled(ctx, t, f, 1.0f);
   return f;
 }

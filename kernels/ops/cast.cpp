@@ -40,6 +40,7 @@ void cast_from_bf16_scaled(const ExecutionContext& ctx, const Tensor& src, const
 void round_to_bf16_values(const ExecutionContext& ctx, const Tensor& src, const Tensor& dst) {
   ENGINE_CHECK(src.dtype() == DType::F32 && dst.dtype() == DType::F32 && dst.numel() == src.numel(),
                "round_to_bf16_values: {} into {}", src.str(), dst.str());
+  check_same_layout("round_to_bf16_values", {{"src", src}, {"dst", dst}});
   dispatch("round_to_bf16_values", ctx, src, [&]<Path P, typename T>() {
     if constexpr (!std::is_same_v<T, float>) {
       ENGINE_FAIL("round_to_bf16_values: rounds float32, not {}", src.str());

@@ -5,6 +5,7 @@
 #include "kernels/cuda/conv2d_implicit_gemm.h"
 #include "kernels/ops/autocast_bf16.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 namespace {
@@ -19,7 +20,6 @@ void check_bf16_algorithm(const ExecutionContext& ctx) {
 // kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA, the exact fp32 emulation on the CPU.
 void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
-  check_layout("conv2d", ctx);
   if (x.is_cuda()) {
     if constexpr (kHaveCuda) {
       check_bf16_layout("conv2d", ctx);
@@ -45,7 +45,6 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
 void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                        const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                        const Tensor& w_bf16) {
-  check_layout("conv2d", ctx);
   if (dy.is_cuda()) {
     if constexpr (kHaveCuda) {
       check_bf16_layout("conv2d", ctx);
@@ -68,12 +67,30 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
   autocast::round_in_place(ctx, db);
 }
 
+// cuDNN takes NHWC (the CUDA path below); the implicit-GEMM convolution, a yardstick for cuDNN, runs NCHW
+// only and refuses NHWC rather than hide transposes in its timings. The CPU paths use the NCHW fallback.
+void check_algorithm_takes_layout(const char* op, const ExecutionContext& ctx, const Tensor& x) {
+  ENGINE_CHECK(
+      !(x.is_cuda() && x.layout() == Layout::NHWC && ctx.conv_algorithm == ConvAlgorithm::ImplicitGemm),
+      "{}: the implicit-GEMM convolution runs NCHW only, and {} is NHWC (use the cudnn convolution or "
+      "the NCHW layout)",
+      op, x.str());
+}
+
 }  // namespace
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                     const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+  const Layout layout = same_layout("conv2d", {{"x", x}, {"y", y}});
   if (ctx.autocast_bf16) {
     autocast_forward(ctx, s, x, w, bias, y, w_bf16);
+    return;
+  }
+  check_algorithm_takes_layout("conv2d", ctx, x);
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    conv2d_forward(ctx, s, nchw.in(x), w, bias, nchw.out(y));
+    nchw.finish();
     return;
   }
   dispatch("conv2d", ctx, x, [&]<Path P, typename T>() {
@@ -81,7 +98,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
     if constexpr (P == Path::Cuda) {
       if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
         cuda::conv2d_forward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(), w.data<T>(),
-                                   b, y.data<T>());
+                                   b, y.data<T>(), layout);
       } else {
         cuda::conv2d_forward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), b, y.data<T>());
       }
@@ -96,8 +113,16 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
 void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                      const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                      const Tensor& w_bf16) {
+  const Layout layout = same_layout("conv2d", {{"x", x}, {"dy", dy}, {"dx", dx}});
   if (ctx.autocast_bf16) {
     autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16);
+    return;
+  }
+  check_algorithm_takes_layout("conv2d", ctx, dy);
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    conv2d_backward(ctx, s, nchw.in(x), w, nchw.in(dy), nchw.out(dx), dw, db);
+    nchw.finish();
     return;
   }
   dispatch("conv2d", ctx, dy, [&]<Path P, typename T>() {
@@ -106,7 +131,7 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
     if constexpr (P == Path::Cuda) {
       if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
         cuda::conv2d_backward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(),
-                                    w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data);
+                                    w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data, layout);
       } else {
         cuda::conv2d_backward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), dy.data<T>(),
                                             dx_data, dw.data<T>(), db_data);

@@ -4,12 +4,15 @@
 //   dtype   F32, F64; BF16 on CUDA for the ops with bf16 kernels (dispatch_with_bf16, T = core/dtype.h's
 //           bfloat16 on the host: the .cu files reinterpret it as __nv_bfloat16). A BF16 tensor anywhere
 //           else runs the float32 kernels on float32 copies first (kernels/ops/bf16_storage.h).
-//   layout  NCHW; anything else is refused in `check_layout` (where NHWC kernels will be chosen)
+//   layout  the tensors' own (core/layout.h): an op first calls `same_layout` on the tensors it takes
+//           (mixed layouts are refused, naming the op and the tensors); a path with an NHWC kernel takes
+//           NHWC tensors as they are, any other runs its NCHW kernel through kernels/ops/nchw_fallback.h
 // Each op (kernels/ops/<op>.cpp) calls `dispatch` with a template lambda taking <Path, T> and calls the
 // kernels/cpu, kernels/cpu_fast or kernels/cuda function of that path. An op without a fast float32 CPU
 // kernel runs the reference's float instantiation under Path::CpuFast.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -23,15 +26,48 @@ namespace engine::ops {
 
 enum class Path { CpuReference, CpuFast, Cuda };
 
-inline void check_layout(const char* op, const ExecutionContext& ctx) {
-  ENGINE_CHECK(ctx.layout == Layout::NCHW, "{}: the {} layout is not implemented (NCHW only)", op,
-               layout_name(ctx.layout));
+// A tensor an op takes, named for messages ("x", "dy").
+struct NamedTensor {
+  const char* name;
+  const Tensor& tensor;
+};
+
+[[noreturn]] inline void fail_mixed_layouts(const char* op, std::initializer_list<NamedTensor> tensors) {
+  std::string all;
+  for (const NamedTensor& t : tensors) {
+    if (t.tensor.defined()) all += fmt::format("{}{} {}", all.empty() ? "" : ", ", t.name, t.tensor.str());
+  }
+  ENGINE_FAIL("{}: mixed layouts (NCHW and NHWC) among {}", op, all);
+}
+
+// The layout the op runs in: that of its 4-d tensors, which must all agree (undefined tensors and tensors of
+// other ranks, such as per-channel parameters, are skipped). NCHW when there are none. Throws naming the op
+// and every tensor otherwise.
+inline Layout same_layout(const char* op, std::initializer_list<NamedTensor> tensors) {
+  const Tensor* first = nullptr;
+  for (const NamedTensor& t : tensors) {
+    if (!t.tensor.defined() || t.tensor.ndim() != 4) continue;
+    if (first == nullptr) first = &t.tensor;
+    if (t.tensor.layout() != first->layout()) fail_mixed_layouts(op, tensors);
+  }
+  return first != nullptr ? first->layout() : Layout::NCHW;
+}
+
+// Elementwise ops (ReLU, dropout, add, scale, casts) run in memory order, so any layout works as long as
+// every operand is in it: a 4-d NHWC operand next to an NCHW one of the same size would pair different
+// elements. Throws naming the op and every tensor otherwise.
+inline void check_same_layout(const char* op, std::initializer_list<NamedTensor> tensors) {
+  const Tensor* first = nullptr;
+  for (const NamedTensor& t : tensors) {
+    if (!t.tensor.defined()) continue;
+    if (first == nullptr) first = &t.tensor;
+    if (t.tensor.layout() != first->layout()) fail_mixed_layouts(op, tensors);
+  }
 }
 
 // Calls fn.template operator()<Path, T>() for the path and storage type of `t`.
 template <typename Fn>
-void dispatch(const char* op, const ExecutionContext& ctx, const Tensor& t, Fn&& fn) {
-  check_layout(op, ctx);
+void dispatch(const char* op, const ExecutionContext& /*ctx*/, const Tensor& t, Fn&& fn) {
   if (t.is_cuda()) {
     if constexpr (kHaveCuda) {
       ENGINE_CHECK(t.dtype() == DType::F32, "{}: the CUDA device runs float32, not {}", op,
@@ -64,7 +100,6 @@ void dispatch_with_bf16(const char* op, const ExecutionContext& ctx, const Tenso
   if constexpr (kHaveCuda) {
     if (t.is_cuda() && t.dtype() == DType::BF16) {
       check_bf16_layout(op, ctx);
-      check_layout(op, ctx);
       fn.template operator()<Path::Cuda, bfloat16>();
       return;
     }

@@ -13,6 +13,7 @@ using bf16::NativeBf16;
 
 void dropout_forward(const ExecutionContext& ctx, double p, std::uint64_t seed, std::uint64_t offset,
                      const Tensor& x, const Tensor& y, const std::uint64_t* offset_base) {
+  check_same_layout("dropout", {{"x", x}, {"y", y}});
   ENGINE_CHECK(offset_base == nullptr || ctx.device.is_cuda(),
                "dropout: a device offset base needs a CUDA device, not {}", ctx.device.str());
   if (bf16::on_float32(
@@ -37,6 +38,7 @@ void dropout_forward(const ExecutionContext& ctx, double p, std::uint64_t seed, 
 
 void dropout_backward(const ExecutionContext& ctx, double p, std::uint64_t seed, std::uint64_t offset,
                       const Tensor& dy, const Tensor& dx, const std::uint64_t* offset_base) {
+  check_same_layout("dropout", {{"dy", dy}, {"dx", dx}});
   ENGINE_CHECK(offset_base == nullptr || ctx.device.is_cuda(),
                "dropout: a device offset base needs a CUDA device, not {}", ctx.device.str());
   if (bf16::on_float32(

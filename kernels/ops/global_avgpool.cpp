@@ -1,9 +1,12 @@
 #include "kernels/ops/global_avgpool.h"
 
+#include <type_traits>
+
 #include "kernels/cpu/avgpool.h"
 #include "kernels/cuda/avgpool.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
@@ -18,8 +21,21 @@ void global_avgpool_forward(const ExecutionContext& ctx, const Tensor& x, const 
   }
   const Shape& s = x.shape();
   const int n = to_int(s[0]), c = to_int(s[1]), h = to_int(s[2]), w = to_int(s[3]);
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    global_avgpool_forward(ctx, nchw.in(x), y);
+    return;
+  }
   dispatch_with_bf16("global_avgpool", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
+      if (x.layout() == Layout::NHWC) {
+        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
+          cuda::global_avgpool_forward_nhwc(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
+        } else {
+          ENGINE_FAIL("global_avgpool: bf16 activations in the NHWC layout have no kernel");
+        }
+        return;
+      }
       cuda::global_avgpool_forward(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
     } else {
       cpu::global_avgpool_forward<T>(n, c, h, w, x.data<T>(), y.data<T>());
@@ -36,8 +52,22 @@ void global_avgpool_backward(const ExecutionContext& ctx, const Tensor& dy, cons
   }
   const Shape& s = dx.shape();
   const int n = to_int(s[0]), c = to_int(s[1]), h = to_int(s[2]), w = to_int(s[3]);
+  if (needs_nchw_fallback(dx, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    global_avgpool_backward(ctx, dy, nchw.out(dx));
+    nchw.finish();
+    return;
+  }
   dispatch_with_bf16("global_avgpool", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
+      if (dx.layout() == Layout::NHWC) {
+        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
+          cuda::global_avgpool_backward_nhwc(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
+        } else {
+          ENGINE_FAIL("global_avgpool: bf16 activations in the NHWC layout have no kernel");
+        }
+        return;
+      }
       cuda::global_avgpool_backward(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
     } else {
       cpu::global_avgpool_backward<T>(n, c, h, w, dy.data<T>(), dx.data<T>());

@@ -11,7 +11,6 @@ namespace {
 // kernels/ops/autocast_bf16.h: bf16 tensor-core GEMMs on CUDA, the exact fp32 emulation on the CPU.
 void autocast_forward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
-  check_layout("linear", ctx);
   if (x.is_cuda()) {
     if constexpr (kHaveCuda) {
       const Tensor& wb = autocast::mirror("linear", w, w_bf16);
@@ -34,7 +33,6 @@ void autocast_forward(const ExecutionContext& ctx, const LinearShape& s, const T
 void autocast_backward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
                        const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                        const Tensor& w_bf16) {
-  check_layout("linear", ctx);
   if (dy.is_cuda()) {
     if constexpr (kHaveCuda) {
       const Tensor& wb = autocast::mirror("linear", w, w_bf16);

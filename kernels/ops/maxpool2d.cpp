@@ -1,11 +1,13 @@
 #include "kernels/ops/maxpool2d.h"
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu_fast/maxpool2d.h"
 #include "kernels/cuda/maxpool2d.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
@@ -13,6 +15,14 @@ using bf16::NativeBf16;
 
 void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& x, const Tensor& y,
                        const Tensor& argmax) {
+  const Layout layout = same_layout("maxpool2d", {{"x", x}, {"y", y}, {"argmax", argmax}});
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+    // argmax holds the cell of the (n, c) plane in either layout: its values need no change, only its order.
+    NchwFallback nchw(ctx);
+    maxpool2d_forward(ctx, s, nchw.in(x), nchw.out(y), nchw.out(argmax));
+    nchw.finish();
+    return;
+  }
   if (bf16::on_float32(
           ctx, {x}, {y},
           [&](const Tensor* in, const Tensor* out) { maxpool2d_forward(ctx, s, in[0], out[0], argmax); },
@@ -22,6 +32,14 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
   dispatch_with_bf16("maxpool2d", ctx, x, [&]<Path P, typename T>() {
     auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
+      if (layout == Layout::NHWC) {
+        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
+          cuda::maxpool2d_forward_nhwc(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am);
+        } else {
+          ENGINE_FAIL("maxpool2d: bf16 activations in the NHWC layout have no kernel");
+        }
+        return;
+      }
       cuda::maxpool2d_forward(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::maxpool2d_forward(s, x.data<T>(), y.data<T>(), am);
@@ -33,6 +51,13 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
 
 void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& dy,
                         const Tensor& argmax, const Tensor& dx) {
+  const Layout layout = same_layout("maxpool2d", {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+    NchwFallback nchw(ctx);
+    maxpool2d_backward(ctx, s, nchw.in(dy), nchw.in(argmax), nchw.out(dx));
+    nchw.finish();
+    return;
+  }
   if (bf16::on_float32(
           ctx, {dy}, {dx},
           [&](const Tensor* in, const Tensor* out) { maxpool2d_backward(ctx, s, in[0], argmax, out[0]); },
@@ -42,6 +67,14 @@ void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const
   dispatch_with_bf16("maxpool2d", ctx, dy, [&]<Path P, typename T>() {
     const auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
+      if (layout == Layout::NHWC) {
+        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
+          cuda::maxpool2d_backward_nhwc(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>());
+        } else {
+          ENGINE_FAIL("maxpool2d: bf16 activations in the NHWC layout have no kernel");
+        }
+        return;
+      }
       cuda::maxpool2d_backward(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>());
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::maxpool2d_backward(s, dy.data<T>(), am, dx.data<T>());

@@ -11,6 +11,7 @@ namespace engine::ops {
 using bf16::NativeBf16;
 
 void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
+  check_same_layout("relu", {{"x", x}, {"y", y}});
   if (bf16::on_float32(
           ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) { relu_forward(ctx, in[0], out[0]); },
           NativeBf16::Cuda)) {
@@ -28,6 +29,7 @@ void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y)
 }
 
 void relu_backward(const ExecutionContext& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  check_same_layout("relu", {{"x", x}, {"dy", dy}, {"dx", dx}});
   if (bf16::on_float32(
           ctx, {x, dy}, {dx},
           [&](const Tensor* in, const Tensor* out) { relu_backward(ctx, in[0], in[1], out[0]); },

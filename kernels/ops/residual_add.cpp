@@ -11,6 +11,7 @@ namespace engine::ops {
 using bf16::NativeBf16;
 
 void residual_add(const ExecutionContext& ctx, const Tensor& a, const Tensor& b, const Tensor& y) {
+  check_same_layout("residual_add", {{"a", a}, {"b", b}, {"y", y}});
   if (bf16::on_float32(
           ctx, {a, b}, {y},
           [&](const Tensor* in, const Tensor* out) { residual_add(ctx, in[0], in[1], out[0]); },

@@ -8,6 +8,7 @@
 namespace engine::ops {
 
 void scale(const ExecutionContext& ctx, const Tensor& x, double a, const Tensor& y) {
+  check_same_layout("scale", {{"x", x}, {"y", y}});
   if (bf16::on_float32(ctx, {x}, {y},
                        [&](const Tensor* in, const Tensor* out) { scale(ctx, in[0], a, out[0]); })) {
     return;

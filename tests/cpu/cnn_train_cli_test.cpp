@@ -50,9 +50,15 @@ TEST(CnnTrainCli, HelpListsEveryFlag) {
                            "--eval-only",
                            "--metrics",
                            "--plot",
-                           "--deterministic"}) {
+                           "--deterministic",
+                           "--layout"}) {
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag << " missing from --help";
   }
+}
+
+TEST(CnnTrainCli, UnknownLayout) {
+  expect_bad_usage({"--dataset", "mnist", "--layout", "nchwc"}, "--layout");
+  expect_bad_usage({"--dataset", "mnist", "--layout", "NHWC"}, "'NHWC' is not one of nchw or nhwc");
 }
 
 TEST(CnnTrainCli, UnknownFlag) {

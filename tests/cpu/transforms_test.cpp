@@ -348,7 +348,7 @@ TEST(FlipTranslate, FlipAlternatesByEpochWithARandomPhasePerImage) {
     for (std::uint64_t e = 1; e < 6; ++e) EXPECT_EQ(t.draw(e, i).flip, f0 != (e % 2 == 1)) << i << " " << e;
   }
   // The phase is a fair coin per image: 1000 +- 4.5 sigma (sigma = sqrt(2000)/2 = 22.4).
-  EXPECT_NEAR(flipped_at_0, n / 2, 100);
+  EXPECT_NEAR(flipped_at_0, static_cast<double>(n) / 2, 100);
   // Another seed gives other phases; the translation still spans [0, 2*pad] in both axes.
   const Transform other(TransformConfig::flip_translate({}, {}, /*seed=*/100, 2));
   int differ = 0, dx_max = 0, dy_max = 0;
@@ -357,7 +357,7 @@ TEST(FlipTranslate, FlipAlternatesByEpochWithARandomPhasePerImage) {
     dx_max = std::max(dx_max, t.draw(3, i).dx);
     dy_max = std::max(dy_max, t.draw(3, i).dy);
   }
-  EXPECT_NEAR(differ, n / 2, 100);
+  EXPECT_NEAR(differ, static_cast<double>(n) / 2, 100);
   EXPECT_EQ(dx_max, 4);
   EXPECT_EQ(dy_max, 4);
 }

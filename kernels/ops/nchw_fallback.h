@@ -1,0 +1,47 @@
+#pragma once
+// NHWC tensors for a kernel that runs NCHW only (the float64 reference, the float32 CPU path, and the CUDA
+// ops without an NHWC kernel): the simplest correct way, kept in one place. `in` gives an NCHW copy of an
+// NHWC tensor the op reads; `out` an NCHW stand-in for an NHWC tensor it writes, which finish() transposes
+// back. Tensors that are NCHW, undefined or not 4-d pass through unchanged. Usage, in an op:
+//
+//   if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+//     NchwFallback nchw(ctx);
+//     op(ctx, nchw.in(x), nchw.out(y));   // the same op, now on NCHW tensors
+//     nchw.finish();
+//     return;
+//   }
+//
+// An output that the op also reads (accumulates into) would need `in` and `out`: no op here does that.
+
+#include <utility>
+#include <vector>
+
+#include "core/execution_context.h"
+#include "core/tensor.h"
+
+namespace engine::ops {
+
+// Whether an op given `t` (its main 4-d operand) runs the NCHW fallback: t is NHWC and t's path has no NHWC
+// kernel (only CUDA ones exist, where `cuda_has_nhwc`).
+inline bool needs_nchw_fallback(const Tensor& t, bool cuda_has_nhwc) {
+  return t.defined() && t.layout() == Layout::NHWC && !(t.is_cuda() && cuda_has_nhwc);
+}
+
+class NchwFallback {
+ public:
+  explicit NchwFallback(const ExecutionContext& ctx) : ctx_(ctx) {}
+  NchwFallback(const NchwFallback&) = delete;
+  NchwFallback& operator=(const NchwFallback&) = delete;
+  ~NchwFallback() = default;
+
+  Tensor in(const Tensor& t) const;
+  Tensor out(const Tensor& t);
+  // Transposes every `out` stand-in into its NHWC tensor.
+  void finish();
+
+ private:
+  const ExecutionContext& ctx_;
+  std::vector<std::pair<Tensor, Tensor>> outputs_;  // (NCHW stand-in, NHWC destination)
+};
+
+}  // namespace engine::ops

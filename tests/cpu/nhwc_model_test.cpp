@@ -1,0 +1,154 @@
+// Whole models in NHWC (ExecutionContext::layout) on the CPU against the same models in NCHW: vgg6 and
+// resnet18, one training step (forward, loss, backward, SGD) from the same seeds and the same NCHW input
+// (the Model transposes it at its entry), in float32 and float64; a checkpoint saved by an NHWC model
+// gives an NCHW model the same weights and logits (Flatten keeps PyTorch's feature order, weights stay
+// [K, C, R, S]); a layer refuses a 4-d input in the other layout.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/sgd.h"
+#include "kernels/ops/transpose.h"
+#include "layers/models.h"
+#include "optim/checkpoint.h"
+#include "tests/common/error_of.h"
+#include "tests/cpu/checkpoint_test_util.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::layers {
+namespace {
+
+using testing::host_values;
+
+struct Step {
+  std::vector<double> logits, loss, grads, params;
+};
+
+ExecutionContext context(DType dtype, Layout layout) {
+  ExecutionContext c = testing::cpu_context(dtype, /*dropout_seed=*/5);
+  c.layout = layout;
+  return c;
+}
+
+Model finalized(const std::string& name, int hw, DType dtype, Layout layout) {
+  Model m = build_model(name, 3, 10, hw, hw);
+  m.finalize(context(dtype, layout), /*init_seed=*/17);
+  return m;
+}
+
+template <typename T>
+Step one_step(const std::string& name, int hw, DType dtype, Layout layout) {
+  Model m = finalized(name, hw, dtype, layout);
+  const Tensor x = testing::random_tensor({2, 3, hw, hw}, dtype, 31);  // NCHW, as the loaders give it
+  const Tensor labels = testing::random_labels(2, 10, 32);
+  SoftmaxCrossEntropy loss;
+  Step s;
+  const Tensor logits = m.forward(x, Mode::Train);
+  s.logits = host_values(logits);
+  s.loss = host_values(loss.forward(m.context(), logits, labels));
+  m.backward(loss.backward());
+  s.grads = host_values(m.flat_gradients());
+  const cpu::SgdOptions sgd{.lr = 0.1, .momentum = 0.9, .weight_decay = 5e-4};
+  Tensor momentum = Tensor::zeros(m.flat_parameters().shape(), dtype);
+  cpu::sgd_step<T>(sgd, m.flat_parameters().data<T>(), m.flat_gradients().data<T>(), momentum.data<T>(),
+                   m.flat_parameters().numel(), /*first_step=*/true);
+  s.params = host_values(m.flat_parameters());
+  return s;
+}
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = 1e-30;
+  for (double v : b) scale = std::max(scale, std::abs(v));
+  double worst = 0.0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(a[i] - b[i]);
+    if (!(d <= worst)) {
+      worst = d;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * scale) << what << ": worst difference at [" << at << "] " << a[at] << " vs " << b[at]
+                                << " (largest magnitude " << scale << ")";
+}
+
+void compare(const Step& nhwc, const Step& nchw, double tol, const std::string& what) {
+  expect_close(nhwc.logits, nchw.logits, tol, what + " logits");
+  expect_close(nhwc.loss, nchw.loss, tol, what + " loss");
+  expect_close(nhwc.grads, nchw.grads, tol, what + " gradients");
+  expect_close(nhwc.params, nchw.params, tol, what + " parameters after SGD");
+}
+
+// The NHWC CPU path runs the same kernels on transposed copies (exact permutations), so the two layouts
+// differ at most by the order of threaded float32 reductions: a few float32 ulps relative to the largest
+// element, amplified by BatchNorm's backward through one step. 1e-5 of the largest magnitude leaves that
+// margin and is still four orders below what one misplaced element would do. float64 runs the
+// single-threaded reference, where the two layouts must agree to rounding noise: 1e-13.
+constexpr double kFloat32Tolerance = 1e-5;
+constexpr double kFloat64Tolerance = 1e-13;
+
+TEST(NhwcModel, Vgg6OneTrainingStepMatchesNchw) {
+  compare(one_step<float>("vgg6", 32, DType::F32, Layout::NHWC),
+          one_step<float>("vgg6", 32, DType::F32, Layout::NCHW), kFloat32Tolerance, "vgg6 float32");
+  compare(one_step<double>("vgg6", 32, DType::F64, Layout::NHWC),
+          one_step<double>("vgg6", 32, DType::F64, Layout::NCHW), kFloat64Tolerance, "vgg6 float64");
+}
+
+TEST(NhwcModel, Resnet18OneTrainingStepMatchesNchw) {
+  // 16x16 inputs keep the float64 reference quick; resnet18 takes any size (it ends in a global pool).
+  compare(one_step<float>("resnet18", 16, DType::F32, Layout::NHWC),
+          one_step<float>("resnet18", 16, DType::F32, Layout::NCHW), kFloat32Tolerance, "resnet18 float32");
+  compare(one_step<double>("resnet18", 16, DType::F64, Layout::NHWC),
+          one_step<double>("resnet18", 16, DType::F64, Layout::NCHW), kFloat64Tolerance, "resnet18 float64");
+}
+
+TEST(NhwcModel, CheckpointFromAnNhwcModelLoadsIntoAnNchwModelWithTheSameLogits) {
+  Model nhwc = finalized("vgg6", 32, DType::F32, Layout::NHWC);
+  const Tensor x = testing::random_tensor({2, 3, 32, 32}, DType::F32, 41);
+  const Tensor labels = testing::random_labels(2, 10, 42);
+  SoftmaxCrossEntropy loss;
+  loss.forward(nhwc.context(), nhwc.forward(x, Mode::Train), labels);  // running statistics move
+  nhwc.backward(loss.backward());
+  const std::string path = optim::testing::fresh_dir("nhwc") + "/nhwc.safetensors";
+  optim::save_checkpoint(path, nhwc, nullptr, {});
+
+  Model nchw = build_model("vgg6", 3, 10, 32, 32);
+  nchw.finalize(context(DType::F32, Layout::NCHW), /*init_seed=*/99);  // other weights until the load
+  optim::load_checkpoint(path, nchw, nullptr);
+  EXPECT_EQ(host_values(nchw.flat_parameters()), host_values(nhwc.flat_parameters()));
+  EXPECT_EQ(host_values(nchw.flat_buffers()), host_values(nhwc.flat_buffers()));
+  // The same float32 kernels on the same values in both layouts (see kFloat32Tolerance): equal logits.
+  expect_close(host_values(nchw.forward(x, Mode::Inference)), host_values(nhwc.forward(x, Mode::Inference)),
+               kFloat32Tolerance, "logits");
+}
+
+TEST(NhwcModel, InputGradientComesBackInTheInputsLayout) {
+  Model m = finalized("resnet18", 8, DType::F64, Layout::NHWC);
+  Model ref = finalized("resnet18", 8, DType::F64, Layout::NCHW);
+  m.set_needs_input_grad(true);
+  ref.set_needs_input_grad(true);
+  const Tensor x = testing::random_tensor({2, 3, 8, 8}, DType::F64, 51);
+  const Tensor labels = testing::random_labels(2, 10, 52);
+  SoftmaxCrossEntropy loss_a, loss_b;
+  loss_a.forward(m.context(), m.forward(x, Mode::Train), labels);
+  loss_b.forward(ref.context(), ref.forward(x, Mode::Train), labels);
+  const Tensor dx = m.backward(loss_a.backward());
+  EXPECT_EQ(dx.layout(), Layout::NCHW);
+  expect_close(host_values(dx), host_values(ref.backward(loss_b.backward())), kFloat64Tolerance, "dx");
+}
+
+TEST(NhwcModel, ALayerRefusesAnInputInTheOtherLayout) {
+  Model m = finalized("resnet18", 8, DType::F32, Layout::NHWC);
+  const Tensor x = testing::random_tensor({2, 3, 8, 8}, DType::F32, 61);  // NCHW
+  const std::string e = engine::testing::error_of([&] { (void)m.root().forward(x, Mode::Train); });
+  EXPECT_NE(e.find("is in the NCHW layout, the model's 4-d tensors are NHWC"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace engine::layers
