@@ -22,6 +22,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "tests/common/error_of.h"
 #include "tests/common/test_data.h"
+#include "tests/cpu/fusion_test_util.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine {
@@ -31,36 +32,7 @@ using layers::Mode;
 using layers::Model;
 using layers::testing::cpu_context;
 using layers::testing::host_values;
-
-// float32's unit roundoff, 2^-24.
-constexpr double kEps32 = 0x1p-24;
-
-// An output buffer filled with 0xFF bytes (a NaN in every element) before the call: an element the kernel
-// skips shows.
-std::vector<float> poisoned(std::size_t n) {
-  std::vector<float> v(n);
-  std::memset(v.data(), 0xFF, n * sizeof(float));
-  return v;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-// The fast kernels compute in double from the same float inputs as the reference and round each output to
-// float once; the only other difference is the order of the double sums (vectorised), whose error is about
-// M * 2^-53 times the terms' size (M <= 1e5 values of size <= 10 here: < 1e-9). So each output is within
-// one float rounding of the float64 reference (2^-24 relative; 2 * 2^-24 leaves room for the kink of
-// fmaf-free double arithmetic) plus that 1e-9.
-void expect_near_reference(const std::vector<float>& got, const std::vector<double>& ref, const char* what) {
-  ASSERT_EQ(got.size(), ref.size());
-  int bad = 0;
-  for (std::size_t i = 0; i < got.size() && bad < 5; ++i) {
-    const double tol = 2.0 * kEps32 * std::fabs(ref[i]) + 1e-9;
-    if (!(std::fabs(static_cast<double>(got[i]) - ref[i]) <= tol)) {  // also fails on NaN (a poisoned hole)
-      ADD_FAILURE() << what << "[" << i << "]: fused " << got[i] << " vs reference " << ref[i];
-      ++bad;
-    }
-  }
-}
+using namespace fusion_testing;  // NOLINT(google-build-using-namespace): the shared helpers of this suite
 
 struct Case {
   BatchNorm2dShape g;
@@ -204,13 +176,6 @@ TEST(BatchNormReluFusion, NanPropagatesForwardAndGetsNoGradient) {
 
 // ---- the fusion pass and whole models ----
 
-Model zoo_model(const std::string& name, bool fusion, DType dtype, int side) {
-  Model m = layers::build_model(name, 3, 10, side, side);
-  m.set_fusion(fusion);
-  m.finalize(cpu_context(dtype, /*dropout_seed=*/9), /*init_seed=*/11);
-  return m;
-}
-
 TEST(BatchNormReluFusion, ThePassFusesEveryBatchNormReluPairAndKeepsTheStateDict) {
   const std::pair<const char*, int> expected[] = {
       {"vgg6", 6}, {"cnn3", 3}, {"resnet18", 9}, {"airbench", 0}, {"mnist_cnn", 0}};
@@ -233,38 +198,6 @@ TEST(BatchNormReluFusion, ThePassFusesEveryBatchNormReluPairAndKeepsTheStateDict
       EXPECT_EQ(fused.state_dict()[i].name, plain.state_dict()[i].name) << name;
     }
     EXPECT_EQ(fused.flat_parameters().numel(), plain.flat_parameters().numel()) << name;
-  }
-}
-
-struct StepResult {
-  double loss;
-  std::vector<double> logits, grads, buffers;
-};
-
-StepResult step(Model& m, const Tensor& x, const Tensor& labels, Mode mode) {
-  layers::SoftmaxCrossEntropy loss;
-  const Tensor logits = m.forward(x, mode);
-  const double l = host_values(loss.forward(m.context(), logits, labels))[0];
-  m.backward(loss.backward());
-  return {l, host_values(logits), host_values(m.flat_gradients()), host_values(m.flat_buffers())};
-}
-
-// float32: the fused and unfused kernels do the same double arithmetic on the same float values, so they
-// can differ only where a vectorised double sum associates differently, which may flip the last bit of a
-// float output. Such a flip (2^-24 relative) propagates through the following float32 layers (conv and
-// linear sums of up to 4608 terms) at most proportionally: 1e-5 of the largest gradient of the model bounds
-// it by two orders of magnitude. Dropout masks are the same (same seed, same call count).
-void expect_close_to(const std::vector<double>& a, const std::vector<double>& b, const char* what,
-                     const std::string& name) {
-  ASSERT_EQ(a.size(), b.size());
-  double scale = 0.0;
-  for (const double v : b) scale = std::max(scale, std::fabs(v));
-  int bad = 0;
-  for (std::size_t i = 0; i < a.size() && bad < 5; ++i) {
-    if (!(std::fabs(a[i] - b[i]) <= 1e-5 * scale)) {
-      ADD_FAILURE() << name << " " << what << "[" << i << "]: fused " << a[i] << " vs unfused " << b[i];
-      ++bad;
-    }
   }
 }
 

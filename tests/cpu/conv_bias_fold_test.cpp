@@ -21,6 +21,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "tests/common/error_of.h"
 #include "tests/common/test_data.h"
+#include "tests/cpu/fusion_test_util.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine {
@@ -30,34 +31,11 @@ using layers::Mode;
 using layers::Model;
 using layers::testing::cpu_context;
 using layers::testing::host_values;
+using namespace fusion_testing;  // NOLINT(google-build-using-namespace): the shared helpers of this suite
 
-constexpr double kEps32 = 0x1p-24;  // float32's unit roundoff
-
-std::vector<float> poisoned(std::size_t n) {
-  std::vector<float> v(n);
-  std::memset(v.data(), 0xFF, n * sizeof(float));
-  return v;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-// The fast kernel computes in double from the same float inputs and rounds each output to float once; the
-// reference adds the bias to x first (exact enough in double: |x|, |b| < 8, 53 bits) and normalizes that.
-// Both normalize the same centred values up to double rounding (~1e-15 relative), so each float output is
-// within one float rounding of the reference (2^-24 relative; 2x for the double kink) plus 1e-9 for the
-// differently ordered double sums (M <= 1e4 terms of size <= 10).
-void expect_near_reference(const std::vector<float>& got, const std::vector<double>& ref, const char* what) {
-  ASSERT_EQ(got.size(), ref.size());
-  int bad = 0;
-  for (std::size_t i = 0; i < got.size() && bad < 5; ++i) {
-    const double tol = 2.0 * kEps32 * std::fabs(ref[i]) + 1e-9;
-    if (!(std::fabs(static_cast<double>(got[i]) - ref[i]) <= tol)) {  // fails on NaN (a poisoned hole) too
-      ADD_FAILURE() << what << "[" << i << "]: folded " << got[i] << " vs reference " << ref[i];
-      ++bad;
-    }
-  }
-}
-
+// The reference adds the bias to x in double (|x|, |b| < 8: exact to 2^-50), then normalizes; the kernel
+// normalizes x and shifts the running mean: the same centred values up to double rounding, so the
+// one-rounding bound of expect_near_reference (fusion_test_util.h) holds.
 TEST(ConvBiasFold, TheRunningMeanShiftMatchesTheReferenceOfTheBiasedInput) {
   const BatchNorm2dShape g{.n = 3, .c = 5, .h = 7, .w = 9};
   const std::size_t size = g.x_size(), c = static_cast<std::size_t>(g.c);
@@ -109,14 +87,6 @@ TEST(ConvBiasFold, TheRunningMeanShiftMatchesTheReferenceOfTheBiasedInput) {
 
 // ---- the pass and whole models ----
 
-Model zoo_model(const std::string& name, bool fusion, DType dtype, int side = 32) {
-  const int channels = name == "mnist_cnn" ? 1 : 3;
-  Model m = layers::build_model(name, channels, 10, side, side);
-  m.set_fusion(fusion);
-  m.finalize(cpu_context(dtype, /*dropout_seed=*/9), /*init_seed=*/11);
-  return m;
-}
-
 TEST(ConvBiasFold, ThePassFoldsEveryConvBatchNormPairOfFloat32Models) {
   const std::pair<const char*, int> expected[] = {
       {"vgg6", 6}, {"cnn3", 3}, {"resnet18", 0}, {"airbench", 0}, {"mnist_cnn", 0}};
@@ -137,28 +107,9 @@ TEST(ConvBiasFold, ThePassFoldsEveryConvBatchNormPairOfFloat32Models) {
   }
 }
 
-struct StepResult {
-  double loss;
-  std::vector<double> logits, grads, buffers;
-};
-
-// Backward overwrites every gradient: they are poisoned (NaN) first, so one left unwritten (a folded bias's
-// 0) shows.
-StepResult step(Model& m, const Tensor& x, const Tensor& labels, Mode mode) {
-  for (const layers::Parameter& p : m.parameters()) {
-    Tensor grad = p.grad;
-    grad.fill_bytes(0xFF);
-  }
-  layers::SoftmaxCrossEntropy loss;
-  const Tensor logits = m.forward(x, mode);
-  const double l = host_values(loss.forward(m.context(), logits, labels))[0];
-  m.backward(loss.backward());
-  return {l, host_values(logits), host_values(m.flat_gradients()), host_values(m.flat_buffers())};
-}
-
 // The flat-gradient ranges of the folded conv biases.
-std::vector<std::pair<std::size_t, std::size_t>> folded_bias_ranges(const Model& m) {
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+Ranges folded_bias_ranges(const Model& m) {
+  Ranges ranges;
   for (const layers::Parameter& p : m.parameters()) {
     const auto* conv = dynamic_cast<const layers::Conv2d*>(p.layer);
     if (conv != nullptr && conv->bias_folded() && p.name.ends_with(".bias")) {
@@ -166,32 +117,6 @@ std::vector<std::pair<std::size_t, std::size_t>> folded_bias_ranges(const Model&
     }
   }
   return ranges;
-}
-
-bool in_ranges(std::size_t i, const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
-  for (const auto& [begin, n] : ranges) {
-    if (i >= begin && i < begin + n) return true;
-  }
-  return false;
-}
-
-// float32 folded vs unfolded: the same float arithmetic except where the bias enters (added to the conv
-// output before the BatchNorm, or to its mean after), which changes the normalized values by about one float
-// rounding (2^-24 relative); propagated through the following float32 layers (sums of up to 4608 terms) it
-// stays within 1e-5 of the largest value of each quantity, two orders of magnitude above that.
-void expect_close_to(const std::vector<double>& a, const std::vector<double>& b, const char* what,
-                     const std::vector<std::pair<std::size_t, std::size_t>>& skip = {}) {
-  ASSERT_EQ(a.size(), b.size());
-  double scale = 0.0;
-  for (const double v : b) scale = std::max(scale, std::fabs(v));
-  int bad = 0;
-  for (std::size_t i = 0; i < a.size() && bad < 5; ++i) {
-    if (in_ranges(i, skip)) continue;
-    if (!(std::fabs(a[i] - b[i]) <= 1e-5 * scale)) {
-      ADD_FAILURE() << what << "[" << i << "]: folded " << a[i] << " vs unfolded " << b[i];
-      ++bad;
-    }
-  }
 }
 
 // cnn3 (3 folded pairs). A max-pool or ReLU decision on a value within a float rounding of a tie or of 0 can
@@ -212,10 +137,10 @@ TEST(ConvBiasFold, FoldedModelsTrainLikeTheUnfoldedOnesAndTheFoldedBiasGradientI
   const StepResult a = step(folded, x, labels, Mode::Train), b = step(plain, x, labels, Mode::Train);
   const StepResult r = step(reference, x64, labels, Mode::Train);
   EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::fabs(b.loss));
-  expect_close_to(a.logits, b.logits, "logits");
-  expect_close_to(a.grads, b.grads, "gradient", ranges);
+  expect_close_to(a.logits, b.logits, "logits", "cnn3");
+  expect_close_to(a.grads, b.grads, "gradient", "cnn3", ranges);
   // The running means take the bias in inside the statistics kernel.
-  expect_close_to(a.buffers, b.buffers, "running statistics");
+  expect_close_to(a.buffers, b.buffers, "running statistics", "cnn3");
   double grad_scale = 0.0;
   for (const double v : r.grads) grad_scale = std::max(grad_scale, std::fabs(v));
   for (const auto& [begin, n] : ranges) {
@@ -230,8 +155,8 @@ TEST(ConvBiasFold, FoldedModelsTrainLikeTheUnfoldedOnesAndTheFoldedBiasGradientI
   // Eval mode adds the bias in the conv and its gradient is the usual sum: as unfolded.
   const StepResult ae = step(folded, x, labels, Mode::Eval), be = step(plain, x, labels, Mode::Eval);
   EXPECT_NEAR(ae.loss, be.loss, 1e-5 * std::fabs(be.loss));
-  expect_close_to(ae.logits, be.logits, "eval logits");
-  expect_close_to(ae.grads, be.grads, "eval gradient");
+  expect_close_to(ae.logits, be.logits, "eval logits", "cnn3");
+  expect_close_to(ae.grads, be.grads, "eval gradient", "cnn3");
   bool some_bias_gradient = false;
   for (const auto& [begin, n] : ranges) {
     for (std::size_t i = begin; i < begin + n; ++i) some_bias_gradient |= ae.grads[i] != 0.0;
