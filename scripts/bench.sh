@@ -23,7 +23,8 @@
 #   scripts/bench.sh                  the same, without the guard
 # Environment: BUILD_DIR (default build-gpu, gpu-check's), CUDA_ARCH (default: native), STEPS (timed
 # training steps, default 30), WARMUP (default 10; PyTorch's best setting gets 2x for torch.compile),
-# KERNEL_REPEATS (default 10), BUDGET, SKIP_KERNELS=1, SKIP_PYTORCH=1, CIFAR10_DIR (real data; else random).
+# KERNEL_REPEATS (default 10), BUDGET, SKIP_KERNELS=1, SKIP_PYTORCH=1, CIFAR10_DIR (real data; else random),
+# VARIANTS=1 (also tf32 NHWC, tf32 and bf16 with --cuda-graph: 90 s more; give BUDGET room for them).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -119,6 +120,17 @@ if [ "${SKIP_PYTORCH:-0}" != 1 ]; then
     --json "$logs/pytorch.jsonl"
   stage pytorch_best 90 python3 "$peer" --setting best --steps "$steps" --warmup "$(( 2 * warmup ))" \
     --json "$logs/pytorch.jsonl"
+fi
+
+# VARIANTS=1: train_bench in NHWC and with the whole step as a CUDA graph (issue 17), after everything else so
+# that the main table is complete; each gets 30 s of what is left of the budget (raise BUDGET for them).
+if [ "${VARIANTS:-0}" = 1 ]; then
+  for variant in "tf32 nhwc --layout nhwc" "tf32 graph --cuda-graph" "bf16 graph --cuda-graph"; do
+    read -r precision tag flag value <<<"$variant"
+    stage "train_bench_${precision}_$tag" 30 "$bin/train_bench" --precision "$precision" $flag $value \
+      --steps "$steps" --warmup "$warmup" --json "$logs/train_${precision}_$tag.jsonl"
+    cat "$logs/train_${precision}_$tag.jsonl" >>"$logs/train.jsonl" 2>/dev/null
+  done
 fi
 
 python3 benchmarks/pytorch/report.py --ours "$logs/train.jsonl" --pytorch "$logs/pytorch.jsonl" \

@@ -50,28 +50,42 @@ PRECISIONS = ("fp32", "tf32", "bf16")          # train_bench --precision: its JS
 PEER_SETTINGS = ("tutorial", "resident", "bf16", "best")  # train_peer.py --setting
 
 
+# train_bench variants beside the NCHW eager runs (scripts/bench.sh with VARIANTS=1): column name, precision,
+# layout, CUDA graph. Shown only when some run has one.
+VARIANTS = (("ours tf32 nhwc img/s", "tf32", "nhwc", False), ("ours tf32 graph img/s", "tf32", "nchw", True),
+            ("ours bf16 graph img/s", "bf16", "nchw", True))
+
+
+def is_variant(r, precision, layout, graph):
+    return (r.get("setting", "").split(" ")[0] == precision and r.get("layout", "nchw") == layout
+            and bool(r.get("cuda_graph", False)) == graph)
+
+
 def table(ours, theirs):
     keys = []
     for r in ours + theirs:
         k = (r["model"], int(r["batch"]))
         if k not in keys:
             keys.append(k)
-    header = (["model", "batch"] + [f"ours {p} img/s" for p in PRECISIONS] + ["ours tf32 epoch s", "ours tf32 peak MB"]
-              + ["ours tf32 host ms/step", "ours tf32 kernels/step"]
+    variants = [v for v in VARIANTS if any(is_variant(r, *v[1:]) for r in ours)]
+    header = (["model", "batch"] + [f"ours {p} img/s" for p in PRECISIONS] + [v[0] for v in variants]
+              + ["ours tf32 epoch s", "ours tf32 peak MB", "ours tf32 host ms/step", "ours tf32 kernels/step"]
               + [f"torch {s} img/s" for s in PEER_SETTINGS]
               + ["tf32/tutorial", "tf32/resident", "bf16/torch bf16", "ours best/torch best"])
     rows = []
     for model, batch in keys:
         def pick(rows_, accept):
             for r in rows_:
-                if r["model"] == model and int(r["batch"]) == batch and accept(r.get("setting", "")):
+                if r["model"] == model and int(r["batch"]) == batch and accept(r):
                     return r
             return None
-        mine = {p: pick(ours, lambda s, p=p: s.split(" ")[0] == p) for p in PRECISIONS}
-        peer = {s: pick(theirs, lambda t, s=s: t == s) for s in PEER_SETTINGS}
-        fastest = max((r for r in mine.values() if r), key=lambda r: r["images_per_s"], default=None)
+        # The precision columns are the NCHW eager runs; the variants have their own columns.
+        mine = {p: pick(ours, lambda r, p=p: is_variant(r, p, "nchw", False)) for p in PRECISIONS}
+        extra = [pick(ours, lambda r, v=v: is_variant(r, *v[1:])) for v in variants]
+        peer = {s: pick(theirs, lambda r, s=s: r.get("setting", "") == s) for s in PEER_SETTINGS}
+        fastest = max((r for r in list(mine.values()) + extra if r), key=lambda r: r["images_per_s"], default=None)
         t32 = mine["tf32"]
-        rows.append([model, str(batch)] + [fmt_rate(mine[p]) for p in PRECISIONS]
+        rows.append([model, str(batch)] + [fmt_rate(mine[p]) for p in PRECISIONS] + [fmt_rate(r) for r in extra]
                     + [f"{t32['epoch_s']:.2f}" if t32 else "-", f"{t32['peak_mem_bytes'] / 1e6:.0f}" if t32 else "-",
                        f"{t32['host_ms_per_step']:.3f}" if t32 and "host_ms_per_step" in t32 else "-",
                        str(t32["kernels_per_step"]) if t32 and t32.get("kernels_per_step") is not None else "-"]
@@ -104,7 +118,7 @@ def main(argv):
                 if tut else ""),
              "torch resident: GPU-resident data and augmentation, eager, default precision, fused SGD "
              "(the peer of ours in tf32, the engine's default); torch bf16: that + bf16 autocast + channels_last",
-             "torch best: torch bf16 + torch.compile; 'ours best': the fastest of our precisions",
+             "torch best: torch bf16 + torch.compile; 'ours best': the fastest of our runs (variants included)",
              "ratios > 1: ours faster (issue 17's aims: tf32 >= 1.2x PyTorch's default, ours best >= 1.5x torch best)"]
     if a.markdown:
         print(f"### {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit()}, {gpu}\n")
