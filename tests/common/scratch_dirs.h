@@ -46,8 +46,7 @@ class ScratchDirs {
 // <tmp>/<prefix><name>_<pid>, emptied if it exists, NOT created (some callers want it absent); removed at
 // exit.
 inline std::filesystem::path scratch_path(const std::string& prefix, const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / (prefix + name + "_" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() / (prefix + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   ScratchDirs::instance().add(dir);
   return dir;
@@ -55,7 +54,7 @@ inline std::filesystem::path scratch_path(const std::string& prefix, const std::
 
 // The same, created empty.
 inline std::filesystem::path scratch_dir(const std::string& prefix, const std::string& name) {
-  const auto dir = scratch_path(prefix, name);
+  auto dir = scratch_path(prefix, name);
   std::filesystem::create_directories(dir);
   return dir;
 }
