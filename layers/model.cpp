@@ -94,9 +94,6 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
                context.device.str(), dtype_name(context.dtype));
   ENGINE_CHECK(!context.autocast_bf16 || context.dtype == DType::F32,
                "model '{}': bf16 autocast runs on float32 models, not {}", name_, dtype_name(context.dtype));
-  ENGINE_CHECK(!context.autocast_bf16 || context.layout == Layout::NCHW,
-               "model '{}': bf16 activations (--precision bf16) run in the NCHW layout only for now, not {}",
-               name_, layout_name(context.layout));
   ENGINE_CHECK(
       !(context.autocast_bf16 && context.device.is_cuda() &&
         context.conv_algorithm == ConvAlgorithm::ImplicitGemm),

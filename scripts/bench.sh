@@ -24,7 +24,7 @@
 # Environment: BUILD_DIR (default build-gpu, gpu-check's), CUDA_ARCH (default: native), STEPS (timed
 # training steps, default 30), WARMUP (default 10; PyTorch's best setting gets 2x for torch.compile),
 # KERNEL_REPEATS (default 10), BUDGET, SKIP_KERNELS=1, SKIP_PYTORCH=1, CIFAR10_DIR (real data; else random),
-# VARIANTS=1 (also tf32 NHWC, tf32 and bf16 with --cuda-graph: 90 s more; give BUDGET room for them).
+# VARIANTS=1 (also tf32 and bf16 NHWC, tf32 and bf16 with --cuda-graph: 120 s more; give BUDGET room).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -125,7 +125,8 @@ fi
 # VARIANTS=1: train_bench in NHWC and with the whole step as a CUDA graph (issue 17), after everything else so
 # that the main table is complete; each gets 30 s of what is left of the budget (raise BUDGET for them).
 if [ "${VARIANTS:-0}" = 1 ]; then
-  for variant in "tf32 nhwc --layout nhwc" "tf32 graph --cuda-graph" "bf16 graph --cuda-graph"; do
+  for variant in "tf32 nhwc --layout nhwc" "bf16 nhwc --layout nhwc" "tf32 graph --cuda-graph" \
+    "bf16 graph --cuda-graph"; do
     read -r precision tag flag value <<<"$variant"
     stage "train_bench_${precision}_$tag" 30 "$bin/train_bench" --precision "$precision" $flag $value \
       --steps "$steps" --warmup "$warmup" --json "$logs/train_${precision}_$tag.jsonl"

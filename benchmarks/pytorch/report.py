@@ -52,8 +52,8 @@ PEER_SETTINGS = ("tutorial", "resident", "bf16", "best")  # train_peer.py --sett
 
 # train_bench variants beside the NCHW eager runs (scripts/bench.sh with VARIANTS=1): column name, precision,
 # layout, CUDA graph. Shown only when some run has one.
-VARIANTS = (("ours tf32 nhwc img/s", "tf32", "nhwc", False), ("ours tf32 graph img/s", "tf32", "nchw", True),
-            ("ours bf16 graph img/s", "bf16", "nchw", True))
+VARIANTS = (("ours tf32 nhwc img/s", "tf32", "nhwc", False), ("ours bf16 nhwc img/s", "bf16", "nhwc", False),
+            ("ours tf32 graph img/s", "tf32", "nchw", True), ("ours bf16 graph img/s", "bf16", "nchw", True))
 
 
 def is_variant(r, precision, layout, graph):

@@ -37,25 +37,28 @@ __global__ void avgpool_backward_kernel(const T* dy, T* dx, std::int64_t total, 
 
 // NHWC: thread (n, c) sums x[n, :, :, c] (stride C: consecutive threads read consecutive channels) in
 // increasing cell order, in double.
-__global__ void avgpool_forward_nhwc_kernel(const float* x, float* y, std::int64_t outputs, int c_count,
+template <typename T>
+__global__ void avgpool_forward_nhwc_kernel(const T* x, T* y, std::int64_t outputs, int c_count,
                                             int plane_size) {
   for (const std::int64_t o : detail::grid_stride(outputs)) {
     const std::int64_t n = o / c_count;
     const int c = static_cast<int>(o % c_count);
-    const float* xp = x + n * plane_size * c_count + c;
+    const T* xp = x + n * plane_size * c_count + c;
     double sum = 0.0;
     for (int i = 0; i < plane_size; ++i)
-      sum += static_cast<double>(xp[static_cast<std::int64_t>(i) * c_count]);
-    y[o] = static_cast<float>(sum / static_cast<double>(plane_size));
+      sum += static_cast<double>(detail::to_float(xp[static_cast<std::int64_t>(i) * c_count]));
+    y[o] = detail::from_float<T>(static_cast<float>(sum / static_cast<double>(plane_size)));
   }
 }
 
-__global__ void avgpool_backward_nhwc_kernel(const float* dy, float* dx, std::int64_t total, int c_count,
+template <typename T>
+__global__ void avgpool_backward_nhwc_kernel(const T* dy, T* dx, std::int64_t total, int c_count,
                                              int plane_size) {
   for (const std::int64_t i : detail::grid_stride(total)) {
     const std::int64_t n = i / (static_cast<std::int64_t>(plane_size) * c_count);
     const std::int64_t o = n * c_count + i % c_count;
-    dx[i] = static_cast<float>(static_cast<double>(dy[o]) / static_cast<double>(plane_size));
+    dx[i] = detail::from_float<T>(
+        static_cast<float>(static_cast<double>(detail::to_float(dy[o])) / static_cast<double>(plane_size)));
   }
 }
 
@@ -66,67 +69,59 @@ void check_args(const char* op, int n, int c, int h, int w) {
 }
 
 template <typename T>
-void forward(cudaStream_t stream, int n, int c, int h, int w, const T* x, T* y) {
+void forward(cudaStream_t stream, int n, int c, int h, int w, const T* x, T* y, Layout layout) {
   check_args("global_avgpool_forward", n, c, h, w);
   ENGINE_CHECK(x != nullptr && y != nullptr, "global_avgpool_forward: null pointer");
   const std::int64_t planes = static_cast<std::int64_t>(n) * c;
-  avgpool_forward_kernel<<<detail::grid_for(planes, kWarpsPerBlock), detail::kBlock, 0, stream>>>(
-      detail::device_ptr(x), detail::device_ptr(y), planes, h * w);
+  if (layout == Layout::NHWC) {
+    avgpool_forward_nhwc_kernel<<<detail::grid_for(planes), detail::kBlock, 0, stream>>>(
+        detail::device_ptr(x), detail::device_ptr(y), planes, c, h * w);
+  } else {
+    avgpool_forward_kernel<<<detail::grid_for(planes, kWarpsPerBlock), detail::kBlock, 0, stream>>>(
+        detail::device_ptr(x), detail::device_ptr(y), planes, h * w);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 
 template <typename T>
-void backward(cudaStream_t stream, int n, int c, int h, int w, const T* dy, T* dx) {
+void backward(cudaStream_t stream, int n, int c, int h, int w, const T* dy, T* dx, Layout layout) {
   check_args("global_avgpool_backward", n, c, h, w);
   ENGINE_CHECK(dy != nullptr && dx != nullptr, "global_avgpool_backward: null pointer");
   const std::int64_t total = static_cast<std::int64_t>(n) * c * h * w;
-  avgpool_backward_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(
-      detail::device_ptr(dy), detail::device_ptr(dx), total, h * w);
+  if (layout == Layout::NHWC) {
+    avgpool_backward_nhwc_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(
+        detail::device_ptr(dy), detail::device_ptr(dx), total, c, h * w);
+  } else {
+    avgpool_backward_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(
+        detail::device_ptr(dy), detail::device_ptr(dx), total, h * w);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 
 }  // namespace
 
-void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y) {
+void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y,
+                            Layout layout) {
   ENGINE_NVTX_RANGE("global_avgpool_forward");
-  forward(stream, n, c, h, w, x, y);
+  forward(stream, n, c, h, w, x, y, layout);
 }
 
-void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, const float* dy, float* dx) {
+void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, const float* dy, float* dx,
+                             Layout layout) {
   ENGINE_NVTX_RANGE("global_avgpool_backward");
-  backward(stream, n, c, h, w, dy, dx);
+  backward(stream, n, c, h, w, dy, dx, layout);
 }
 
-void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, const bfloat16* x, bfloat16* y) {
+void global_avgpool_forward(cudaStream_t stream, int n, int c, int h, int w, const bfloat16* x, bfloat16* y,
+                            Layout layout) {
   ENGINE_NVTX_RANGE("global_avgpool_forward_bf16");
-  forward(stream, n, c, h, w, x, y);
+  forward(stream, n, c, h, w, x, y, layout);
 }
 
 void global_avgpool_backward(cudaStream_t stream, int n, int c, int h, int w, const bfloat16* dy,
-                             bfloat16* dx) {
+                             bfloat16* dx, Layout layout) {
   ENGINE_NVTX_RANGE("global_avgpool_backward_bf16");
-  backward(stream, n, c, h, w, dy, dx);
-}
-
-void global_avgpool_forward_nhwc(cudaStream_t stream, int n, int c, int h, int w, const float* x, float* y) {
-  ENGINE_NVTX_RANGE("global_avgpool_forward_nhwc");
-  check_args("global_avgpool_forward_nhwc", n, c, h, w);
-  ENGINE_CHECK(x != nullptr && y != nullptr, "global_avgpool_forward_nhwc: null pointer");
-  const std::int64_t outputs = static_cast<std::int64_t>(n) * c;
-  avgpool_forward_nhwc_kernel<<<detail::grid_for(outputs), detail::kBlock, 0, stream>>>(x, y, outputs, c,
-                                                                                        h * w);
-  ENGINE_LAUNCH_CHECK();
-}
-
-void global_avgpool_backward_nhwc(cudaStream_t stream, int n, int c, int h, int w, const float* dy,
-                                  float* dx) {
-  ENGINE_NVTX_RANGE("global_avgpool_backward_nhwc");
-  check_args("global_avgpool_backward_nhwc", n, c, h, w);
-  ENGINE_CHECK(dy != nullptr && dx != nullptr, "global_avgpool_backward_nhwc: null pointer");
-  const std::int64_t total = static_cast<std::int64_t>(n) * c * h * w;
-  avgpool_backward_nhwc_kernel<<<detail::grid_for(total), detail::kBlock, 0, stream>>>(dy, dx, total, c,
-                                                                                       h * w);
-  ENGINE_LAUNCH_CHECK();
+  backward(stream, n, c, h, w, dy, dx, layout);
 }
 
 }  // namespace engine::cuda

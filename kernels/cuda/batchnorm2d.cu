@@ -6,7 +6,6 @@
 // full reasoning. The elementwise passes (normalize, dx; batchnorm_parts.cuh) run in float with per-channel
 // coefficients prepared in double, and carry the fused ReLU.
 #include <cmath>
-#include <type_traits>
 
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/cuda/batchnorm_nhwc_parts.cuh"
@@ -104,8 +103,7 @@ struct FinishGrad {
 };
 
 // The per-channel reduction and the elementwise passes in the layout's walk (NHWC: channel_reduce_nhwc.cuh,
-// batchnorm_nhwc_parts.cuh); the arithmetic is the same. The NHWC elementwise passes are float32 only (bf16
-// activations run NCHW: Model::finalize refuses the pair before any kernel).
+// batchnorm_nhwc_parts.cuh); the arithmetic is the same, for float32 and bf16 storage alike.
 template <typename Op, typename Finish>
 void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
                     const Finish& finish, const char* what) {
@@ -119,19 +117,11 @@ void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& 
   }
 }
 
-[[noreturn]] inline void fail_bf16_nhwc(const char* what) {
-  ENGINE_FAIL("{}: bf16 activations in the NHWC layout have no kernel (NCHW only for now)", what);
-}
-
 template <typename T>
 void normalize(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x, const float* coef,
                const float* beta, T* y, bool relu) {
   if (layout == Layout::NHWC) {
-    if constexpr (std::is_same_v<T, float>) {
-      detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, relu);
-    } else {
-      fail_bf16_nhwc("batchnorm2d");
-    }
+    detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, relu);
     return;
   }
   detail::launch_normalize(stream, s, x, coef, beta, y, relu);
@@ -141,11 +131,7 @@ template <typename T>
 void grad_input(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x, const T* dy,
                 const T* relu_y, const float* coef, T* dx) {
   if (layout == Layout::NHWC) {
-    if constexpr (std::is_same_v<T, float>) {
-      detail::launch_grad_input_nhwc(stream, s, x, dy, relu_y, coef, dx);
-    } else {
-      fail_bf16_nhwc("batchnorm2d");
-    }
+    detail::launch_grad_input_nhwc(stream, s, x, dy, relu_y, coef, dx);
     return;
   }
   detail::launch_grad_input(stream, s, x, dy, relu_y, coef, dx);

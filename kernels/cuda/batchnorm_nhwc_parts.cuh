@@ -2,26 +2,28 @@
 // The elementwise passes of batch normalization over NHWC data (internal; batchnorm2d.cu's NHWC path): the
 // arithmetic of normalize_kernel and grad_input_kernel (batchnorm_parts.cuh) exactly, walking memory in
 // order; the channel of flat index i is i % C (32-bit: the launchers check that N*C*H*W fits in int).
+// Storage float32 or bf16 (T = __nv_bfloat16 in device code), loaded to float and stored once, as there.
 
 #include "kernels/cuda/batchnorm_parts.cuh"
 
 namespace engine::cuda::detail {
 namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): kernels private to each including .cu file
 
-template <bool kRelu>
-__global__ void normalize_nhwc_kernel(const float* x, const float* coef, const float* beta, float* y,
-                                      int c_count, int total) {
+template <bool kRelu, typename T>
+__global__ void normalize_nhwc_kernel(const T* x, const float* coef, const float* beta, T* y, int c_count,
+                                      int total) {
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
        i += static_cast<int>(gridDim.x * blockDim.x)) {
     const int c = i % c_count;
     const float b = beta != nullptr ? beta[c] : 0.0f;
-    const float v = fmaf((x[i] - coef[3 * c]) - coef[3 * c + 1], coef[3 * c + 2], b);
-    y[i] = kRelu ? relu(v) : v;
+    const float v = fmaf((to_float(x[i]) - coef[3 * c]) - coef[3 * c + 1], coef[3 * c + 2], b);
+    y[i] = from_float<T>(kRelu ? relu(v) : v);
   }
 }
 
-inline void launch_normalize_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, const float* x,
-                                  const float* coef, const float* beta, float* y, bool relu) {
+template <typename T>
+void launch_normalize_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, const T* x, const float* coef,
+                           const float* beta, T* y, bool relu) {
   const int total = static_cast<int>(s.x_size());
   if (relu) {
     normalize_nhwc_kernel<true><<<grid_for(total), kBlock, 0, stream>>>(x, coef, beta, y, s.c, total);
@@ -31,18 +33,21 @@ inline void launch_normalize_nhwc(cudaStream_t stream, const BatchNorm2dShape& s
   ENGINE_LAUNCH_CHECK();
 }
 
-__global__ void grad_input_nhwc_kernel(const float* x, const float* dy, const float* relu_y,
-                                       const float* coef, float* dx, int c_count, int total) {
+template <typename T>
+__global__ void grad_input_nhwc_kernel(const T* x, const T* dy, const T* relu_y, const float* coef, T* dx,
+                                       int c_count, int total) {
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
        i += static_cast<int>(gridDim.x * blockDim.x)) {
     const float* k = coef + 5 * (i % c_count);
-    const float xhat = (x[i] - k[0]) * k[1];
-    dx[i] = k[2] * (masked_dy(dy, relu_y, i) - k[3] - xhat * k[4]);
+    const float xhat = (to_float(x[i]) - k[0]) * k[1];
+    dx[i] = from_float<T>(k[2] * (masked_dy(dy, relu_y, i) - k[3] - xhat * k[4]));
   }
 }
 
-inline void launch_grad_input_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, const float* x,
-                                   const float* dy, const float* relu_y, const float* coef, float* dx) {
+// relu_y is not deduced (callers pass nullptr for "no fused ReLU").
+template <typename T>
+void launch_grad_input_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, const T* x, const T* dy,
+                            const std::type_identity_t<T>* relu_y, const float* coef, T* dx) {
   const int total = static_cast<int>(s.x_size());
   grad_input_nhwc_kernel<<<grid_for(total), kBlock, 0, stream>>>(x, dy, relu_y, coef, dx, s.c, total);
   ENGINE_LAUNCH_CHECK();

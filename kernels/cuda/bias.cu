@@ -126,6 +126,14 @@ void bias_grad_rows_impl(cudaStream_t stream, const T* dy, float* db, int rows, 
   ENGINE_LAUNCH_CHECK();
 }
 
+template <typename T>
+void bias_grad_nhwc_impl(cudaStream_t stream, const T* dy, float* db, std::int64_t rows, int c) {
+  ENGINE_CHECK(rows > 0 && c > 0, "bias_grad_nhwc: sizes must be positive, got rows={} c={}", rows, c);
+  ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_nhwc: null pointer");
+  detail::launch_channel_reduce_nhwc<1>(stream, rows, c, SumDy<detail::device_t<T>>{detail::device_ptr(dy)},
+                                        WriteBiasGrad{db}, "bias_grad_nhwc");
+}
+
 }  // namespace
 
 void bias_add_nchw(cudaStream_t stream, float* y, const float* bias, int n, int c, int hw) {
@@ -163,10 +171,11 @@ void bias_grad_rows(cudaStream_t stream, const bfloat16* dy, float* db, int rows
 
 void bias_grad_nhwc(cudaStream_t stream, const float* dy, float* db, std::int64_t rows, int c) {
   ENGINE_NVTX_RANGE("bias_grad_nhwc");
-  ENGINE_CHECK(rows > 0 && c > 0, "bias_grad_nhwc: sizes must be positive, got rows={} c={}", rows, c);
-  ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_nhwc: null pointer");
-  detail::launch_channel_reduce_nhwc<1>(stream, rows, c, SumDy<float>{dy}, WriteBiasGrad{db},
-                                        "bias_grad_nhwc");
+  bias_grad_nhwc_impl(stream, dy, db, rows, c);
+}
+void bias_grad_nhwc(cudaStream_t stream, const bfloat16* dy, float* db, std::int64_t rows, int c) {
+  ENGINE_NVTX_RANGE("bias_grad_nhwc_bf16");
+  bias_grad_nhwc_impl(stream, dy, db, rows, c);
 }
 
 }  // namespace engine::cuda

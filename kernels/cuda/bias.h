@@ -34,5 +34,6 @@ void bias_add_nchw(cudaStream_t stream, bfloat16* y, const float* bias, int n, i
 void bias_grad_nchw(cudaStream_t stream, const bfloat16* dy, float* db, int n, int c, int hw);
 void bias_add_rows(cudaStream_t stream, bfloat16* y, const float* bias, int rows, int cols);
 void bias_grad_rows(cudaStream_t stream, const bfloat16* dy, float* db, int rows, int cols);
+void bias_grad_nhwc(cudaStream_t stream, const bfloat16* dy, float* db, std::int64_t rows, int c);
 
 }  // namespace engine::cuda

@@ -5,6 +5,7 @@
 #include "kernels/cuda/conv2d_cudnn.h"
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -254,31 +255,98 @@ void run_backward(CudaHandles& handles, cudaStream_t stream, CudnnConvPlan& plan
   }
 }
 
+template <typename T>
+constexpr cudnnDataType_t cudnn_type() {
+  return std::is_same_v<T, bfloat16> ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
 // The weight as cuDNN's filter descriptor of `layout` wants it: w itself (NCHW), or a [K, R, S, C] copy in
 // `krsc` (NHWC: each filter's [C, R*S] matrix transposed).
-const float* filter_for(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* w,
-                        Tensor& krsc, int device) {
+template <typename T>
+const T* filter_for(cudaStream_t stream, const Conv2dShape& s, Layout layout, const T* w, Tensor& krsc,
+                    int device) {
   if (layout == Layout::NCHW) return w;
-  krsc = detail::scratch<float>(static_cast<std::int64_t>(s.w_size()), device, stream);
-  batched_transpose(stream, s.k, s.c, static_cast<std::int64_t>(s.r) * s.s, sizeof(float), w,
-                    krsc.raw_data());
-  return krsc.data<float>();
+  krsc = detail::scratch<T>(static_cast<std::int64_t>(s.w_size()), device, stream);
+  batched_transpose(stream, s.k, s.c, static_cast<std::int64_t>(s.r) * s.s, sizeof(T), w, krsc.raw_data());
+  return krsc.template data<T>();
 }
 
 // Bias add and gradient: one bias per channel, channels in planes (NCHW) or innermost (NHWC: the columns of
-// an [N*P*Q, K] matrix).
-void add_bias(cudaStream_t stream, const Conv2dShape& s, Layout layout, float* y, const float* bias) {
+// an [N*P*Q, K] matrix). T: the storage type of y / dy (bias.h's float32 and bf16 overloads).
+template <typename T>
+void add_bias(cudaStream_t stream, const Conv2dShape& s, Layout layout, T* y, const float* bias) {
   if (layout == Layout::NHWC) {
     bias_add_rows(stream, y, bias, s.n * s.p() * s.q(), s.k);
   } else {
     bias_add_nchw(stream, y, bias, s.n, s.k, s.p() * s.q());
   }
 }
-void bias_gradient(cudaStream_t stream, const Conv2dShape& s, Layout layout, const float* dy, float* db) {
+template <typename T>
+void bias_gradient(cudaStream_t stream, const Conv2dShape& s, Layout layout, const T* dy, float* db) {
   if (layout == Layout::NHWC) {
     bias_grad_nhwc(stream, dy, db, static_cast<std::int64_t>(s.n) * s.p() * s.q(), s.k);
   } else {
     bias_grad_nchw(stream, dy, db, s.n, s.k, s.p() * s.q());
+  }
+  // bf16 autocast's db is the bf16 gradient of the bf16 bias copy: the (double-accumulated) sum rounded.
+  if constexpr (std::is_same_v<T, bfloat16>) round_to_bf16_values(stream, db, db, s.k);
+}
+
+// float32 and bf16 data alike: the plan of T's data type in `layout`; the bias (fp32 master data) added by
+// bias.h's kernel of T (bf16: rounded to bf16 first, the sum rounded again, as PyTorch's autocast on CUDA).
+template <typename T>
+void forward(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const T* x, const T* w,
+             const float* bias, T* y, Layout layout, const char* op) {
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "{}: x, w and y must not be null", op);
+  handles.bind(stream);
+  Tensor krsc;
+  w = filter_for(stream, shape, layout, w, krsc, handles.device());
+  run_forward(handles, stream, plan_for(handles, shape, cudnn_type<T>(), layout), shape, x, w, y);
+  if (bias != nullptr) add_bias(stream, shape, layout, y, bias);
+}
+
+// cuDNN writes the filter gradient in the filter descriptor's type (T: bf16 is the only filter type of the
+// bf16 configuration) and layout ([K, R, S, C] for NHWC); dw is fp32 [K, C, R, S]. Where they differ, cuDNN
+// writes scratch, which is transposed ([K, R*S, C] -> [K, C, R*S]) and widened (exact: autocast's bf16 dW
+// cast up) into dw.
+template <typename T>
+void backward(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const T* x, const T* w,
+              const T* dy, T* dx, float* dw, float* db, Layout layout, const char* op) {
+  shape.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
+               "{}: x, w, dy and dw must not be null", op);
+  handles.bind(stream);
+  if (db != nullptr) bias_gradient(stream, shape, layout, dy, db);
+  const auto w_size = static_cast<std::int64_t>(shape.w_size());
+  const int device = handles.device();
+  Tensor w_krsc, dw_scratch;
+  w = filter_for(stream, shape, layout, w, w_krsc, device);
+  T* dw_cudnn = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    if (layout == Layout::NCHW) dw_cudnn = dw;
+  }
+  if (dw_cudnn == nullptr) {
+    dw_scratch = detail::scratch<T>(w_size, device, stream);
+    dw_cudnn = dw_scratch.template data<T>();
+  }
+  run_backward(handles, stream, plan_for(handles, shape, cudnn_type<T>(), layout), shape, x, w, dy, dx,
+               dw_cudnn);
+  if constexpr (std::is_same_v<T, float>) {
+    if (layout == Layout::NHWC) {
+      batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(float),
+                        dw_cudnn, dw);
+    }
+  } else {
+    Tensor kcrs;
+    const T* dw_bf16 = dw_cudnn;
+    if (layout == Layout::NHWC) {
+      kcrs = detail::scratch<T>(w_size, device, stream);
+      batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(T),
+                        dw_cudnn, kcrs.raw_data());
+      dw_bf16 = kcrs.template data<T>();
+    }
+    cast_bf16_to_f32_scaled(stream, dw_bf16, dw, w_size, 1.0f);
   }
 }
 
@@ -287,72 +355,28 @@ void bias_gradient(cudaStream_t stream, const Conv2dShape& s, Layout layout, con
 void conv2d_forward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape, const float* x,
                           const float* w, const float* bias, float* y, Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_forward_cudnn");
-  shape.validate();
-  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
-               "conv2d_forward_cudnn: x, w and y must not be null");
-  handles.bind(stream);
-  Tensor krsc;
-  w = filter_for(stream, shape, layout, w, krsc, handles.device());
-  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT, layout), shape, x, w, y);
-  if (bias != nullptr) add_bias(stream, shape, layout, y, bias);
+  forward(handles, stream, shape, x, w, bias, y, layout, "conv2d_forward_cudnn");
 }
 
 void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                            const float* x, const float* w, const float* dy, float* dx, float* dw, float* db,
                            Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_backward_cudnn");
-  shape.validate();
-  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
-               "conv2d_backward_cudnn: x, w, dy and dw must not be null");
-  handles.bind(stream);
-  if (db != nullptr) bias_gradient(stream, shape, layout, dy, db);
-  // NHWC: cuDNN reads a [K, R, S, C] filter and writes a [K, R, S, C] gradient, transposed into dw below.
-  Tensor w_krsc, dw_krsc;
-  float* const dw_out = dw;
-  if (layout == Layout::NHWC) {
-    w = filter_for(stream, shape, layout, w, w_krsc, handles.device());
-    dw_krsc = detail::scratch<float>(static_cast<std::int64_t>(shape.w_size()), handles.device(), stream);
-    dw = dw_krsc.data<float>();
-  }
-  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_FLOAT, layout), shape, x, w, dy, dx, dw);
-  if (dw != dw_out) {  // [K, R, S, C] -> [K, C, R, S]: each filter's [R*S, C] matrix transposed
-    batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(float),
-                      dw, dw_out);
-  }
+  backward(handles, stream, shape, x, w, dy, dx, dw, db, layout, "conv2d_backward_cudnn");
 }
 
 void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
-                               const bfloat16* x, const bfloat16* w, const float* bias, bfloat16* y) {
+                               const bfloat16* x, const bfloat16* w, const float* bias, bfloat16* y,
+                               Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_forward_cudnn_bf16");
-  shape.validate();
-  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
-               "conv2d_forward_cudnn_bf16: x, w and y must not be null");
-  handles.bind(stream);
-  run_forward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16, Layout::NCHW), shape, x, w, y);
-  if (bias != nullptr) bias_add_nchw(stream, y, bias, shape.n, shape.k, shape.p() * shape.q());
+  forward(handles, stream, shape, x, w, bias, y, layout, "conv2d_forward_cudnn_bf16");
 }
 
 void conv2d_backward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                                 const bfloat16* x, const bfloat16* w, const bfloat16* dy, bfloat16* dx,
-                                float* dw, float* db) {
+                                float* dw, float* db, Layout layout) {
   ENGINE_NVTX_RANGE("conv2d_backward_cudnn_bf16");
-  shape.validate();
-  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
-               "conv2d_backward_cudnn_bf16: x, w, dy and dw must not be null");
-  handles.bind(stream);
-  if (db != nullptr) {
-    // autocast's db is the bf16 gradient of the bf16 bias copy: the sum (double-accumulated) rounded to bf16.
-    bias_grad_nchw(stream, dy, db, shape.n, shape.k, shape.p() * shape.q());
-    round_to_bf16_values(stream, db, db, shape.k);
-  }
-  // cuDNN's bf16 configuration has a bf16 dW (the filter descriptor's type): computed into scratch, then
-  // widened exactly into the fp32 gradient, which is autocast's bf16 dW cast up.
-  Tensor dw_bf16 =
-      detail::scratch<bfloat16>(static_cast<std::int64_t>(shape.w_size()), handles.device(), stream);
-  run_backward(handles, stream, plan_for(handles, shape, CUDNN_DATA_BFLOAT16, Layout::NCHW), shape, x, w, dy,
-               dx, dw_bf16.data<bfloat16>());
-  cast_bf16_to_f32_scaled(stream, dw_bf16.data<bfloat16>(), dw, static_cast<std::int64_t>(shape.w_size()),
-                          1.0f);
+  backward(handles, stream, shape, x, w, dy, dx, dw, db, layout, "conv2d_backward_cudnn_bf16");
 }
 
 }  // namespace engine::cuda

@@ -39,11 +39,14 @@ void conv2d_backward_cudnn(CudaHandles& handles, cudaStream_t stream, const Conv
 // cuDNN's bf16 dW (bf16 is the only filter type of that configuration) widened exactly into the fp32
 // gradient; db is the double-accumulated sum of dy rounded to a bf16 value (autocast's bf16 db, cast up).
 // Overwrites y, dx, dw, db; dx and db may be nullptr, bias too.
+// Layout as for float32 (NHWC: the bf16 mirror transposed per call into a [K, R, S, C] scratch copy, cuDNN's
+// bf16 [K, R, S, C] dW transposed back before it is widened).
 void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
-                               const bfloat16* x, const bfloat16* w, const float* bias, bfloat16* y);
+                               const bfloat16* x, const bfloat16* w, const float* bias, bfloat16* y,
+                               Layout layout = Layout::NCHW);
 
 void conv2d_backward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                                 const bfloat16* x, const bfloat16* w, const bfloat16* dy, bfloat16* dx,
-                                float* dw, float* db);
+                                float* dw, float* db, Layout layout = Layout::NCHW);
 
 }  // namespace engine::cuda

@@ -19,17 +19,16 @@ void check_bf16_algorithm(const ExecutionContext& ctx) {
 
 // kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA, the exact fp32 emulation on the CPU.
 void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
-                      const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+                      const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Layout layout) {
   if (x.is_cuda()) {
     if constexpr (kHaveCuda) {
-      check_bf16_layout("conv2d", ctx);
       check_bf16_algorithm(ctx);
       const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
       const Tensor xb = autocast::as_bf16(ctx, x);
       const autocast::RoundedOutput yb(ctx, y, DType::BF16);
       cuda::conv2d_forward_cudnn_bf16(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(),
                                       wb.data<bfloat16>(), data_or_null<float>(bias),
-                                      yb.get().data<bfloat16>());
+                                      yb.get().data<bfloat16>(), layout);
       yb.finish();
     }
     return;
@@ -44,17 +43,17 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
 // the bf16 copies of x, w and b, cast up into the fp32 dw and db).
 void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                        const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
-                       const Tensor& w_bf16) {
+                       const Tensor& w_bf16, Layout layout) {
   if (dy.is_cuda()) {
     if constexpr (kHaveCuda) {
-      check_bf16_layout("conv2d", ctx);
       check_bf16_algorithm(ctx);
       const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
       const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);
       const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
-      cuda::conv2d_backward_cudnn_bf16(
-          cuda_handles("conv2d", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(), wb.data<bfloat16>(),
-          dyb.data<bfloat16>(), data_or_null<bfloat16>(dxb.get()), dw.data<float>(), data_or_null<float>(db));
+      cuda::conv2d_backward_cudnn_bf16(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, xb.data<bfloat16>(),
+                                       wb.data<bfloat16>(), dyb.data<bfloat16>(),
+                                       data_or_null<bfloat16>(dxb.get()), dw.data<float>(),
+                                       data_or_null<float>(db), layout);
       dxb.finish();
     }
     return;
@@ -83,7 +82,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
                     const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
   const Layout layout = same_layout("conv2d", {{"x", x}, {"y", y}});
   if (ctx.autocast_bf16) {
-    autocast_forward(ctx, s, x, w, bias, y, w_bf16);
+    autocast_forward(ctx, s, x, w, bias, y, w_bf16, layout);
     return;
   }
   check_algorithm_takes_layout("conv2d", ctx, x);
@@ -115,7 +114,7 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
                      const Tensor& w_bf16) {
   const Layout layout = same_layout("conv2d", {{"x", x}, {"dy", dy}, {"dx", dx}});
   if (ctx.autocast_bf16) {
-    autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16);
+    autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16, layout);
     return;
   }
   check_algorithm_takes_layout("conv2d", ctx, dy);

@@ -85,13 +85,6 @@ void dispatch(const char* op, const ExecutionContext& /*ctx*/, const Tensor& t, 
   }
 }
 
-// The bf16 CUDA kernels are NCHW kernels: another layout with bf16 activations is refused by name.
-inline void check_bf16_layout(const char* op, const ExecutionContext& ctx) {
-  ENGINE_CHECK(ctx.layout == Layout::NCHW,
-               "{}: bf16 activations (--precision bf16) run in the NCHW layout only for now, not {}", op,
-               layout_name(ctx.layout));
-}
-
 // `dispatch`, and a BF16 CUDA tensor to fn.template operator()<Path::Cuda, bfloat16>(): for ops with a
 // bf16 CUDA kernel (every tensor the lambda touches is then BF16: bf16::on_float32 with NativeBf16::Cuda
 // sends every other mix to the float32 kernels first).
@@ -99,7 +92,6 @@ template <typename Fn>
 void dispatch_with_bf16(const char* op, const ExecutionContext& ctx, const Tensor& t, Fn&& fn) {
   if constexpr (kHaveCuda) {
     if (t.is_cuda() && t.dtype() == DType::BF16) {
-      check_bf16_layout(op, ctx);
       fn.template operator()<Path::Cuda, bfloat16>();
       return;
     }

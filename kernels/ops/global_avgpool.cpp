@@ -1,7 +1,5 @@
 #include "kernels/ops/global_avgpool.h"
 
-#include <type_traits>
-
 #include "kernels/cpu/avgpool.h"
 #include "kernels/cuda/avgpool.h"
 #include "kernels/ops/bf16_storage.h"
@@ -28,15 +26,7 @@ void global_avgpool_forward(const ExecutionContext& ctx, const Tensor& x, const 
   }
   dispatch_with_bf16("global_avgpool", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
-      if (x.layout() == Layout::NHWC) {
-        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
-          cuda::global_avgpool_forward_nhwc(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
-        } else {
-          ENGINE_FAIL("global_avgpool: bf16 activations in the NHWC layout have no kernel");
-        }
-        return;
-      }
-      cuda::global_avgpool_forward(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>());
+      cuda::global_avgpool_forward(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>(), x.layout());
     } else {
       cpu::global_avgpool_forward<T>(n, c, h, w, x.data<T>(), y.data<T>());
     }
@@ -60,15 +50,7 @@ void global_avgpool_backward(const ExecutionContext& ctx, const Tensor& dy, cons
   }
   dispatch_with_bf16("global_avgpool", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
-      if (dx.layout() == Layout::NHWC) {
-        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
-          cuda::global_avgpool_backward_nhwc(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
-        } else {
-          ENGINE_FAIL("global_avgpool: bf16 activations in the NHWC layout have no kernel");
-        }
-        return;
-      }
-      cuda::global_avgpool_backward(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>());
+      cuda::global_avgpool_backward(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>(), dx.layout());
     } else {
       cpu::global_avgpool_backward<T>(n, c, h, w, dy.data<T>(), dx.data<T>());
     }

@@ -1,7 +1,6 @@
 #include "kernels/ops/maxpool2d.h"
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/cpu_fast/maxpool2d.h"
 #include "kernels/cuda/maxpool2d.h"
@@ -32,15 +31,7 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
   dispatch_with_bf16("maxpool2d", ctx, x, [&]<Path P, typename T>() {
     auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
-      if (layout == Layout::NHWC) {
-        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
-          cuda::maxpool2d_forward_nhwc(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am);
-        } else {
-          ENGINE_FAIL("maxpool2d: bf16 activations in the NHWC layout have no kernel");
-        }
-        return;
-      }
-      cuda::maxpool2d_forward(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am);
+      cuda::maxpool2d_forward(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am, layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::maxpool2d_forward(s, x.data<T>(), y.data<T>(), am);
     } else {
@@ -67,15 +58,7 @@ void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const
   dispatch_with_bf16("maxpool2d", ctx, dy, [&]<Path P, typename T>() {
     const auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
-      if (layout == Layout::NHWC) {
-        if constexpr (std::is_same_v<T, float>) {  // bf16 activations run NCHW (Model::finalize)
-          cuda::maxpool2d_backward_nhwc(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>());
-        } else {
-          ENGINE_FAIL("maxpool2d: bf16 activations in the NHWC layout have no kernel");
-        }
-        return;
-      }
-      cuda::maxpool2d_backward(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>());
+      cuda::maxpool2d_backward(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>(), layout);
     } else if constexpr (P == Path::CpuFast) {
       cpu_fast::maxpool2d_backward(s, dy.data<T>(), am, dx.data<T>());
     } else {

@@ -2,7 +2,7 @@
 // resnet18, one training step (forward, loss, backward, SGD) from the same seeds and the same NCHW input
 // (the Model transposes it at its entry), in float32 and float64; a checkpoint saved by an NHWC model
 // gives an NCHW model the same weights and logits (Flatten keeps PyTorch's feature order, weights stay
-// [K, C, R, S]); a layer refuses a 4-d input in the other layout.
+// [K, C, R, S]); a layer refuses a 4-d input in the other layout. bf16 activations in NHWC against NCHW.
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "kernels/cpu/sgd.h"
 #include "kernels/ops/transpose.h"
 #include "layers/models.h"
+#include "layers/sequential.h"
 #include "optim/checkpoint.h"
 #include "tests/common/error_of.h"
 #include "tests/cpu/checkpoint_test_util.h"
@@ -28,21 +29,23 @@ struct Step {
   std::vector<double> logits, loss, grads, params;
 };
 
-ExecutionContext context(DType dtype, Layout layout) {
+ExecutionContext context(DType dtype, Layout layout, bool bf16 = false) {
   ExecutionContext c = testing::cpu_context(dtype, /*dropout_seed=*/5);
   c.layout = layout;
+  c.autocast_bf16 = bf16;
   return c;
 }
 
-Model finalized(const std::string& name, int hw, DType dtype, Layout layout) {
+Model finalized(const std::string& name, int hw, DType dtype, Layout layout, bool bf16 = false) {
   Model m = build_model(name, 3, 10, hw, hw);
-  m.finalize(context(dtype, layout), /*init_seed=*/17);
+  m.finalize(context(dtype, layout, bf16), /*init_seed=*/17);
   return m;
 }
 
+// bf16: --precision bf16 (bf16 activations, fp32 master weights and gradients).
 template <typename T>
-Step one_step(const std::string& name, int hw, DType dtype, Layout layout) {
-  Model m = finalized(name, hw, dtype, layout);
+Step one_step(const std::string& name, int hw, DType dtype, Layout layout, bool bf16 = false) {
+  Model m = finalized(name, hw, dtype, layout, bf16);
   const Tensor x = testing::random_tensor({2, 3, hw, hw}, dtype, 31);  // NCHW, as the loaders give it
   const Tensor labels = testing::random_labels(2, 10, 32);
   SoftmaxCrossEntropy loss;
@@ -106,6 +109,49 @@ TEST(NhwcModel, Resnet18OneTrainingStepMatchesNchw) {
           one_step<float>("resnet18", 16, DType::F32, Layout::NCHW), kFloat32Tolerance, "resnet18 float32");
   compare(one_step<double>("resnet18", 16, DType::F64, Layout::NHWC),
           one_step<double>("resnet18", 16, DType::F64, Layout::NCHW), kFloat64Tolerance, "resnet18 float64");
+}
+
+// bf16 activations (--precision bf16) in NHWC: on the CPU every bf16 op is the float32 op on widened copies,
+// rounded (kernels/ops/bf16_storage.h), and NHWC runs those float32 ops on NCHW copies made by exact
+// transposes: the same kernels on the same values, hence the same bits (seen: the float32 runs above are
+// bitwise equal too on this path). Exact equality is the right check here because a bf16 rounding would turn
+// any float32 difference near a rounding boundary into a 2^-8 relative jump that no tolerance could tell
+// from a real fault in the bf16 path.
+constexpr double kBf16Tolerance = 0.0;
+
+TEST(NhwcModel, Bf16StepsMatchNchw) {
+  compare(one_step<float>("vgg6", 32, DType::F32, Layout::NHWC, /*bf16=*/true),
+          one_step<float>("vgg6", 32, DType::F32, Layout::NCHW, /*bf16=*/true), kBf16Tolerance, "vgg6 bf16");
+  compare(one_step<float>("resnet18", 16, DType::F32, Layout::NHWC, /*bf16=*/true),
+          one_step<float>("resnet18", 16, DType::F32, Layout::NCHW, /*bf16=*/true), kBf16Tolerance,
+          "resnet18 bf16");
+}
+
+// Runs `layer` on h, walking nested Sequentials child by child (vgg6 is Sequentials of leaf layers), and
+// checks every 4-d output on the way is a BF16 NHWC tensor; returns the output and counts those checked.
+Tensor forward_checking_bf16_nhwc(Layer& layer, Tensor h, const std::string& name, int& checked) {
+  if (auto* seq = dynamic_cast<Sequential*>(&layer)) {
+    for (const NamedChild& c : seq->children())
+      h = forward_checking_bf16_nhwc(*c.layer, h, name + "." + c.name, checked);
+    return h;
+  }
+  h = layer.forward(h, Mode::Train);
+  if (h.ndim() == 4) {
+    EXPECT_EQ(h.layout(), Layout::NHWC) << "output of " << name;
+    EXPECT_EQ(h.dtype(), DType::BF16) << "output of " << name;
+    ++checked;
+  }
+  return h;
+}
+
+TEST(NhwcModel, Bf16ActivationsStayBf16AndNhwcThroughTheModel) {
+  Model m = finalized("vgg6", 32, DType::F32, Layout::NHWC, /*bf16=*/true);
+  const Tensor x =
+      ops::to_layout(m.context(), testing::random_tensor({2, 3, 32, 32}, DType::F32, 71), Layout::NHWC);
+  int checked = 0;
+  const Tensor out = forward_checking_bf16_nhwc(m.root(), x, "vgg6", checked);
+  EXPECT_GE(checked, 12) << "vgg6's convolutions, BatchNorms, ReLUs and pools";
+  EXPECT_EQ(out.ndim(), 2);
 }
 
 TEST(NhwcModel, CheckpointFromAnNhwcModelLoadsIntoAnNchwModelWithTheSameLogits) {

@@ -4,7 +4,7 @@
 // configuration, cublasGemmEx CUDA_R_16BF), the CPU the exact fp32 emulation: both compute the same exact
 // products and differ only in the fp32 accumulation order and, with a bias, CUDA's second rounding of y
 // (the bias is added to the bf16 output), so each is within tests/common/bf16_tolerance.h's bound of the
-// reference, and they are within twice it of each other.
+// reference, and they are within twice it of each other. The convolution also in NHWC (channels last).
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +18,7 @@
 #include "kernels/ops/cast.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/linear.h"
+#include "kernels/ops/transpose.h"
 #include "tests/common/bf16_tolerance.h"
 #include "tests/common/gpu.h"
 #include "tests/gpu/kernel_test_util.h"
@@ -155,6 +156,36 @@ TEST_P(CudaBf16Conv2d, MatchesTheCpuEmulationAndTheReference) {
   EXPECT_TRUE(cuda_test::bitwise_equal(widened_gpu(dxb), gdx)) << "dx from bf16 storage";
   EXPECT_TRUE(cuda_test::bitwise_equal(host(dw2, gpu.ctx.stream), gdw)) << "dw from bf16 storage";
   EXPECT_TRUE(cuda_test::bitwise_equal(host(db2, gpu.ctx.stream), gdb)) << "db from bf16 storage";
+
+  // NHWC (channels last): cuDNN's bf16 configuration with NHWC descriptors, the mirror transposed to
+  // [K, R, S, C] per call and dW transposed back. Other algorithms, the same exact products summed in
+  // another fp32 order: the same bounds against the reference. x and dy are BF16 NHWC tensors (what an NHWC
+  // model passes); y and dx come back NHWC and are compared after a transpose to NCHW (exact).
+  const Shape xs{s.n, s.c, s.h, s.w}, ys{s.n, s.k, s.p(), s.q()};
+  const auto nhwc_bf16 = [&](const Tensor& flat, const Shape& shape) {
+    return ops::to_layout(gpu.ctx, as_bf16(flat.view(shape)), Layout::NHWC);
+  };
+  const auto poisoned_nhwc = [&](const Shape& shape) {
+    Tensor t = Tensor::empty(shape, DType::BF16, gpu.ctx.device, gpu.ctx.stream, Layout::NHWC);
+    t.fill_bytes(0xFF, gpu.ctx.stream);
+    return t;
+  };
+  const Tensor xn = nhwc_bf16(g.x, xs), dyn = nhwc_bf16(g.dy, ys);
+  const Tensor yn = poisoned_nhwc(ys), dxn = poisoned_nhwc(xs);
+  Tensor dw3 = Tensor::empty(g.dw.shape(), DType::F32, gpu.ctx.device, gpu.ctx.stream),
+         db3 = Tensor::empty(g.db.shape(), DType::F32, gpu.ctx.device, gpu.ctx.stream);
+  dw3.fill_bytes(0xFF, gpu.ctx.stream);
+  db3.fill_bytes(0xFF, gpu.ctx.stream);
+  ops::conv2d_forward(gpu.ctx, s, xn, g.w, g.b, yn, g.mirror);
+  ops::conv2d_backward(gpu.ctx, s, xn, g.w, dyn, dxn, dw3, db3, g.mirror);
+  const auto nchw_values = [&](const Tensor& t) {
+    return widened_gpu(ops::to_layout(gpu.ctx, t, Layout::NCHW));
+  };
+  EXPECT_TRUE(bf16_matches(nchw_values(yn), y_ref, y_mag, per_y, true, 1.0, /*rounded_twice=*/true))
+      << "y, NHWC";
+  EXPECT_TRUE(bf16_matches(nchw_values(dxn), dx_ref, dx_mag, per_dx, true)) << "dx, NHWC";
+  EXPECT_TRUE(bf16_matches(host(dw3, gpu.ctx.stream), dw_ref, dw_mag, per_dw, true)) << "dw, NHWC";
+  EXPECT_TRUE(bf16_matches(host(db3, gpu.ctx.stream), db_ref, db_mag, per_dw, true)) << "db, NHWC";
 }
 
 INSTANTIATE_TEST_SUITE_P(OddSizes, CudaBf16Conv2d,

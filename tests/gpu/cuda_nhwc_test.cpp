@@ -3,7 +3,8 @@
 // filter copies, the row-wise bias add and gradient), the NHWC BatchNorm kernels (the row-tile reduction of
 // channel_reduce_nhwc.cuh, fused ReLU, eval), max pooling, global average pooling, the elementwise ops and
 // the transpose kernel itself; the implicit-GEMM convolution refuses NHWC; a whole vgg6 step in NHWC
-// equals the NCHW one. TF32 is off: float32 math, so the tolerances are float32's (beside each).
+// equals the NCHW one, in float32 and with bf16 activations. TF32 is off: float32 math, so the tolerances are
+// float32's (beside each).
 
 #include <string>
 #include <vector>
@@ -125,30 +126,47 @@ TEST(CudaNhwc, ImplicitGemmConvolutionRefusesNhwc) {
   EXPECT_NE(msg.find("implicit-GEMM convolution runs NCHW only"), std::string::npos) << msg;
 }
 
+// One vgg6 training step (forward, loss, backward) in `layout`, bf16 activations when `bf16`; its logits and
+// flat gradients on the host.
+Outputs vgg6_step(Gpu& gpu, Layout layout, bool bf16) {
+  ExecutionContext ctx = gpu.env(layout).ctx;
+  ctx.layout = layout;
+  ctx.autocast_bf16 = bf16;
+  layers::Model m = layers::build_model("vgg6", 3, 10, 32, 32);
+  m.finalize(ctx, 17);
+  const Tensor x = random_in(gpu.env(Layout::NCHW), {4, 3, 32, 32}, 91, Layout::NCHW, -1.0, 1.0);
+  Tensor labels = Tensor::empty({4}, DType::I32);
+  for (int i = 0; i < 4; ++i) labels.data<std::int32_t>()[i] = i * 3 % 10;
+  const Tensor dlabels = labels.to(ctx.device, ctx.stream);
+  layers::SoftmaxCrossEntropy loss;
+  const Tensor logits = m.forward(x, layers::Mode::Train);
+  loss.forward(m.context(), logits, dlabels);
+  m.backward(loss.backward());
+  Env host{ExecutionContext{}, Layout::NCHW};
+  host.ctx.stream = ctx.stream;
+  return Outputs{{"logits", values(host, logits)}, {"grads", values(host, m.flat_gradients())}};
+}
+
 TEST(CudaNhwc, Vgg6TrainingStepMatchesNchw) {
   SKIP_WITHOUT_GPU();
   Gpu gpu;
-  auto step = [&](Layout layout) {
-    ExecutionContext ctx = gpu.env(layout).ctx;
-    ctx.layout = layout;
-    layers::Model m = layers::build_model("vgg6", 3, 10, 32, 32);
-    m.finalize(ctx, 17);
-    const Tensor x = random_in(gpu.env(Layout::NCHW), {4, 3, 32, 32}, 91, Layout::NCHW, -1.0, 1.0);
-    Tensor labels = Tensor::empty({4}, DType::I32);
-    for (int i = 0; i < 4; ++i) labels.data<std::int32_t>()[i] = i * 3 % 10;
-    const Tensor dlabels = labels.to(ctx.device, ctx.stream);
-    layers::SoftmaxCrossEntropy loss;
-    const Tensor logits = m.forward(x, layers::Mode::Train);
-    loss.forward(m.context(), logits, dlabels);
-    m.backward(loss.backward());
-    Env host{ExecutionContext{}, Layout::NCHW};
-    host.ctx.stream = ctx.stream;
-    return Outputs{{"logits", values(host, logits)}, {"grads", values(host, m.flat_gradients())}};
-  };
   // cuDNN may pick different algorithms per layout (different float32 summation orders), and BatchNorm's
   // backward amplifies those through one step: 1e-4 of the largest magnitude, still far below what a
   // misplaced element does.
-  expect_close(step(Layout::NHWC), step(Layout::NCHW), 1e-4, "vgg6 NHWC vs NCHW");
+  expect_close(vgg6_step(gpu, Layout::NHWC, false), vgg6_step(gpu, Layout::NCHW, false), 1e-4,
+               "vgg6 NHWC vs NCHW");
+}
+
+TEST(CudaNhwc, Vgg6Bf16TrainingStepMatchesNchw) {
+  SKIP_WITHOUT_GPU();
+  Gpu gpu;
+  // bf16 activations: the two layouts' cuDNN algorithms sum the same exact products in different fp32
+  // orders, so an output whose two sums straddle a bf16 rounding boundary differs by one bf16 ulp (2^-8
+  // relative); such flips are sparse, and through vgg6's six convolutions and BatchNorm's backward they add
+  // up to a few ulps of the largest magnitude. 2^-5 (8 bf16 ulps) bounds that and stays far below what a
+  // misplaced element does (O(1)).
+  expect_close(vgg6_step(gpu, Layout::NHWC, true), vgg6_step(gpu, Layout::NCHW, true), 1.0 / 32.0,
+               "vgg6 bf16 NHWC vs NCHW");
 }
 
 }  // namespace
