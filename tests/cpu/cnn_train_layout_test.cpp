@@ -1,7 +1,10 @@
 // cnn_train --layout nhwc end to end on the CPU (the tiny image folder): it trains to the losses of an
 // NCHW run (the same kernels between exact transposes; see tests/cpu/nhwc_model_test.cpp), and its
-// checkpoint evaluates in an NCHW run, since weights and Linear features keep PyTorch's order.
+// checkpoint evaluates in an NCHW run, since weights and Linear features keep PyTorch's order. The same with
+// bf16 activations.
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -23,8 +26,15 @@ std::vector<double> train_losses(const std::string& metrics) {
   return out;
 }
 
-std::vector<double> run(const std::string& root, const std::string& dir, const char* layout) {
+// precision: null for tiny_folder_args' own.
+std::vector<double> run(const std::string& root, const std::string& dir, const char* layout,
+                        const char* precision = nullptr) {
   std::vector<std::string> args = train::tiny_folder_args(root, dir, "cnn3", 8, 2);
+  if (precision != nullptr) {
+    const auto flag = std::find(args.begin(), args.end(), "--precision");
+    EXPECT_NE(flag, args.end());
+    if (flag != args.end()) *std::next(flag) = precision;
+  }
   args.insert(args.end(), {"--cpu", "--layout", layout, "--metrics", dir + "/m.jsonl"});
   const train::RunResult r = train::run_train(args);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -43,6 +53,24 @@ TEST(CnnTrainLayout, NhwcTrainsLikeNchwAndItsCheckpointEvaluatesInNchw) {
   const train::RunResult eval =
       train::run_train({"--cpu", "--dataset", "folder:" + root, "--model", "cnn3", "--layout", "nchw",
                         "--eval-only", nhwc_dir + "/epoch2.safetensors"});
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("Test Acc: "), std::string::npos) << eval.output;
+}
+
+// --precision bf16 --layout nhwc: bf16 activations in channels-last order train like bf16 in NCHW (the
+// same guard as above), and the checkpoint (fp32, PyTorch's names and layouts) evaluates in an fp32 NCHW run.
+TEST(CnnTrainLayout, Bf16InNhwcTrainsLikeBf16InNchw) {
+  const std::string root = train::tiny_folder_dataset("layout_bf16");
+  const std::string nhwc_dir = train::temp_dir("layout_bf16_nhwc"),
+                    nchw_dir = train::temp_dir("layout_bf16_nchw");
+  const std::vector<double> nhwc = run(root, nhwc_dir, "nhwc", "bf16"),
+                            nchw = run(root, nchw_dir, "nchw", "bf16");
+  ASSERT_EQ(nhwc.size(), 2u);
+  ASSERT_EQ(nchw.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(nhwc[e], nchw[e], 1e-3 * nchw[e]) << "epoch " << e + 1;
+  const train::RunResult eval =
+      train::run_train({"--cpu", "--dataset", "folder:" + root, "--model", "cnn3", "--layout", "nchw",
+                        "--precision", "fp32", "--eval-only", nhwc_dir + "/epoch2.safetensors"});
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
   EXPECT_NE(eval.output.find("Test Acc: "), std::string::npos) << eval.output;
 }
