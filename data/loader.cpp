@@ -22,8 +22,8 @@ void check_sample(const Dataset& dataset, std::int64_t id) {
 // The CPU path: the worker writes the transformed batch straight into fresh output tensors.
 class CpuBackend final : public LoaderBackend {
  public:
-  CpuBackend(const Dataset& dataset, const Transform& transform, int slots)
-      : dataset_(dataset), transform_(transform), slots_(static_cast<std::size_t>(slots)) {}
+  CpuBackend(const Dataset& dataset, const Transform& transform, int slots, Layout layout)
+      : dataset_(dataset), transform_(transform), layout_(layout), slots_(static_cast<std::size_t>(slots)) {}
 
   bool prefetches() const override { return true; }
 
@@ -31,15 +31,17 @@ class CpuBackend final : public LoaderBackend {
     const auto n = static_cast<std::int64_t>(ids.size());
     const std::int64_t chw = dataset_.image_bytes();
     Batch& b = slots_[static_cast<std::size_t>(slot)];
-    b.images = Tensor::empty({n, dataset_.channels, dataset_.height, dataset_.width}, DType::F32);
+    b.images = Tensor::empty({n, dataset_.channels, dataset_.height, dataset_.width}, DType::F32,
+                             Device::cpu(), nullptr, layout_);
     b.labels = Tensor::empty({n}, DType::I32);
     float* out = b.images.data<float>();
     std::int32_t* labels = b.labels.data<std::int32_t>();
+    std::vector<float> scratch;
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t id = ids[static_cast<std::size_t>(i)];
       check_sample(dataset_, id);
-      transform_.apply(dataset_.image(id), dataset_.channels, dataset_.height, dataset_.width, id, epoch,
-                       out + i * chw);
+      transform_.apply_in_layout(dataset_.image(id), dataset_.channels, dataset_.height, dataset_.width, id,
+                                 epoch, layout_, out + i * chw, scratch);
       labels[i] = dataset_.labels[static_cast<std::size_t>(id)];
     }
   }
@@ -51,14 +53,15 @@ class CpuBackend final : public LoaderBackend {
  private:
   const Dataset& dataset_;
   const Transform& transform_;
+  Layout layout_;
   std::vector<Batch> slots_;
 };
 
 }  // namespace
 
-std::unique_ptr<LoaderBackend> make_cpu_backend(const Dataset& dataset, const Transform& transform,
-                                                int slots) {
-  return std::make_unique<CpuBackend>(dataset, transform, slots);
+std::unique_ptr<LoaderBackend> make_cpu_backend(const Dataset& dataset, const Transform& transform, int slots,
+                                                Layout layout) {
+  return std::make_unique<CpuBackend>(dataset, transform, slots, layout);
 }
 
 Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions options)
@@ -81,7 +84,7 @@ Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions
   const Device device = options_.device;
   if (device.is_cpu()) {
     ENGINE_CHECK(!options_.gpu_resident, "Loader: gpu_resident needs a CUDA device, not {}", device.str());
-    backend_ = make_cpu_backend(dataset_, transform_, options_.prefetch_depth);
+    backend_ = make_cpu_backend(dataset_, transform_, options_.prefetch_depth, options_.image_layout);
     return;
   }
 #if ENGINE_HAVE_CUDA
@@ -90,12 +93,12 @@ Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions
   ENGINE_CHECK(dataset_.size() <= 0x7fffffff, "Loader: {} samples exceed the CUDA path's int32 indices",
                dataset_.size());
   if (options_.gpu_resident) {
-    backend_ =
-        make_cuda_resident_backend(dataset_, transform_, sampler_.num_samples(), device, options_.stream,
-                                   options_.device_epoch, options_.device_batch_offset);
+    backend_ = make_cuda_resident_backend(dataset_, transform_, sampler_.num_samples(), device,
+                                          options_.stream, options_.device_epoch,
+                                          options_.device_batch_offset, options_.image_layout);
   } else {
     backend_ = make_cuda_staged_backend(dataset_, transform_, options_.prefetch_depth, options_.batch_size,
-                                        device, options_.stream);
+                                        device, options_.stream, options_.image_layout);
   }
 #else
   ENGINE_FAIL("Loader: device {} needs CUDA, and this build has none (ENGINE_WITH_CUDA=OFF)", device.str());

@@ -56,6 +56,10 @@ struct LoaderOptions {
   bool gpu_resident = false;  // CUDA only: keep the uint8 dataset on the GPU and gather there
   void* stream = nullptr;     // CUDA: the compute stream (a cudaStream_t) the batches are produced on
   TransformConfig transform;
+  // The memory order of Batch::images (core/layout.h): NHWC gives channels-last batches, what a model in the
+  // NHWC layout takes as they are (the CUDA augment kernel writes them so; the CPU path transposes each
+  // image on its worker thread). The values are the NCHW batch's either way.
+  Layout image_layout = Layout::NCHW;
   // CUDA, GPU-resident only: device addresses the augment kernel reads the epoch and the batch's first entry
   // in the epoch's index list from, instead of the values next() passes (a CUDA graph's step state,
   // apps/step_state.h: a replayed step finds the next batch there). Whoever sets them writes the right

@@ -38,18 +38,20 @@ class LoaderBackend {
                      std::uint64_t epoch) = 0;
 };
 
-std::unique_ptr<LoaderBackend> make_cpu_backend(const Dataset& dataset, const Transform& transform,
-                                                int slots);
+// `layout`: LoaderOptions::image_layout, the memory order of the batches' images.
+std::unique_ptr<LoaderBackend> make_cpu_backend(const Dataset& dataset, const Transform& transform, int slots,
+                                                Layout layout);
 
 #if ENGINE_HAVE_CUDA
 // data/loader_cuda.cpp
 std::unique_ptr<LoaderBackend> make_cuda_staged_backend(const Dataset& dataset, const Transform& transform,
                                                         int slots, std::int64_t max_batch, Device device,
-                                                        void* stream);
+                                                        void* stream, Layout layout);
 std::unique_ptr<LoaderBackend> make_cuda_resident_backend(const Dataset& dataset, const Transform& transform,
                                                           std::int64_t samples_per_epoch, Device device,
                                                           void* stream, const std::uint64_t* device_epoch,
-                                                          const std::int64_t* device_batch_offset);
+                                                          const std::int64_t* device_batch_offset,
+                                                          Layout layout);
 #endif
 
 }  // namespace engine::data

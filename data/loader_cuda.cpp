@@ -20,7 +20,8 @@
 namespace engine::data {
 namespace {
 
-cuda::AugmentBatchArgs kernel_args(const Dataset& dataset, const Transform& transform, std::uint64_t epoch) {
+cuda::AugmentBatchArgs kernel_args(const Dataset& dataset, const Transform& transform, std::uint64_t epoch,
+                                   Layout layout) {
   ENGINE_CHECK(dataset.channels <= cuda::kMaxChannels, "Loader: {} channels; the CUDA path handles up to {}",
                dataset.channels, cuda::kMaxChannels);
   cuda::AugmentBatchArgs a;
@@ -29,6 +30,7 @@ cuda::AugmentBatchArgs kernel_args(const Dataset& dataset, const Transform& tran
   a.width = static_cast<std::int32_t>(dataset.width);
   a.spec = transform.spec();
   a.epoch = epoch;
+  a.out_layout = layout;
   for (std::int64_t c = 0; c < dataset.channels; ++c) {
     a.mean[c] = transform.mean(c);
     a.std_dev[c] = transform.std_dev(c);
@@ -38,9 +40,9 @@ cuda::AugmentBatchArgs kernel_args(const Dataset& dataset, const Transform& tran
 
 // Fresh output tensors from the caching allocator on the compute stream (cache hits after the first epoch).
 void allocate_outputs(const Dataset& dataset, std::int64_t n, Device device, cudaStream_t stream,
-                      Batch& batch) {
+                      Layout layout, Batch& batch) {
   batch.images =
-      Tensor::empty({n, dataset.channels, dataset.height, dataset.width}, DType::F32, device, stream);
+      Tensor::empty({n, dataset.channels, dataset.height, dataset.width}, DType::F32, device, stream, layout);
   batch.labels = Tensor::empty({n}, DType::I32, device, stream);
 }
 
@@ -50,9 +52,10 @@ void allocate_outputs(const Dataset& dataset, std::int64_t n, Device device, cud
 class StagedBackend final : public LoaderBackend {
  public:
   StagedBackend(const Dataset& dataset, const Transform& transform, int slots, std::int64_t max_batch,
-                Device device, void* stream)
+                Device device, void* stream, Layout layout)
       : dataset_(dataset),
         transform_(transform),
+        layout_(layout),
         max_batch_(max_batch),
         device_(device),
         compute_(static_cast<cudaStream_t>(stream)),
@@ -110,9 +113,9 @@ class StagedBackend final : public LoaderBackend {
     Slot& s = slots_[static_cast<std::size_t>(slot_index)];
     const auto n = static_cast<std::int64_t>(ids.size());
     Batch batch;
-    allocate_outputs(dataset_, n, device_, compute_, batch);
+    allocate_outputs(dataset_, n, device_, compute_, layout_, batch);
     s.copied.wait_on(compute_);  // the kernel reads what the copy stream wrote
-    cuda::AugmentBatchArgs a = kernel_args(dataset_, transform_, epoch);
+    cuda::AugmentBatchArgs a = kernel_args(dataset_, transform_, epoch, layout_);
     auto* base = s.device.data<std::uint8_t>();
     a.sample_ids = reinterpret_cast<const std::int32_t*>(base);
     a.labels = reinterpret_cast<const std::int32_t*>(base + 4 * max_batch_);
@@ -137,6 +140,7 @@ class StagedBackend final : public LoaderBackend {
 
   const Dataset& dataset_;
   const Transform& transform_;
+  Layout layout_;  // of the batches' images
   std::int64_t max_batch_;
   Device device_;
   cudaStream_t compute_;
@@ -150,9 +154,10 @@ class ResidentBackend final : public LoaderBackend {
  public:
   ResidentBackend(const Dataset& dataset, const Transform& transform, std::int64_t samples_per_epoch,
                   Device device, void* stream, const std::uint64_t* device_epoch,
-                  const std::int64_t* device_batch_offset)
+                  const std::int64_t* device_batch_offset, Layout layout)
       : dataset_(dataset),
         transform_(transform),
+        layout_(layout),
         device_(device),
         compute_(static_cast<cudaStream_t>(stream)),
         device_epoch_(device_epoch),
@@ -206,8 +211,8 @@ class ResidentBackend final : public LoaderBackend {
     DeviceGuard scope(device_.index);
     const auto n = static_cast<std::int64_t>(ids.size());
     Batch batch;
-    allocate_outputs(dataset_, n, device_, compute_, batch);
-    cuda::AugmentBatchArgs a = kernel_args(dataset_, transform_, epoch);
+    allocate_outputs(dataset_, n, device_, compute_, layout_, batch);
+    cuda::AugmentBatchArgs a = kernel_args(dataset_, transform_, epoch, layout_);
     // With device positions the kernel adds the offset itself (ids_device_ keeps its address all run long,
     // so a captured launch reads the list every later epoch copies there).
     const std::int32_t* epoch_ids = ids_device_.data<std::int32_t>() + (device_batch_offset_ ? 0 : offset);
@@ -227,6 +232,7 @@ class ResidentBackend final : public LoaderBackend {
  private:
   const Dataset& dataset_;
   const Transform& transform_;
+  Layout layout_;  // of the batches' images
   Device device_;
   cudaStream_t compute_;
   Tensor images_;
@@ -242,16 +248,17 @@ class ResidentBackend final : public LoaderBackend {
 
 std::unique_ptr<LoaderBackend> make_cuda_staged_backend(const Dataset& dataset, const Transform& transform,
                                                         int slots, std::int64_t max_batch, Device device,
-                                                        void* stream) {
-  return std::make_unique<StagedBackend>(dataset, transform, slots, max_batch, device, stream);
+                                                        void* stream, Layout layout) {
+  return std::make_unique<StagedBackend>(dataset, transform, slots, max_batch, device, stream, layout);
 }
 
 std::unique_ptr<LoaderBackend> make_cuda_resident_backend(const Dataset& dataset, const Transform& transform,
                                                           std::int64_t samples_per_epoch, Device device,
                                                           void* stream, const std::uint64_t* device_epoch,
-                                                          const std::int64_t* device_batch_offset) {
+                                                          const std::int64_t* device_batch_offset,
+                                                          Layout layout) {
   return std::make_unique<ResidentBackend>(dataset, transform, samples_per_epoch, device, stream,
-                                           device_epoch, device_batch_offset);
+                                           device_epoch, device_batch_offset, layout);
 }
 
 }  // namespace engine::data

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/cpu/transpose.h"
 
 #if ENGINE_HAVE_CUDA
 #include "data/cuda/transforms.h"
@@ -192,6 +193,18 @@ void Transform::apply(const std::uint8_t* src, std::int64_t channels, std::int64
   }
 }
 
+void Transform::apply_in_layout(const std::uint8_t* src, std::int64_t channels, std::int64_t height,
+                                std::int64_t width, std::int64_t sample_index, std::uint64_t epoch,
+                                Layout layout, float* dst, std::vector<float>& scratch) const {
+  if (layout == Layout::NCHW) {
+    apply(src, channels, height, width, sample_index, epoch, dst);
+    return;
+  }
+  scratch.resize(static_cast<std::size_t>(channels * height * width));
+  apply(src, channels, height, width, sample_index, epoch, scratch.data());
+  cpu::batched_transpose(1, channels, height * width, scratch.data(), dst);  // [C, H*W] -> [H*W, C]
+}
+
 void Transform::apply_batch(const Tensor& images, const Tensor& sample_ids, std::uint64_t epoch, Tensor& out,
                             void* stream) const {
   ENGINE_CHECK(images.dtype() == DType::U8 && images.ndim() == 4,
@@ -209,13 +222,17 @@ void Transform::apply_batch(const Tensor& images, const Tensor& sample_ids, std:
                "Transform::apply_batch: images {}, sample_ids {} and out {} must share a device",
                images.str(), sample_ids.str(), out.str());
   check_channels(channels);
+  ENGINE_CHECK(images.layout() == Layout::NCHW,
+               "Transform::apply_batch: images {} must be NCHW (uint8 records)", images.str());
   if (images.device().is_cpu()) {
     const std::uint8_t* src = images.data<std::uint8_t>();
     const std::int32_t* ids = sample_ids.data<std::int32_t>();
     float* dst = out.data<float>();
     const std::int64_t chw = channels * height * width;
+    std::vector<float> scratch;
     for (std::int64_t b = 0; b < batch; ++b) {
-      apply(src + b * chw, channels, height, width, ids[b], epoch, dst + b * chw);
+      apply_in_layout(src + b * chw, channels, height, width, ids[b], epoch, out.layout(), dst + b * chw,
+                      scratch);
     }
     return;
   }
@@ -236,6 +253,7 @@ void Transform::apply_batch(const Tensor& images, const Tensor& sample_ids, std:
     args.std_dev[c] = std_dev(c);
   }
   args.out = out.data<float>();
+  args.out_layout = out.layout();
   cuda::augment_normalize(args, static_cast<cudaStream_t>(stream));
 #else
   (void)stream;

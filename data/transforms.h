@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/layout.h"
 #include "core/tensor.h"
 #include "data/augment_params.h"
 #include "data/dataset.h"
@@ -77,8 +78,15 @@ class Transform {
   void apply(const std::uint8_t* src, std::int64_t channels, std::int64_t height, std::int64_t width,
              std::int64_t sample_index, std::uint64_t epoch, float* dst) const;
 
-  // A batch: images uint8 [B, C, H, W]; sample_ids int32 [B], the dataset index of each image (it keys the
-  // image's draw); out float32 [B, C, H, W]; all three on one device. CUDA tensors: queued on `stream`.
+  // The same into dst in `layout` (NHWC: channels last, [height, width, channels]); `scratch` is the NCHW
+  // image on the way (resized as needed, so a caller reuses one across images).
+  void apply_in_layout(const std::uint8_t* src, std::int64_t channels, std::int64_t height,
+                       std::int64_t width, std::int64_t sample_index, std::uint64_t epoch, Layout layout,
+                       float* dst, std::vector<float>& scratch) const;
+
+  // A batch: images uint8 [B, C, H, W] (NCHW); sample_ids int32 [B], the dataset index of each image (it keys
+  // the image's draw); out float32 [B, C, H, W] in its own layout (NHWC: channels last); all three on one
+  // device. CUDA tensors: queued on `stream`.
   void apply_batch(const Tensor& images, const Tensor& sample_ids, std::uint64_t epoch, Tensor& out,
                    void* stream = nullptr) const;
 

@@ -1,5 +1,6 @@
 // The augmentation kernel: gather, random crop with zero (or reflection) padding, horizontal flip (random or
-// alternating by epoch), normalize, NCHW float32.
+// alternating by epoch), normalize, float32 NCHW or NHWC (channels last: the same values, each stored at its
+// NHWC position, so an NHWC model needs no transpose of its input).
 //
 // One block per image. Thread 0 draws the image's crop and flip once (data/augment_params.h, the same code
 // the CPU runs) and shares it; then the block walks the image's C*H*W outputs with consecutive threads on
@@ -17,6 +18,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
+template <Layout L>
 __global__ void __launch_bounds__(kThreads) augment_normalize_kernel(AugmentBatchArgs a) {
   const std::int64_t b = blockIdx.x;
   const std::int64_t entry0 = a.device_offset != nullptr ? *a.device_offset : 0;
@@ -43,10 +45,17 @@ __global__ void __launch_bounds__(kThreads) augment_normalize_kernel(AugmentBatc
   const std::uint8_t* src = a.images + row * chw;
   float* dst = a.out + b * chw;
   for (std::int32_t e = static_cast<std::int32_t>(threadIdx.x); e < chw; e += kThreads) {
-    const std::int32_t c = e / hw;
-    const std::int32_t rem = e - c * hw;
-    const std::int32_t y = rem / a.width;
-    const std::int32_t x = rem - y * a.width;
+    // Output e in the layout's memory order: (c, y, x) of NCHW, (y, x, c) of NHWC.
+    std::int32_t c = 0, pixel = 0;
+    if constexpr (L == Layout::NHWC) {
+      pixel = e / a.channels;
+      c = e - pixel * a.channels;
+    } else {
+      c = e / hw;
+      pixel = e - c * hw;
+    }
+    const std::int32_t y = pixel / a.width;
+    const std::int32_t x = pixel - y * a.width;
     std::int32_t sy = source_y(y, d, a.spec.pad);
     std::int32_t sx = source_x(x, a.width, d, a.spec.pad);
     if (a.spec.reflect_pad) {
@@ -78,7 +87,12 @@ void augment_normalize(const AugmentBatchArgs& a, cudaStream_t stream) {
   if (a.batch == 0) return;
   ENGINE_CHECK(a.images != nullptr && a.sample_ids != nullptr && a.out != nullptr,
                "augment_normalize: null images, sample_ids or out");
-  augment_normalize_kernel<<<static_cast<unsigned>(a.batch), kThreads, 0, stream>>>(a);
+  const auto blocks = static_cast<unsigned>(a.batch);
+  if (a.out_layout == Layout::NHWC) {
+    augment_normalize_kernel<Layout::NHWC><<<blocks, kThreads, 0, stream>>>(a);
+  } else {
+    augment_normalize_kernel<Layout::NCHW><<<blocks, kThreads, 0, stream>>>(a);
+  }
   ENGINE_LAUNCH_CHECK();
 }
 

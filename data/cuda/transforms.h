@@ -1,8 +1,8 @@
 #pragma once
 // The CUDA augmentation kernel's launcher (CUDA builds only; the kernel is data/cuda/transforms.cu).
 //
-// One launch gathers uint8 images, crops, flips, normalizes and writes float32 NCHW, and gathers the labels
-// alongside. It serves both loader paths:
+// One launch gathers uint8 images, crops, flips, normalizes and writes float32 NCHW (or NHWC), and gathers
+// the labels alongside. It serves both loader paths:
 //  - a staged batch (images[b] is row b; gather = nullptr), copied from pinned memory by the loader;
 //  - a GPU-resident dataset (images is the whole uint8 dataset; row b reads images[gather[b]]).
 // The draw for row b is keyed by sample_ids[b], the dataset index (data/augment_params.h), which is what
@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/layout.h"
 #include "data/augment_params.h"
 
 namespace engine::data::cuda {
@@ -31,7 +32,8 @@ struct AugmentBatchArgs {
   std::uint64_t epoch = 0;
   float mean[kMaxChannels] = {};
   float std_dev[kMaxChannels] = {};
-  float* out = nullptr;                // device; [batch, C, H, W]
+  float* out = nullptr;                // device; [batch, C, H, W] in out_layout
+  Layout out_layout = Layout::NCHW;    // NHWC: channels last, what an NHWC model takes without a transpose
   std::int32_t* out_labels = nullptr;  // device; [batch], written when `labels` is set
   // A CUDA graph's step state (apps/step_state.h), or null: the kernel reads the epoch from device_epoch
   // instead of `epoch`, and starts gather and sample_ids at entry *device_offset. A replay of the captured

@@ -1,6 +1,6 @@
 // The Loader on the CPU: an epoch yields exactly the sampler's indices in order with their labels, batch
 // shapes (a last partial batch unless drop_last), bitwise agreement with the transform, real prefetching at
-// depth 2 and 3, worker failures reaching the consumer, and shutdown mid-epoch without hanging.
+// depth 2 and 3, worker failures reaching the consumer, and shutdown mid-epoch without hanging; NHWC batches.
 
 #include "data/loader.h"
 
@@ -150,6 +150,44 @@ TEST(Loader, BatchesEqualTheTransformBitwise) {
       }
     }
     EXPECT_EQ(seen, ids.size());
+  }
+}
+
+// image_layout NHWC: the same values as the NCHW batches, element (n, c, y, x) at ((n * H + y) * W + x) * C +
+// c (indexed here by hand, not through the transpose the loader uses), and the tensors say NHWC.
+TEST(Loader, NhwcBatchesAreTheNchwBatchesChannelsLast) {
+  const Dataset d = make_dataset(40);
+  LoaderOptions o;
+  o.batch_size = 6;
+  o.num_workers = 2;
+  o.transform = TransformConfig::train({0.49f, 0.48f, 0.45f}, {0.25f, 0.24f, 0.26f}, /*seed=*/3, /*pad=*/2);
+  LoaderOptions nhwc_options = o;
+  nhwc_options.image_layout = Layout::NHWC;
+  const DistributedSampler sampler(40, 1, 0, true, 8);
+  Loader nchw(d, sampler, o), nhwc(d, sampler, nhwc_options);
+  const std::int64_t C = d.channels, H = d.height, W = d.width;
+  for (std::uint64_t epoch : {0u, 1u}) {
+    nchw.start_epoch(epoch);
+    nhwc.start_epoch(epoch);
+    Batch a, b;
+    while (nchw.next(a)) {
+      ASSERT_TRUE(nhwc.next(b));
+      ASSERT_EQ(b.images.shape(), a.images.shape());
+      EXPECT_EQ(b.images.layout(), Layout::NHWC);
+      EXPECT_EQ(a.images.layout(), Layout::NCHW);
+      EXPECT_EQ(b.labels.to_vector<std::int32_t>(), a.labels.to_vector<std::int32_t>());
+      const float* x = a.images.data<float>();
+      const float* y = b.images.data<float>();
+      for (std::int64_t n = 0; n < a.size(); ++n) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          for (std::int64_t p = 0; p < H * W; ++p) {
+            ASSERT_EQ(y[(n * H * W + p) * C + c], x[(n * C + c) * H * W + p])
+                << "epoch " << epoch << " batch " << a.index << " (" << n << ", " << c << ", " << p << ")";
+          }
+        }
+      }
+    }
+    EXPECT_FALSE(nhwc.next(b));
   }
 }
 

@@ -1,6 +1,6 @@
-// The CUDA data path against the CPU path: the augment kernel bit for bit (odd batch and image sizes), the
-// staged loader (pinned buffers, copy stream, events) and the GPU-resident loader batch for batch, and no
-// cudaMalloc in steady state.
+// The CUDA data path against the CPU path: the augment kernel bit for bit (odd batch and image sizes; NCHW
+// and NHWC output), the staged loader (pinned buffers, copy stream, events) and the GPU-resident loader batch
+// for batch, and no cudaMalloc in steady state.
 
 #include <algorithm>
 #include <cstdint>
@@ -39,6 +39,7 @@ Dataset random_dataset(std::int64_t n, std::int64_t c, std::int64_t h, std::int6
 void expect_bitwise_equal(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
   ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
   ASSERT_EQ(gpu.dtype(), cpu.dtype()) << what;
+  ASSERT_EQ(gpu.layout(), cpu.layout()) << what;
   const Tensor host = gpu.to(Device::cpu());
   EXPECT_EQ(0, std::memcmp(host.raw_data(), cpu.raw_data(), cpu.nbytes())) << what << " differs";
 }
@@ -78,6 +79,16 @@ TEST(TransformsGpu, KernelEqualsCpuBitwise) {
         expect_bitwise_equal(
             gpu_out, cpu_out,
             "augmented batch " + images.str() + (t.config().reflect_pad ? " (flip-translate)" : ""));
+        // NHWC output (channels last, for an NHWC model): the CPU's NHWC batch (each image transposed after
+        // the transform) bit for bit.
+        Tensor cpu_nhwc = Tensor::empty(images.shape(), DType::F32, Device::cpu(), nullptr, Layout::NHWC);
+        t.apply_batch(images, ids, epoch, cpu_nhwc);
+        Tensor gpu_nhwc =
+            Tensor::empty(images.shape(), DType::F32, Device::cuda(0), stream.get(), Layout::NHWC);
+        gpu_nhwc.fill_bytes(0xFF, stream.get());
+        t.apply_batch(gpu_images, gpu_ids, epoch, gpu_nhwc, stream.get());
+        stream.synchronize();
+        expect_bitwise_equal(gpu_nhwc, cpu_nhwc, "augmented NHWC batch " + images.str());
       }
     }
   }
@@ -147,6 +158,15 @@ TEST(LoaderGpu, ResidentEqualsCpu) {
   expect_same_batches(o, "resident");
   o.drop_last = true;
   expect_same_batches(o, "resident, drop_last");
+}
+
+TEST(LoaderGpu, NhwcBatchesEqualTheCpus) {
+  SKIP_WITHOUT_GPU();
+  LoaderOptions o = train_options();
+  o.image_layout = Layout::NHWC;
+  expect_same_batches(o, "staged NHWC");
+  o.gpu_resident = true;
+  expect_same_batches(o, "resident NHWC");
 }
 
 TEST(LoaderGpu, SteadyStateMakesNoCudaMalloc) {
