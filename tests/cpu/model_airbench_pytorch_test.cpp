@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
-#include <span>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -25,6 +23,7 @@
 #include "optim/sgd.h"
 #include "tests/common/environment.h"
 #include "tests/common/pytorch_tools.h"
+#include "tests/common/safetensors_records.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
@@ -33,38 +32,6 @@ namespace {
 using testing::cpu_context;
 using testing::random_labels;
 using testing::random_tensor;
-
-// Owns copies of the bytes the records point into (a deque: adding never moves the earlier ones).
-struct Records {
-  std::deque<std::vector<std::uint8_t>> storage;
-  std::vector<optim::TensorRecord> list;
-
-  void add(const std::string& name, const std::string& dtype, const Shape& shape, const void* data,
-           std::size_t bytes) {
-    const auto* p = static_cast<const std::uint8_t*>(data);
-    storage.emplace_back(p, p + bytes);
-    list.push_back({name, dtype, shape, std::span<const std::uint8_t>(storage.back())});
-  }
-  void add(const std::string& name, const Tensor& t) {
-    const bool f64 = t.dtype() == DType::F64;
-    add(name, f64 ? "F64" : "I32", t.shape(),
-        f64 ? static_cast<const void*>(t.data<double>()) : static_cast<const void*>(t.data<std::int32_t>()),
-        static_cast<std::size_t>(t.numel()) * 8 / (f64 ? 1 : 2));
-  }
-  void add_state(const std::string& prefix, const Model& m) {
-    for (const StateEntry& e : m.state_dict()) {
-      switch (e.kind) {
-        case StateEntry::Kind::Parameter: add(prefix + e.name, m.parameters()[e.index].value); break;
-        case StateEntry::Kind::Buffer: add(prefix + e.name, m.buffers()[e.index].value); break;
-        case StateEntry::Kind::Counter: {
-          const std::int64_t v = *m.counters()[e.index].value;
-          add(prefix + e.name, "I64", {}, &v, sizeof v);
-          break;
-        }
-      }
-    }
-  }
-};
 
 TEST(ModelAirbenchPyTorch, ForwardBackwardAndTwoRecipeStepsMatchPyTorch) {
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
@@ -78,7 +45,7 @@ TEST(ModelAirbenchPyTorch, ForwardBackwardAndTwoRecipeStepsMatchPyTorch) {
   const Tensor x2 = random_tensor({kBatch, 3, 32, 32}, DType::F64, 13, -2.0, 2.0);
   const Tensor labels1 = random_labels(kBatch, 10, 14), labels2 = random_labels(kBatch, 10, 15);
 
-  Records r;
+  engine::testing::SafetensorsRecords r;
   r.add_state("state.", m);
   r.add("in.x1", x1);
   r.add("in.x2", x2);
