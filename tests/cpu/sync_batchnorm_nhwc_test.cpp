@@ -2,7 +2,8 @@
 // channel in the NCHW run's order (n outer, cell inner), so on the same logical data it gives the same bits,
 // forward and backward, in float64 and float32, on one and on two gloo ranks (threads of this process, each
 // with its own group, rank 0 serving the store). A mix of layouts is refused naming the tensors. A whole
-// model with SyncBatchNorm2d in NHWC takes the NCHW model's training step on two ranks.
+// model with SyncBatchNorm2d in NHWC takes the NCHW model's training step on two ranks, and so does
+// `cnn_train --nproc 2 --sync-bn --layout nhwc`.
 
 #include <algorithm>
 #include <bit>
@@ -26,7 +27,9 @@
 #include "kernels/cpu/sgd.h"
 #include "kernels/ops/transpose.h"
 #include "layers/models.h"
+#include "optim/safetensors.h"
 #include "tests/common/error_of.h"
+#include "tests/cpu/cnn_train_test_util.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::dist {
@@ -253,6 +256,31 @@ TEST(SyncBatchNormNhwc, Resnet18ModelTrainsLikeNchwOnTwoRanksFloat64) {
 
 TEST(SyncBatchNormNhwc, Resnet18ModelTrainsLikeNchwOnTwoRanksFloat32) {
   expect_nhwc_model_trains_like_nchw<float>(DType::F32, 1e-5);
+}
+
+// cnn_train: two gloo ranks with --sync-bn in NHWC take the NCHW run's step (resnet18, one step: see
+// tests/cpu/cnn_train_ddp_test.cpp for why one). The float32 CPU kernels run on exact transposes and
+// SyncBatchNorm's host path is bitwise the same in both layouts, so only the order of threaded float32
+// reductions may differ: 1e-5 of each tensor's largest value, as tests/cpu/nhwc_model_test.cpp argues.
+TEST(SyncBatchNormNhwc, CnnTrainTwoRanksWithSyncBnInNhwcTakeTheNchwStep) {
+  namespace t = apps::testing;
+  const std::string root = t::tiny_folder_dataset("sync_bn_nhwc");
+  const std::string nchw = t::temp_dir("sync_bn_nchw_out"), nhwc = t::temp_dir("sync_bn_nhwc_out");
+  const std::vector<std::string> ddp = {"--cpu", "--nproc",      "2", "--sync-bn", "--limit-train",
+                                        "16",    "--limit-test", "6"};
+  const t::RunResult a = t::run_train(t::with_args(t::tiny_folder_args(root, nchw, "resnet18", 8, 1), ddp));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const t::RunResult b = t::run_train(t::with_args(t::tiny_folder_args(root, nhwc, "resnet18", 8, 1),
+                                                   t::with_args(ddp, {"--layout", "nhwc"})));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(optim::SafetensorsFile::read(nhwc + "/epoch1.safetensors").metadata().at("step"), "1");
+  const std::vector<t::TensorDifference> diffs =
+      t::checkpoint_differences(nchw + "/epoch1.safetensors", nhwc + "/epoch1.safetensors");
+  for (const t::TensorDifference& d : diffs) {
+    EXPECT_LE(d.worst, 1e-5 * d.scale)
+        << d.name << ": largest difference " << d.worst << " of values up to " << d.scale;
+  }
+  EXPECT_GT(diffs.size(), 180u) << "resnet18's weights, BatchNorm buffers and momentum buffers";
 }
 
 }  // namespace
