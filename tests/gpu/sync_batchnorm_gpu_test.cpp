@@ -3,10 +3,11 @@
 // the result is plain batch norm and the reference is cpu::batchnorm2d_*), in the NCHW and the NHWC layout,
 // and the NHWC path against the NCHW one. The stages, the Chan combination and the global backward
 // coefficients all run; the multi-rank combination is checked on two ranks sharing one GPU by
-// tests/gpu/cnn_train_ddp_gpu_test.cpp. Shapes: odd sizes, a large offset (|mean| >> std), several reduction
-// chunks, several NHWC channel tiles (C = 70: three tiles of 32, the last partial). Tolerances as
-// tests/gpu/cuda_batchnorm2d_test.cpp derives them: statistics and the running ones within one float ulp of
-// the double values, y within 8u of its terms' magnitude, dx within 16u.
+// tests/gpu/cnn_train_ddp_gpu_test.cpp (NCHW) and at the end of this file (NHWC against NCHW). Shapes: odd
+// sizes, a large offset (|mean| >> std), several reduction chunks, several NHWC channel tiles (C = 70: three
+// tiles of 32, the last partial). Tolerances as tests/gpu/cuda_batchnorm2d_test.cpp derives them: statistics
+// and the running ones within one float ulp of the double values, y within 8u of its terms' magnitude, dx
+// within 16u.
 #include <cmath>
 #include <memory>
 #include <ostream>
@@ -23,6 +24,7 @@
 #include "kernels/cpu/batchnorm2d.h"
 #include "kernels/ops/transpose.h"
 #include "tests/common/gpu.h"
+#include "tests/cpu/cnn_train_test_util.h"
 #include "tests/gpu/kernel_test_util.h"
 
 namespace engine {
@@ -249,6 +251,32 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SyncBatchNormGpu,
                          ::testing::Values(SyncBnCase{3, 5, 7, 9, 0.0f}, SyncBnCase{2, 3, 5, 5, 1000.0f},
                                            SyncBnCase{37, 4, 33, 17, 0.0f}, SyncBnCase{4, 70, 33, 33, 0.0f}),
                          case_name);
+
+// cnn_train with two gloo ranks sharing GPU 0 and --sync-bn: the NHWC run takes the NCHW run's step
+// (resnet18, one SGD step, float32). The bound is that of tests/gpu/cnn_train_ddp_gpu_test.cpp, 1e-4 of each
+// tensor's largest value: cuDNN's NHWC and NCHW algorithms differ and carry about 1e-5 relative error of
+// their own, SyncBatchNorm's two layouts differ by float32 ulps (NhwcMatchesTheNchwPath above).
+TEST(SyncBatchNormGpuDdp, TwoGlooRanksOnOneGpuInNhwcTakeTheNchwStep) {
+  SKIP_WITHOUT_GPU();
+  namespace t = apps::testing;
+  const std::string root = t::tiny_folder_dataset("gpu_sync_bn_nhwc");
+  const std::string nchw = t::temp_dir("gpu_sync_bn_nchw_out"), nhwc = t::temp_dir("gpu_sync_bn_nhwc_out");
+  const std::vector<std::string> ddp = {"--gpus",        "0,0", "--backend",    "gloo", "--sync-bn",
+                                        "--limit-train", "16",  "--limit-test", "6"};
+  const t::RunResult a = t::run_train(t::with_args(t::tiny_folder_args(root, nchw, "resnet18", 8, 1), ddp));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const t::RunResult b = t::run_train(t::with_args(t::tiny_folder_args(root, nhwc, "resnet18", 8, 1),
+                                                   t::with_args(ddp, {"--layout", "nhwc"})));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("2 rank(s) through gloo"), std::string::npos) << b.output;
+  const std::vector<t::TensorDifference> diffs =
+      t::checkpoint_differences(nchw + "/epoch1.safetensors", nhwc + "/epoch1.safetensors");
+  for (const t::TensorDifference& d : diffs) {
+    EXPECT_LE(d.worst, 1e-4 * d.scale)
+        << d.name << ": largest difference " << d.worst << " of values up to " << d.scale;
+  }
+  EXPECT_GT(diffs.size(), 180u) << "resnet18's weights, BatchNorm buffers and momentum buffers";
+}
 
 }  // namespace
 }  // namespace engine
