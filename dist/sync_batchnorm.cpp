@@ -5,20 +5,29 @@
 
 #include "core/error.h"
 #include "kernels/cuda/sync_batchnorm.h"  // declared in every build (kernels/cuda_api.h)
-#include "kernels/ops/dispatch.h"         // data_or_null
+#include "kernels/ops/dispatch.h"         // data_or_null, check_same_layout
 
 namespace engine::dist {
 namespace {
 
+// Where element (n, c, i) of x [N, C, H*W] lives (core/layout.h): n * n_stride + c * c_stride + i * i_stride,
+// that is (n * C + c) * HW + i in NCHW and (n * HW + i) * C + c in NHWC. Every loop below walks a channel
+// n outer, i inner whatever the layout, so its values are added in the same order and an NHWC run gives
+// the bits of the NCHW run on the same logical data.
 struct Geometry {
   std::int64_t n, c, hw;
+  std::int64_t n_stride, c_stride, i_stride;
+
+  std::int64_t at(std::int64_t img, std::size_t channel, std::int64_t i) const {
+    return img * n_stride + static_cast<std::int64_t>(channel) * c_stride + i * i_stride;
+  }
 };
 
 Geometry geometry_of(const Tensor& x) {
   ENGINE_CHECK(x.ndim() == 4, "SyncBatchNorm expects an input [N, C, H, W], got {}", x.str());
-  ENGINE_CHECK(x.layout() == Layout::NCHW, "SyncBatchNorm runs NCHW only, got {} (use --layout nchw)",
-               x.str());
-  return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
+  const std::int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  if (x.layout() == Layout::NHWC) return {n, c, hw, hw * c, 1, c};
+  return {n, c, hw, c * hw, hw, 1};
 }
 
 // A host view of `t`: itself on the CPU, else a copy made after the work queued on `stream`.
@@ -64,15 +73,15 @@ void forward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, c
   for (std::size_t c = 0; c < C; ++c) {
     double sum = 0.0;
     for (std::int64_t n = 0; n < g.n; ++n) {
-      const T* p = x + (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
-      for (std::int64_t i = 0; i < g.hw; ++i) sum += static_cast<double>(p[i]);
+      const T* p = x + g.at(n, c, 0);
+      for (std::int64_t i = 0; i < g.hw; ++i) sum += static_cast<double>(p[i * g.i_stride]);
     }
     const double mean = local_count > 0 ? sum / local_count : 0.0;
     double m2 = 0.0;
     for (std::int64_t n = 0; n < g.n; ++n) {
-      const T* p = x + (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      const T* p = x + g.at(n, c, 0);
       for (std::int64_t i = 0; i < g.hw; ++i) {
-        const double d = static_cast<double>(p[i]) - mean;
+        const double d = static_cast<double>(p[i * g.i_stride]) - mean;
         m2 += d * d;
       }
     }
@@ -107,9 +116,10 @@ void forward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, c
     const double scale = static_cast<double>(gamma[c]) * invstd;
     const double shift = static_cast<double>(beta[c]);
     for (std::int64_t n = 0; n < g.n; ++n) {
-      const std::int64_t base = (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      const std::int64_t base = g.at(n, c, 0);
       for (std::int64_t i = 0; i < g.hw; ++i) {
-        y[base + i] = static_cast<T>((static_cast<double>(x[base + i]) - mean[c]) * scale + shift);
+        const std::int64_t at = base + i * g.i_stride;
+        y[at] = static_cast<T>((static_cast<double>(x[at]) - mean[c]) * scale + shift);
       }
     }
     if (running_mean != nullptr) {
@@ -132,11 +142,12 @@ void backward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, 
     const double invstd = static_cast<double>(save_invstd[c]);
     double sdy = 0.0, sdyx = 0.0;
     for (std::int64_t n = 0; n < g.n; ++n) {
-      const std::int64_t base = (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      const std::int64_t base = g.at(n, c, 0);
       for (std::int64_t i = 0; i < g.hw; ++i) {
-        const double d = static_cast<double>(dy[base + i]);
+        const std::int64_t at = base + i * g.i_stride;
+        const double d = static_cast<double>(dy[at]);
         sdy += d;
-        sdyx += d * (static_cast<double>(x[base + i]) - mean) * invstd;
+        sdyx += d * (static_cast<double>(x[at]) - mean) * invstd;
       }
     }
     local[c] = sdy;
@@ -155,10 +166,11 @@ void backward(ProcessGroup& pg, const Geometry& g, Device device, void* stream, 
     const double k = static_cast<double>(gamma[c]) * invstd;
     const double mdy = all[c] / count, mdyx = all[C + c] / count;
     for (std::int64_t n = 0; n < g.n; ++n) {
-      const std::int64_t base = (n * g.c + static_cast<std::int64_t>(c)) * g.hw;
+      const std::int64_t base = g.at(n, c, 0);
       for (std::int64_t i = 0; i < g.hw; ++i) {
-        const double xhat = (static_cast<double>(x[base + i]) - mean) * invstd;
-        dx[base + i] = static_cast<T>(k * (static_cast<double>(dy[base + i]) - mdy - xhat * mdyx));
+        const std::int64_t at = base + i * g.i_stride;
+        const double xhat = (static_cast<double>(x[at]) - mean) * invstd;
+        dx[at] = static_cast<T>(k * (static_cast<double>(dy[at]) - mdy - xhat * mdyx));
       }
     }
   }
@@ -184,12 +196,13 @@ void forward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const 
     const std::int64_t size = cuda::sync_batchnorm_moments_size(s.c);
     const Tensor local = Tensor::empty({size}, DType::F64, x.device(), stream);
     const Tensor gathered = Tensor::empty({size * pg.world_size()}, DType::F64, x.device(), stream);
-    cuda::sync_batchnorm_local_moments(st, s, x.data<float>(), local.data<double>());
+    cuda::sync_batchnorm_local_moments(st, s, x.data<float>(), local.data<double>(), x.layout());
     pg.all_gather_async(local, gathered, stream)->wait();
-    cuda::sync_batchnorm_forward_global(
-        st, s, gathered.data<double>(), pg.world_size(), x.data<float>(), gamma.data<float>(),
-        beta.data<float>(), y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
-        ops::data_or_null<float>(running_mean), ops::data_or_null<float>(running_var), momentum, eps);
+    cuda::sync_batchnorm_forward_global(st, s, gathered.data<double>(), pg.world_size(), x.data<float>(),
+                                        gamma.data<float>(), beta.data<float>(), y.data<float>(),
+                                        save_mean.data<float>(), save_invstd.data<float>(),
+                                        ops::data_or_null<float>(running_mean),
+                                        ops::data_or_null<float>(running_var), momentum, eps, x.layout());
   } else {
     ENGINE_FAIL("SyncBatchNorm forward: a CUDA tensor {}, but this build has no CUDA device", x.str());
   }
@@ -205,11 +218,12 @@ void backward_cuda(ProcessGroup& pg, const Tensor& x, const Tensor& gamma, const
         Tensor::empty({cuda::sync_batchnorm_grad_sums_size(s.c)}, DType::F64, x.device(), stream);
     cuda::sync_batchnorm_local_grad_sums(st, s, x.data<float>(), dy.data<float>(), save_mean.data<float>(),
                                          save_invstd.data<float>(), local.data<double>(),
-                                         dgamma.data<float>(), dbeta.data<float>());
+                                         dgamma.data<float>(), dbeta.data<float>(), x.layout());
     pg.all_reduce_async(local, ReduceOp::Sum, stream)->wait();
-    cuda::sync_batchnorm_backward_global(
-        st, s, local.data<double>(), x.data<float>(), ops::data_or_null<float>(gamma),
-        save_mean.data<float>(), save_invstd.data<float>(), dy.data<float>(), ops::data_or_null<float>(dx));
+    cuda::sync_batchnorm_backward_global(st, s, local.data<double>(), x.data<float>(),
+                                         ops::data_or_null<float>(gamma), save_mean.data<float>(),
+                                         save_invstd.data<float>(), dy.data<float>(),
+                                         ops::data_or_null<float>(dx), x.layout());
   } else {
     ENGINE_FAIL("SyncBatchNorm backward: a CUDA tensor {}, but this build has no CUDA device", x.str());
   }
@@ -232,6 +246,7 @@ void sync_batchnorm_forward_training(ProcessGroup& pg, const Tensor& x, const Te
                                      const Tensor& save_invstd, const Tensor& running_mean,
                                      const Tensor& running_var, double momentum, double eps, void* stream) {
   const Geometry g = geometry_of(x);
+  ops::check_same_layout("SyncBatchNorm forward", {{"x", x}, {"y", y}});
   ENGINE_CHECK(gamma.numel() == g.c && beta.numel() == g.c && save_mean.numel() == g.c &&
                    save_invstd.numel() == g.c && y.shape() == x.shape(),
                "SyncBatchNorm forward: parameters must have {} elements and y the shape of x {}", g.c,
@@ -261,6 +276,7 @@ void sync_batchnorm_backward_training(ProcessGroup& pg, const Tensor& x, const T
                                       const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                                       void* stream) {
   const Geometry g = geometry_of(x);
+  ops::check_same_layout("SyncBatchNorm backward", {{"x", x}, {"dy", dy}, {"dx", dx}});
   ENGINE_CHECK(dy.shape() == x.shape() && (!dx.defined() || dx.shape() == x.shape()) &&
                    dgamma.numel() == g.c && dbeta.numel() == g.c,
                "SyncBatchNorm backward: dy/dx must have the shape of x {} and dgamma/dbeta {} elements",

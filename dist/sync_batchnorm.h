@@ -15,12 +15,14 @@
 // share): the Reducer's average over ranks then turns them into the concatenated-batch gradients (each rank's
 // loss is a mean over its own share, so its dy is world_size times the concatenated-batch dy).
 //
-// Tensors: x, y, dy, dx [N, C, H, W]; gamma, beta, save_mean, save_invstd, running_mean, running_var, dgamma,
-// dbeta [C]; all float32 or all float64. CPU tensors are computed here on the host. CUDA tensors (float32)
-// stay on the device: kernels/cuda/sync_batchnorm.h computes the local moments and sums and the global stage,
-// and the collective between them is queued on `stream` (NCCL: no host synchronization; gloo: through its
-// host copies). Throws engine::Error when the global count per channel is < 2 (CUDA: when a rank's share
-// holds fewer than 2 values per channel).
+// Tensors: x, y, dy, dx [N, C, H, W], all in one layout, NCHW or NHWC (a mix is refused naming them; the
+// host path walks each channel in the same order in both, so they give the same bits); gamma, beta,
+// save_mean, save_invstd, running_mean, running_var, dgamma, dbeta [C]; all float32 or all float64. CPU
+// tensors are computed here on the host. CUDA tensors (float32) stay on the device:
+// kernels/cuda/sync_batchnorm.h computes the local moments and sums and the global stage in the tensors'
+// layout, and the collective between them is queued on `stream` (NCCL: no host synchronization; gloo:
+// through its host copies). Throws engine::Error when the global count per channel is < 2 (CUDA: when a
+// rank's share holds fewer than 2 values per channel).
 
 #include "core/tensor.h"
 #include "dist/process_group.h"

@@ -1,33 +1,42 @@
 // SyncBatchNorm's device stages (sync_batchnorm.h). The reductions and elementwise passes are BatchNorm2d's
-// (batchnorm_parts.cuh); what is new here is the per-channel finishing: local moments out, global moments in.
+// (channel_reduce.cuh / channel_reduce_nhwc.cuh, batchnorm_parts.cuh / batchnorm_nhwc_parts.cuh), in the
+// layout of the tensors; what is new here is the per-channel finishing: local moments out, global moments in.
 #include <cmath>
 
+#include "kernels/cuda/batchnorm_nhwc_parts.cuh"
 #include "kernels/cuda/batchnorm_parts.cuh"
+#include "kernels/cuda/channel_reduce_nhwc.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/sync_batchnorm.h"
 
 namespace engine::cuda {
 namespace {
 
-// local = [count, mean[C], M2[C]] from the shifted sums (S1, S2) of each channel's chunks.
-__global__ void local_moments_kernel(const double* partial, int chunks, int c_count, int hw, double m,
-                                     const float* x, double* local) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= c_count) return;
-  double s1 = 0.0, s2 = 0.0;
-  for (int j = 0; j < chunks; ++j) {
-    s1 += partial[(static_cast<std::int64_t>(c) * chunks + j) * 2];
-    s2 += partial[(static_cast<std::int64_t>(c) * chunks + j) * 2 + 1];
-  }
-  const double shift = static_cast<double>(x[static_cast<std::int64_t>(c) * hw]);
-  if (c == 0) local[0] = m;
-  local[1 + c] = shift + s1 / m;
-  local[1 + c_count + c] = fmax(s2 - s1 * s1 / m, 0.0);  // rounding can make a constant channel's tiny < 0
+// x[c * shift_stride] is x[0, c, 0, 0], the channel's shift K: H*W in NCHW, 1 in NHWC.
+int shift_stride_of(Layout layout, const BatchNorm2dShape& s) {
+  return layout == Layout::NHWC ? 1 : s.h * s.w;
 }
+
+// The finish of the local statistics of channel c from its shifted sums (S1, S2) about K:
+// local = [count, mean[C], M2[C]].
+struct FinishLocalMoments {
+  int shift_stride, c_count;
+  double m;
+  const float* x;
+  double* local;
+
+  __device__ void operator()(int c, const double* sums) const {
+    const double s1 = sums[0], s2 = sums[1];
+    const double shift = static_cast<double>(x[static_cast<std::int64_t>(c) * shift_stride]);
+    if (c == 0) local[0] = m;
+    local[1 + c] = shift + s1 / m;
+    local[1 + c_count + c] = fmax(s2 - s1 * s1 / m, 0.0);  // rounding can make a constant channel's tiny < 0
+  }
+};
 
 struct ForwardArgs {
   const double* gathered;
-  int world_size, c_count, hw;
+  int world_size, c_count, shift_stride;
   double momentum, eps;
   const float* x;
   const float* gamma;
@@ -58,7 +67,7 @@ __global__ void forward_global_kernel(ForwardArgs a) {
   a.save_mean[c] = static_cast<float>(mean);
   a.save_invstd[c] = static_cast<float>(invstd);
   // Normalize about this rank's first value of the channel, as BatchNorm2d does (batchnorm_parts.cuh).
-  const double shift = static_cast<double>(a.x[static_cast<std::int64_t>(c) * a.hw]);
+  const double shift = static_cast<double>(a.x[static_cast<std::int64_t>(c) * a.shift_stride]);
   float* k = a.coef + static_cast<std::int64_t>(c) * 3;
   k[0] = static_cast<float>(shift);
   k[1] = static_cast<float>(mean - shift);
@@ -71,22 +80,24 @@ __global__ void forward_global_kernel(ForwardArgs a) {
   }
 }
 
-// local = [sum_dy[C], sum_dy_xhat[C], count]; dgamma, dbeta = this rank's sums.
-__global__ void local_grad_sums_kernel(const double* partial, int chunks, int c_count, double m,
-                                       double* local, float* dgamma, float* dbeta) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= c_count) return;
-  double sum_dy = 0.0, sum_dy_xhat = 0.0;
-  for (int j = 0; j < chunks; ++j) {
-    sum_dy += partial[(static_cast<std::int64_t>(c) * chunks + j) * 2];
-    sum_dy_xhat += partial[(static_cast<std::int64_t>(c) * chunks + j) * 2 + 1];
+// The finish of channel c's backward sums over this rank's share: local = [sum_dy[C], sum_dy_xhat[C], count];
+// dgamma, dbeta = these local sums.
+struct FinishLocalGradSums {
+  int c_count;
+  double m;
+  double* local;
+  float* dgamma;
+  float* dbeta;
+
+  __device__ void operator()(int c, const double* sums) const {
+    const double sum_dy = sums[0], sum_dy_xhat = sums[1];
+    local[c] = sum_dy;
+    local[c_count + c] = sum_dy_xhat;
+    if (c == 0) local[2 * c_count] = m;
+    if (dbeta != nullptr) dbeta[c] = static_cast<float>(sum_dy);
+    if (dgamma != nullptr) dgamma[c] = static_cast<float>(sum_dy_xhat);
   }
-  local[c] = sum_dy;
-  local[c_count + c] = sum_dy_xhat;
-  if (c == 0) local[2 * c_count] = m;
-  if (dbeta != nullptr) dbeta[c] = static_cast<float>(sum_dy);
-  if (dgamma != nullptr) dgamma[c] = static_cast<float>(sum_dy_xhat);
-}
+};
 
 // coef = [mean, invstd, scale, mean_dy, mean_dy_xhat] per channel from the global sums (grad_input_kernel).
 __global__ void backward_global_coef_kernel(const double* reduced, int c_count, const float* gamma,
@@ -112,28 +123,57 @@ void check(const char* op, const BatchNorm2dShape& s) {
   detail::check_fits_int(static_cast<std::int64_t>(s.x_size()), "N*C*H*W", op);
 }
 
+// The one-kernel per-channel reduction and the elementwise passes in the layout's walk, as batchnorm2d.cu
+// picks them (the arithmetic is the same in both layouts).
+template <typename Op, typename Finish>
+void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
+                    const Finish& finish, const char* what) {
+  if (layout == Layout::NHWC) {
+    detail::launch_channel_reduce_nhwc<2>(stream, static_cast<std::int64_t>(s.count()), s.c, op, finish,
+                                          what);
+  } else {
+    detail::launch_channel_reduce<2>(stream, s.n, s.c, s.h * s.w,
+                                     detail::channel_chunks(static_cast<std::int64_t>(s.count())), op, finish,
+                                     what);
+  }
+}
+
+void normalize(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const float* x,
+               const float* coef, const float* beta, float* y) {
+  if (layout == Layout::NHWC) {
+    detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, /*relu=*/false);
+  } else {
+    detail::launch_normalize(stream, s, x, coef, beta, y, /*relu=*/false);
+  }
+}
+
+void grad_input(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const float* x,
+                const float* dy, const float* coef, float* dx) {
+  const float* no_relu = nullptr;  // typed: the launchers deduce the storage type from every pointer
+  if (layout == Layout::NHWC) {
+    detail::launch_grad_input_nhwc(stream, s, x, dy, no_relu, coef, dx);
+  } else {
+    detail::launch_grad_input(stream, s, x, dy, no_relu, coef, dx);
+  }
+}
+
 }  // namespace
 
 void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
-                                  double* local) {
+                                  double* local, Layout layout) {
   ENGINE_NVTX_RANGE("sync_batchnorm_local_moments");
   const char* op = "sync_batchnorm_local_moments";
   check(op, shape);
   ENGINE_CHECK(x != nullptr && local != nullptr, "{}: x and local must not be null", op);
-  const int hw = shape.h * shape.w;
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(shape.count()));
-  Tensor partial = detail::scratch<double>(2 * static_cast<std::int64_t>(shape.c) * chunks, stream);
-  detail::launch_channel_partial_sums<2>(stream, shape.n, shape.c, hw, chunks, detail::ShiftedSums{x, hw},
-                                         partial.data<double>(), op);
-  local_moments_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
-      partial.data<double>(), chunks, shape.c, hw, static_cast<double>(shape.count()), x, local);
-  ENGINE_LAUNCH_CHECK();
+  const int shift_stride = shift_stride_of(layout, shape);
+  const FinishLocalMoments finish{shift_stride, shape.c, static_cast<double>(shape.count()), x, local};
+  channel_reduce(stream, layout, shape, detail::ShiftedSums{x, shift_stride}, finish, op);
 }
 
 void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* gathered,
                                    int world_size, const float* x, const float* gamma, const float* beta,
                                    float* y, float* save_mean, float* save_invstd, float* running_mean,
-                                   float* running_var, double momentum, double eps) {
+                                   float* running_var, double momentum, double eps, Layout layout) {
   ENGINE_NVTX_RANGE("sync_batchnorm_forward_global");
   const char* op = "sync_batchnorm_forward_global";
   check(op, shape);
@@ -145,44 +185,47 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& 
                "{}: running_mean and running_var must both be given or both be null", op);
   ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0 && eps >= 0.0, "{}: momentum {} or eps {} out of range", op,
                momentum, eps);
-  const int hw = shape.h * shape.w;
   Tensor coef = detail::scratch<float>(3 * static_cast<std::int64_t>(shape.c), stream);
-  const ForwardArgs args{gathered,  world_size,  shape.c,      hw,          momentum,          eps, x, gamma,
-                         save_mean, save_invstd, running_mean, running_var, coef.data<float>()};
+  const ForwardArgs args{gathered,
+                         world_size,
+                         shape.c,
+                         shift_stride_of(layout, shape),
+                         momentum,
+                         eps,
+                         x,
+                         gamma,
+                         save_mean,
+                         save_invstd,
+                         running_mean,
+                         running_var,
+                         coef.data<float>()};
   forward_global_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(args);
   ENGINE_LAUNCH_CHECK();
-  detail::launch_normalize(stream, shape, x, coef.data<float>(), beta, y, /*relu=*/false);
+  normalize(stream, layout, shape, x, coef.data<float>(), beta, y);
 }
 
 void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
                                     const float* dy, const float* save_mean, const float* save_invstd,
-                                    double* local, float* dgamma, float* dbeta) {
+                                    double* local, float* dgamma, float* dbeta, Layout layout) {
   ENGINE_NVTX_RANGE("sync_batchnorm_local_grad_sums");
   const char* op = "sync_batchnorm_local_grad_sums";
   check(op, shape);
   ENGINE_CHECK(
       x != nullptr && dy != nullptr && save_mean != nullptr && save_invstd != nullptr && local != nullptr,
       "{}: x, dy, save_mean, save_invstd and local must not be null", op);
-  const int hw = shape.h * shape.w;
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(shape.count()));
   Tensor stats = detail::scratch<double>(2 * static_cast<std::int64_t>(shape.c), stream);
-  Tensor partial = detail::scratch<double>(2 * static_cast<std::int64_t>(shape.c) * chunks, stream);
   double* mean = stats.data<double>();
   double* invstd = mean + shape.c;
-  const unsigned c_grid = detail::grid_for(shape.c);
-  detail::backward_stats_kernel<<<c_grid, detail::kBlock, 0, stream>>>(save_mean, save_invstd, nullptr, 0.0,
-                                                                       shape.c, mean, invstd);
+  detail::backward_stats_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
+      save_mean, save_invstd, nullptr, 0.0, shape.c, mean, invstd);
   ENGINE_LAUNCH_CHECK();
-  detail::launch_channel_partial_sums<2>(stream, shape.n, shape.c, hw, chunks,
-                                         detail::GradSums{x, dy, mean, invstd}, partial.data<double>(), op);
-  local_grad_sums_kernel<<<c_grid, detail::kBlock, 0, stream>>>(
-      partial.data<double>(), chunks, shape.c, static_cast<double>(shape.count()), local, dgamma, dbeta);
-  ENGINE_LAUNCH_CHECK();
+  const FinishLocalGradSums finish{shape.c, static_cast<double>(shape.count()), local, dgamma, dbeta};
+  channel_reduce(stream, layout, shape, detail::GradSums{x, dy, mean, invstd}, finish, op);
 }
 
 void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* reduced,
                                     const float* x, const float* gamma, const float* save_mean,
-                                    const float* save_invstd, const float* dy, float* dx) {
+                                    const float* save_invstd, const float* dy, float* dx, Layout layout) {
   ENGINE_NVTX_RANGE("sync_batchnorm_backward_global");
   const char* op = "sync_batchnorm_backward_global";
   check(op, shape);
@@ -194,7 +237,7 @@ void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape&
   backward_global_coef_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
       reduced, shape.c, gamma, save_mean, save_invstd, coef.data<float>());
   ENGINE_LAUNCH_CHECK();
-  detail::launch_grad_input(stream, shape, x, dy, /*relu_y=*/nullptr, coef.data<float>(), dx);
+  grad_input(stream, layout, shape, x, dy, coef.data<float>(), dx);
 }
 
 }  // namespace engine::cuda
