@@ -10,7 +10,6 @@
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/cuda/batchnorm_nhwc_parts.cuh"
 #include "kernels/cuda/batchnorm_parts.cuh"
-#include "kernels/cuda/channel_reduce_nhwc.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/vector4.cuh"
 
@@ -102,41 +101,6 @@ struct FinishGrad {
   }
 };
 
-// The per-channel reduction and the elementwise passes in the layout's walk (NHWC: channel_reduce_nhwc.cuh,
-// batchnorm_nhwc_parts.cuh); the arithmetic is the same, for float32 and bf16 storage alike.
-template <typename Op, typename Finish>
-void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
-                    const Finish& finish, const char* what) {
-  if (layout == Layout::NHWC) {
-    detail::launch_channel_reduce_nhwc<2>(stream, static_cast<std::int64_t>(s.count()), s.c, op, finish,
-                                          what);
-  } else {
-    detail::launch_channel_reduce<2>(stream, s.n, s.c, s.h * s.w,
-                                     detail::channel_chunks(static_cast<std::int64_t>(s.count())), op, finish,
-                                     what);
-  }
-}
-
-template <typename T>
-void normalize(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x, const float* coef,
-               const float* beta, T* y, bool relu) {
-  if (layout == Layout::NHWC) {
-    detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, relu);
-    return;
-  }
-  detail::launch_normalize(stream, s, x, coef, beta, y, relu);
-}
-
-template <typename T>
-void grad_input(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x, const T* dy,
-                const T* relu_y, const float* coef, T* dx) {
-  if (layout == Layout::NHWC) {
-    detail::launch_grad_input_nhwc(stream, s, x, dy, relu_y, coef, dx);
-    return;
-  }
-  detail::launch_grad_input(stream, s, x, dy, relu_y, coef, dx);
-}
-
 void check_shape(const char* op, const BatchNorm2dShape& s, double eps) {
   s.validate();
   ENGINE_CHECK(eps >= 0.0, "{}: eps must not be negative, got {}", op, eps);
@@ -163,8 +127,8 @@ void backward(cudaStream_t stream, const char* op, const BatchNorm2dShape& s, co
   ENGINE_LAUNCH_CHECK();
   const FinishGrad finish{
       static_cast<double>(s.count()), batch_terms, mean, invstd, gamma, dgamma, dbeta, coef.data<float>()};
-  channel_reduce(stream, layout, s, GradSumsOf<T>{x, dy, mean, invstd, relu_y}, finish, op);
-  if (dx != nullptr) grad_input(stream, layout, s, x, dy, relu_y, coef.data<float>(), dx);
+  detail::channel_reduce_in_layout(stream, layout, s, GradSumsOf<T>{x, dy, mean, invstd, relu_y}, finish, op);
+  if (dx != nullptr) detail::grad_input_in_layout(stream, layout, s, x, dy, relu_y, coef.data<float>(), dx);
 }
 
 template <typename T>
@@ -196,8 +160,8 @@ void forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const 
                               running_var,
                               running_mean_shift,
                               coef.data<float>()};
-  channel_reduce(stream, layout, shape, ShiftedSumsOf<T>{x, shift_stride}, finish, op);
-  normalize(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
+  detail::channel_reduce_in_layout(stream, layout, shape, ShiftedSumsOf<T>{x, shift_stride}, finish, op);
+  detail::normalize_in_layout(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
 }
 
 template <typename T>
@@ -212,7 +176,7 @@ void forward_eval(cudaStream_t stream, const BatchNorm2dShape& shape, const T* x
   eval_coefficients_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
       gamma, running_mean, running_var, eps, shape.c, coef.data<float>());
   ENGINE_LAUNCH_CHECK();
-  normalize(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
+  detail::normalize_in_layout(stream, layout, shape, x, coef.data<float>(), beta, y, relu);
 }
 
 template <typename T>

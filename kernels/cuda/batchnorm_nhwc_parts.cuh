@@ -1,10 +1,13 @@
 #pragma once
 // The elementwise passes of batch normalization over NHWC data (internal; batchnorm2d.cu's NHWC path): the
 // arithmetic of normalize_kernel and grad_input_kernel (batchnorm_parts.cuh) exactly, walking memory in
-// order; the channel of flat index i is i % C (32-bit: the launchers check that N*C*H*W fits in int).
+// order; the channel of flat index i is i % C (32-bit: the launchers check that N*C*H*W fits in int). And the
+// layout dispatch of the reduction and both passes, for BatchNorm2d and SyncBatchNorm2d.
 // Storage float32 or bf16 (T = __nv_bfloat16 in device code), loaded to float and stored once, as there.
 
+#include "core/layout.h"
 #include "kernels/cuda/batchnorm_parts.cuh"
+#include "kernels/cuda/channel_reduce_nhwc.cuh"
 
 namespace engine::cuda::detail {
 namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): kernels private to each including .cu file
@@ -51,6 +54,40 @@ void launch_grad_input_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, cons
   const int total = static_cast<int>(s.x_size());
   grad_input_nhwc_kernel<<<grid_for(total), kBlock, 0, stream>>>(x, dy, relu_y, coef, dx, s.c, total);
   ENGINE_LAUNCH_CHECK();
+}
+
+// The per-channel reduction and the elementwise passes in the walk of `layout` (BatchNorm2d and
+// SyncBatchNorm2d pick them here): the arithmetic is the same in both layouts.
+template <typename Op, typename Finish>
+void channel_reduce_in_layout(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
+                              const Finish& finish, const char* what) {
+  if (layout == Layout::NHWC) {
+    launch_channel_reduce_nhwc<2>(stream, static_cast<std::int64_t>(s.count()), s.c, op, finish, what);
+  } else {
+    launch_channel_reduce<2>(stream, s.n, s.c, s.h * s.w,
+                             channel_chunks(static_cast<std::int64_t>(s.count())), op, finish, what);
+  }
+}
+
+template <typename T>
+void normalize_in_layout(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x,
+                         const float* coef, const float* beta, T* y, bool relu) {
+  if (layout == Layout::NHWC) {
+    launch_normalize_nhwc(stream, s, x, coef, beta, y, relu);
+  } else {
+    launch_normalize(stream, s, x, coef, beta, y, relu);
+  }
+}
+
+// relu_y: null for "no fused ReLU".
+template <typename T>
+void grad_input_in_layout(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const T* x,
+                          const T* dy, const std::type_identity_t<T>* relu_y, const float* coef, T* dx) {
+  if (layout == Layout::NHWC) {
+    launch_grad_input_nhwc(stream, s, x, dy, relu_y, coef, dx);
+  } else {
+    launch_grad_input(stream, s, x, dy, relu_y, coef, dx);
+  }
 }
 
 }  // namespace

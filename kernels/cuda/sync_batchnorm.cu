@@ -4,8 +4,6 @@
 #include <cmath>
 
 #include "kernels/cuda/batchnorm_nhwc_parts.cuh"
-#include "kernels/cuda/batchnorm_parts.cuh"
-#include "kernels/cuda/channel_reduce_nhwc.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/sync_batchnorm.h"
 
@@ -123,40 +121,6 @@ void check(const char* op, const BatchNorm2dShape& s) {
   detail::check_fits_int(static_cast<std::int64_t>(s.x_size()), "N*C*H*W", op);
 }
 
-// The one-kernel per-channel reduction and the elementwise passes in the layout's walk, as batchnorm2d.cu
-// picks them (the arithmetic is the same in both layouts).
-template <typename Op, typename Finish>
-void channel_reduce(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const Op& op,
-                    const Finish& finish, const char* what) {
-  if (layout == Layout::NHWC) {
-    detail::launch_channel_reduce_nhwc<2>(stream, static_cast<std::int64_t>(s.count()), s.c, op, finish,
-                                          what);
-  } else {
-    detail::launch_channel_reduce<2>(stream, s.n, s.c, s.h * s.w,
-                                     detail::channel_chunks(static_cast<std::int64_t>(s.count())), op, finish,
-                                     what);
-  }
-}
-
-void normalize(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const float* x,
-               const float* coef, const float* beta, float* y) {
-  if (layout == Layout::NHWC) {
-    detail::launch_normalize_nhwc(stream, s, x, coef, beta, y, /*relu=*/false);
-  } else {
-    detail::launch_normalize(stream, s, x, coef, beta, y, /*relu=*/false);
-  }
-}
-
-void grad_input(cudaStream_t stream, Layout layout, const BatchNorm2dShape& s, const float* x,
-                const float* dy, const float* coef, float* dx) {
-  const float* no_relu = nullptr;  // typed: the launchers deduce the storage type from every pointer
-  if (layout == Layout::NHWC) {
-    detail::launch_grad_input_nhwc(stream, s, x, dy, no_relu, coef, dx);
-  } else {
-    detail::launch_grad_input(stream, s, x, dy, no_relu, coef, dx);
-  }
-}
-
 }  // namespace
 
 void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
@@ -167,7 +131,7 @@ void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& s
   ENGINE_CHECK(x != nullptr && local != nullptr, "{}: x and local must not be null", op);
   const int shift_stride = shift_stride_of(layout, shape);
   const FinishLocalMoments finish{shift_stride, shape.c, static_cast<double>(shape.count()), x, local};
-  channel_reduce(stream, layout, shape, detail::ShiftedSums{x, shift_stride}, finish, op);
+  detail::channel_reduce_in_layout(stream, layout, shape, detail::ShiftedSums{x, shift_stride}, finish, op);
 }
 
 void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* gathered,
@@ -201,7 +165,7 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& 
                          coef.data<float>()};
   forward_global_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(args);
   ENGINE_LAUNCH_CHECK();
-  normalize(stream, layout, shape, x, coef.data<float>(), beta, y);
+  detail::normalize_in_layout(stream, layout, shape, x, coef.data<float>(), beta, y, /*relu=*/false);
 }
 
 void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape& shape, const float* x,
@@ -220,7 +184,7 @@ void sync_batchnorm_local_grad_sums(cudaStream_t stream, const BatchNorm2dShape&
       save_mean, save_invstd, nullptr, 0.0, shape.c, mean, invstd);
   ENGINE_LAUNCH_CHECK();
   const FinishLocalGradSums finish{shape.c, static_cast<double>(shape.count()), local, dgamma, dbeta};
-  channel_reduce(stream, layout, shape, detail::GradSums{x, dy, mean, invstd}, finish, op);
+  detail::channel_reduce_in_layout(stream, layout, shape, detail::GradSums{x, dy, mean, invstd}, finish, op);
 }
 
 void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape& shape, const double* reduced,
@@ -237,7 +201,7 @@ void sync_batchnorm_backward_global(cudaStream_t stream, const BatchNorm2dShape&
   backward_global_coef_kernel<<<detail::grid_for(shape.c), detail::kBlock, 0, stream>>>(
       reduced, shape.c, gamma, save_mean, save_invstd, coef.data<float>());
   ENGINE_LAUNCH_CHECK();
-  grad_input(stream, layout, shape, x, dy, coef.data<float>(), dx);
+  detail::grad_input_in_layout(stream, layout, shape, x, dy, /*relu_y=*/nullptr, coef.data<float>(), dx);
 }
 
 }  // namespace engine::cuda
