@@ -40,14 +40,6 @@ struct SumDy {
   }
 };
 
-__global__ void finish_bias_grad_kernel(const double* partial, int chunks, int c_count, float* db) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= c_count) return;
-  double sum = 0.0;
-  for (int j = 0; j < chunks; ++j) sum += partial[static_cast<std::int64_t>(c) * chunks + j];
-  db[c] = static_cast<float>(sum);
-}
-
 struct WriteBiasGrad {
   float* db;
   __device__ void operator()(int c, const double* sums) const { db[c] = static_cast<float>(sums[0]); }
@@ -94,14 +86,9 @@ template <typename T>
 void bias_grad_nchw_impl(cudaStream_t stream, const T* dy, float* db, int n, int c, int hw) {
   check_nchw("bias_grad_nchw", n, c, hw);
   ENGINE_CHECK(dy != nullptr && db != nullptr, "bias_grad_nchw: null pointer");
-  const int chunks = detail::channel_chunks(static_cast<std::int64_t>(n) * hw);
-  Tensor partial = detail::scratch<double>(static_cast<std::int64_t>(c) * chunks, stream);
-  detail::launch_channel_partial_sums<1>(stream, n, c, hw, chunks,
-                                         SumDy<detail::device_t<T>>{detail::device_ptr(dy)},
-                                         partial.data<double>(), "bias_grad_nchw");
-  finish_bias_grad_kernel<<<detail::grid_for(c), detail::kBlock, 0, stream>>>(partial.data<double>(), chunks,
-                                                                              c, db);
-  ENGINE_LAUNCH_CHECK();
+  detail::launch_channel_reduce<1>(
+      stream, n, c, hw, detail::channel_chunks(static_cast<std::int64_t>(n) * hw),
+      SumDy<detail::device_t<T>>{detail::device_ptr(dy)}, WriteBiasGrad{db}, "bias_grad_nchw");
 }
 
 template <typename T>

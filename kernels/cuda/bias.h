@@ -3,8 +3,9 @@
 // (rows x cols: one bias per column).
 //
 // The gradients are reductions (over N*H*W, or over the rows) accumulated in DOUBLE, split over a grid,
-// and finished in a fixed order by a second kernel: deterministic, and accurate to the final rounding. They
-// OVERWRITE db. The adds are y += b in float (each element rounded once).
+// and finished in a fixed order by the last block to arrive (channel_reduce*.cuh; rows: one block per column
+// tile): deterministic, and accurate to the final rounding. They OVERWRITE db. The adds are y += b in float
+// (each element rounded once).
 
 #include <cstdint>
 

@@ -8,13 +8,10 @@
 // device), so results are the same on every GPU model. No atomics touch the sums: the same inputs give the
 // same bits every run.
 //
-// Two ways to finish:
-//   launch_channel_partial_sums    the partials only; the caller's own kernel adds them (SyncBatchNorm
-//                                  all-reduces them first);
-//   launch_channel_reduce          one kernel: the last block of a channel to finish (a per-channel arrival
-//                                  counter, after a memory fence) adds the channel's partials in increasing j
-//                                  and hands the totals to a `finish` functor. Which block arrives last
-//                                  varies run to run, but the order of the additions does not: deterministic.
+// The finish is in the same kernel: the last block of a channel to finish (a per-channel arrival counter,
+// after a memory fence) adds the channel's partials in increasing j and hands the totals to a `finish`
+// functor. Which block arrives last varies run to run, but the order of the additions does not:
+// deterministic.
 //
 // The per-element work is a functor: op(offset, c, out) adds its kValues contributions for the element at
 // flat offset `offset` (channel c) into out[0..kValues). finish(c, totals) gets the channel's kValues sums.
@@ -61,17 +58,6 @@ __device__ __forceinline__ void chunk_sums(int c_count, int hw, int m, int chunk
   for (int v = 0; v < kValues; ++v) total[v] = block_sum(acc[v], shared);
 }
 
-template <int kValues, typename Op>
-__global__ void __launch_bounds__(kBlock)
-    channel_partial_sums_kernel(int c_count, int hw, int m, int chunks, Op op, double* partial) {
-  double total[kValues];
-  chunk_sums<kValues>(c_count, hw, m, chunks, op, total);
-  if (threadIdx.x != 0) return;
-  const std::int64_t at = (static_cast<std::int64_t>(blockIdx.x) * chunks + blockIdx.y) * kValues;
-#pragma unroll
-  for (int v = 0; v < kValues; ++v) partial[at + v] = total[v];
-}
-
 template <int kValues, typename Op, typename Finish>
 __global__ void __launch_bounds__(kBlock)
     channel_reduce_kernel(int c_count, int hw, int m, int chunks, Op op, Finish finish, double* partial,
@@ -94,19 +80,6 @@ __global__ void __launch_bounds__(kBlock)
     for (int v = 0; v < kValues; ++v) sums[v] += __ldcg(partial + (row + j) * kValues + v);  // L2, not L1
   }
   finish(c, sums);
-}
-
-// Launches the partial sums; the caller finishes them. n*hw must fit in int (checked).
-template <int kValues, typename Op>
-void launch_channel_partial_sums(cudaStream_t stream, int n, int c, int hw, int chunks, const Op& op,
-                                 double* partial, const char* what) {
-  const std::int64_t m = static_cast<std::int64_t>(n) * hw;
-  check_fits_int(m, "N*H*W", what);
-  check_fits_int(m * c, "N*C*H*W", what);
-  const dim3 grid(static_cast<unsigned>(c), static_cast<unsigned>(chunks));
-  channel_partial_sums_kernel<kValues, Op>
-      <<<grid, kBlock, 0, stream>>>(c, hw, static_cast<int>(m), chunks, op, partial);
-  ENGINE_LAUNCH_CHECK();
 }
 
 // The sums and their finish in one kernel (scratch for the partials and the arrival counters from the
