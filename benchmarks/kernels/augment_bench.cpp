@@ -151,6 +151,12 @@ void run(Report& r, GpuBench* g) {
       a.out = out.data<float>();
       a.out_labels = out_labels.data<std::int32_t>();
       g->time_row(row, [&] { data::cuda::augment_normalize(a, g->stream()); });
+      // The same batch written channels last (what an NHWC model takes; checked by
+      // tests/gpu/data_pipeline_test).
+      Row nhwc = row;
+      nhwc.name = "gather crop flip norm nhwc";
+      a.out_layout = Layout::NHWC;
+      g->time_row(nhwc, [&] { data::cuda::augment_normalize(a, g->stream()); });
       continue;
     }
 #endif
