@@ -59,7 +59,7 @@ std::vector<char> cifar_batch(int count, std::uint32_t seed) {
 // test batch of 200, written once per test process.
 const std::string& cifar_format_dataset() {
   static const std::string root = [] {
-    const std::string dir = train::temp_dir("pytorch_checkpoint_data");
+    std::string dir = train::temp_dir("pytorch_checkpoint_data");  // not const: moved out
     const std::filesystem::path batches = std::filesystem::path(dir) / "cifar-10-batches-bin";
     std::filesystem::create_directories(batches);
     const auto write = [&](const std::string& name, const std::vector<char>& bytes) {
@@ -107,7 +107,7 @@ TEST_P(CnnTrainPyTorchCheckpoint, LoadsStrictlyAndEvaluatesInPyTorchAsInCnnTrain
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   if (torch.python.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   const Case c = GetParam();
-  const std::string data = cifar_format_dataset();
+  const std::string& data = cifar_format_dataset();
   const std::string dir = train::temp_dir(std::string("pytorch_checkpoint_") + c.precision + "_" + c.layout);
   const train::RunResult run =
       train::run_train({"--cpu",  "--dataset",        "cifar10", "--data-dir",   data,        "--model",
