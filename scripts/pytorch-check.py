@@ -16,8 +16,9 @@ Tolerances. Both sides compute in fp32 (TF32 off in PyTorch, cnn_train --precisi
 A logit is a chain of dot products of up to K = 4096 terms; fp32 summation in any order is within K * 2^-24
 (2.4e-4) of the sum of the terms' magnitudes, and typically sqrt(K) * 2^-24 (4e-6). MARGIN_RELATIVE = 1e-3 of
 an image's largest |logit| leaves a factor of 4 over the worst case and 250 over the typical one for
-cancellation in the sums; only an image whose two top logits (in PyTorch) are closer than that, a near tie, can be predicted differently: the accuracies may
-differ by the near ties (counted on the set evaluated, printed) plus half of the 2 decimals cnn_train prints.
+cancellation in the sums; only an image whose two top logits (in PyTorch) are closer than that, a near tie,
+can be predicted differently: the accuracies may differ by the near ties (counted on the set evaluated,
+printed) plus half of the 2 decimals cnn_train prints.
 A fixed bound in points would not do: on a few hundred images one image is 0.2-0.5 points, on 10,000 0.01.
 The mean loss differs by about as little as the logits; 1e-3 relative is far above that and far below what a
 wrong weight layout or normalization gives (O(1)), and above the 4 decimals cnn_train prints. Prints one line
