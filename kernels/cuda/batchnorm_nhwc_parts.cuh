@@ -1,8 +1,9 @@
 #pragma once
 // The elementwise passes of batch normalization over NHWC data (internal; batchnorm2d.cu's NHWC path): the
 // arithmetic of normalize_kernel and grad_input_kernel (batchnorm_parts.cuh) exactly, walking memory in
-// order; the channel of flat index i is i % C (32-bit: the launchers check that N*C*H*W fits in int). And the
-// layout dispatch of the reduction and both passes, for BatchNorm2d and SyncBatchNorm2d.
+// order; the channel of flat index i is i % C (32-bit: the launchers check that N*C*H*W fits in int), the
+// walk is launch.h's 64-bit grid_stride. And the layout dispatch of the reduction and both passes, for
+// BatchNorm2d and SyncBatchNorm2d.
 // Storage float32 or bf16 (T = __nv_bfloat16 in device code), loaded to float and stored once, as there.
 
 #include "core/layout.h"
@@ -12,12 +13,17 @@
 namespace engine::cuda::detail {
 namespace {  // NOLINT(cert-dcl59-cpp,google-build-namespaces): kernels private to each including .cu file
 
+// The channel of flat index i < total <= INT_MAX: a 32-bit modulo. The walk itself is grid_stride's 64-bit
+// range: an int index would overflow when total is within one grid step (up to 2^24) of INT_MAX.
+__device__ __forceinline__ int nhwc_channel(std::int64_t i, int c_count) {
+  return static_cast<int>(static_cast<std::uint32_t>(i) % static_cast<std::uint32_t>(c_count));
+}
+
 template <bool kRelu, typename T>
 __global__ void normalize_nhwc_kernel(const T* x, const float* coef, const float* beta, T* y, int c_count,
                                       int total) {
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
-       i += static_cast<int>(gridDim.x * blockDim.x)) {
-    const int c = i % c_count;
+  for (const std::int64_t i : grid_stride(total)) {
+    const int c = nhwc_channel(i, c_count);
     const float b = beta != nullptr ? beta[c] : 0.0f;
     const float v = fmaf((to_float(x[i]) - coef[3 * c]) - coef[3 * c + 1], coef[3 * c + 2], b);
     y[i] = from_float<T>(kRelu ? relu(v) : v);
@@ -39,9 +45,8 @@ void launch_normalize_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, const
 template <typename T>
 __global__ void grad_input_nhwc_kernel(const T* x, const T* dy, const T* relu_y, const float* coef, T* dx,
                                        int c_count, int total) {
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
-       i += static_cast<int>(gridDim.x * blockDim.x)) {
-    const float* k = coef + 5 * (i % c_count);
+  for (const std::int64_t i : grid_stride(total)) {
+    const float* k = coef + 5 * nhwc_channel(i, c_count);
     const float xhat = (to_float(x[i]) - k[0]) * k[1];
     dx[i] = from_float<T>(k[2] * (masked_dy(dy, relu_y, i) - k[3] - xhat * k[4]));
   }

@@ -42,6 +42,7 @@ CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataTyp
 
   auto plan = std::make_unique<CudnnConvPlan>();
   plan->data_type = type;
+  plan->layout = layout;
   plan->x.set(layout, s.n, s.c, s.h, s.w, type);
   if (layout == Layout::NHWC) {
     plan->w.set_krsc(s.k, s.c, s.r, s.s, type);
@@ -81,19 +82,39 @@ bool acceptable(const Perf& perf, const CudaHandlesOptions& o, bool must_be_dete
   return true;
 }
 
+// What cuDNN said about each candidate (algorithm, status, math type, determinism, workspace), for the
+// error when none is usable: the reason is then in the message, not behind another run.
+template <typename Perf>
+std::string describe_candidates(const std::vector<Perf>& perfs, int returned) {
+  std::string out;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& p = perfs[static_cast<std::size_t>(i)];
+    out +=
+        fmt::format("\n  algo {}: {}, math {}, {}, {} bytes", static_cast<int>(p.algo),
+                    cudnnGetErrorString(p.status), static_cast<int>(p.mathType),
+                    p.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic", p.memory);
+  }
+  return out;
+}
+
 template <typename Perf>
 Perf pick(const std::vector<Perf>& perfs, int returned, const CudaHandlesOptions& o,
-          bool must_be_deterministic, const char* direction, const Conv2dShape& s, bool bf16) {
+          bool must_be_deterministic, const char* direction, const Conv2dShape& s,
+          const CudnnConvPlan& plan) {
+  const bool bf16 = is_bf16(plan);
   for (int i = 0; i < returned; ++i) {
     if (acceptable(perfs[static_cast<std::size_t>(i)], o, must_be_deterministic, bf16)) {
       return perfs[static_cast<std::size_t>(i)];
     }
   }
   ENGINE_FAIL(
-      "conv2d_cudnn: no usable {} {} algorithm for x[{}, {}, {}, {}] w[{}, {}, {}, {}] stride ({}, {}) pad "
-      "({}, {}) among {} candidates (deterministic={}, allow_tf32={}, workspace limit {} bytes)",
-      bf16 ? "bfloat16" : "float32", direction, s.n, s.c, s.h, s.w, s.k, s.c, s.r, s.s, s.stride_h,
-      s.stride_w, s.pad_h, s.pad_w, returned, o.deterministic, o.allow_tf32, o.max_conv_workspace_bytes);
+      "conv2d_cudnn: no usable {} {} {} algorithm for x[{}, {}, {}, {}] w[{}, {}, {}, {}] stride ({}, {}) "
+      "pad "
+      "({}, {}) among {} candidates (deterministic={}, allow_tf32={}, workspace limit {} bytes; math types: "
+      "0 default, 1 tensor op, 2 tensor op with conversion, 3 FMA):{}",
+      bf16 ? "bfloat16" : "float32", layout_name(plan.layout), direction, s.n, s.c, s.h, s.w, s.k, s.c, s.r,
+      s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, returned, o.deterministic, o.allow_tf32,
+      o.max_conv_workspace_bytes, describe_candidates(perfs, returned));
 }
 
 // The math type to run a chosen algorithm with: the one cuDNN reported for it when TF32 is allowed or the
@@ -142,7 +163,7 @@ void choose_forward(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& plan, co
                                                        plan.conv.get(), plan.y.get(), y, count, &returned,
                                                        perfs.data(), ws.raw_data(), bytes));
   }
-  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "forward", s, is_bf16(plan));
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "forward", s, plan);
   const cudnnMathType_t math = math_type_for(h, plan, perf.mathType);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
   std::size_t bytes = 0;
@@ -174,8 +195,7 @@ void choose_backward_data(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& pl
                                                             plan.conv.get(), plan.x.get(), dx, count,
                                                             &returned, perfs.data(), ws.raw_data(), bytes));
   }
-  const auto perf =
-      pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward data", s, is_bf16(plan));
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward data", s, plan);
   const cudnnMathType_t math = math_type_for(h, plan, perf.mathType);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
   std::size_t bytes = 0;
@@ -207,8 +227,7 @@ void choose_backward_filter(CudaHandles& h, cudaStream_t stream, CudnnConvPlan& 
                                                               plan.conv.get(), plan.w.get(), dw, count,
                                                               &returned, perfs.data(), ws.raw_data(), bytes));
   }
-  const auto perf =
-      pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward filter", s, is_bf16(plan));
+  const auto perf = pick(perfs, returned, o, /*must_be_deterministic=*/true, "backward filter", s, plan);
   const cudnnMathType_t math = math_type_for(h, plan, perf.mathType);
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv.get(), math));
   std::size_t bytes = 0;

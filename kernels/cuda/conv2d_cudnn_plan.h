@@ -90,6 +90,7 @@ struct ChosenAlgo {
 struct CudnnConvPlan {
   // CUDNN_DATA_FLOAT, or CUDNN_DATA_BFLOAT16 (x, w, y and the gradients bf16; fp32 compute type).
   cudnnDataType_t data_type = CUDNN_DATA_FLOAT;
+  Layout layout = Layout::NCHW;  // of x, y and (NHWC: [K, R, S, C]) the filter
   TensorDescriptor x, y;
   FilterDescriptor w;
   ConvolutionDescriptor conv;

@@ -38,10 +38,7 @@ CudaHandles::CudaHandles(int device, cudaStream_t stream, const CudaHandlesOptio
     CUBLAS_CHECK(cublasCreate(&cublas_));
     CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-    // CUBLAS_DEFAULT_MATH never uses TF32 by itself; TF32 needs CUBLAS_TF32_TENSOR_OP_MATH (or a FAST_TF32
-    // compute type, which our GEMMs pass only when allow_tf32 is set).
-    CUBLAS_CHECK(cublasSetMathMode(
-        cublas_, options_.allow_tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, cublas_math_mode(options_.allow_tf32_matmul)));
     if (options_.cublas_workspace_bytes > 0) {
       cublas_workspace_ = Tensor::empty({static_cast<std::int64_t>(options_.cublas_workspace_bytes)},
                                         DType::U8, Device::cuda(device), stream_);
@@ -79,6 +76,14 @@ CudaHandles& CudaHandles::bind(cudaStream_t stream) {
     stream_ = stream;
   }
   return *this;
+}
+
+cublasMath_t cublas_math_mode(bool allow_tf32_matmul) {
+  // CUBLAS_DEFAULT_MATH never uses TF32 by itself; TF32 needs CUBLAS_TF32_TENSOR_OP_MATH (or a FAST_TF32
+  // compute type, which our GEMMs pass only when allow_tf32 is set). Without the DISALLOW flag cuBLAS may add
+  // split-K partial sums in the output type: a bf16 y or dx would be rounded once per partial, not once.
+  const int mode = allow_tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  return static_cast<cublasMath_t>(mode | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
 }
 
 cudnnMathType_t CudaHandles::cudnn_math_type() const {

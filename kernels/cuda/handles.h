@@ -5,7 +5,11 @@
 // fp32 means fp32. By default (allow_tf32 = allow_tf32_matmul = false) no tensor-core TF32 path is used:
 //   cuBLAS: CUBLAS_DEFAULT_MATH (cuBLAS uses TF32 only when CUBLAS_TF32_TENSOR_OP_MATH is set or the
 //           compute type is CUBLAS_COMPUTE_32F_FAST_TF32); our GEMMs also pass CUBLAS_COMPUTE_32F
-//           explicitly, so the choice does not hang on one flag alone.
+//           explicitly, so the choice does not hang on one flag alone. Always with
+//           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: a bf16-output GEMM (linear.h's bf16 y and dx)
+//           accumulates in fp32 to the end and is rounded once, as its contract and the CPU emulation say
+//           (cuBLAS's default may add split-K partials in the output type, bf16; PyTorch's
+//           allow_bf16_reduced_precision_reduction).
 //   cuDNN:  CUDNN_FMA_MATH on every convolution descriptor (FMA kernels only: no TF32 tensor-core kernel),
 //           and algorithms cuDNN reports with another math type are skipped.
 // The two switches are PyTorch's: allow_tf32 is torch.backends.cudnn.allow_tf32 (convolutions: cuDNN gets
@@ -104,6 +108,10 @@ class CudaHandles {
   Tensor cublas_workspace_;
   std::unique_ptr<detail::CudnnConvPlans> conv_plans_;
 };
+
+// The cuBLAS math mode the handles set: CUBLAS_DEFAULT_MATH, or CUBLAS_TF32_TENSOR_OP_MATH when TF32 is
+// allowed for matmul, each with CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION (see above).
+cublasMath_t cublas_math_mode(bool allow_tf32_matmul);
 
 // The calling thread's current CUDA device (cudaGetDevice), for workspaces taken from the allocator.
 int current_device();

@@ -8,7 +8,8 @@
 //   dW = dy^T x  [out, in] <=>  dW^T [in, out] = x^T [in, N] . dy [N, out]
 //        x^T: x's storage (ld in): op N.  dy: the transpose of dy's storage dy^T [out, N] (ld out): op T.
 // beta = 0 overwrites the outputs. The compute type is the handles' (fp32, or fast-TF32 when allowed) for
-// float32 data; CUBLAS_COMPUTE_32F for bf16 operands (tensor cores, exact products, fp32 accumulation).
+// float32 data; CUBLAS_COMPUTE_32F for bf16 operands (tensor cores, exact products, fp32 accumulation: the
+// handles forbid split-K reductions in the bf16 output type, kernels/cuda/handles.h).
 // bf16 GEMMs write bf16 y and dx; dW is written in fp32 (cublasGemmEx allows a CUDA_R_32F C with
 // CUDA_R_16BF A and B under CUBLAS_COMPUTE_32F) straight into the gradient, then rounded there to its bf16
 // value: the same number as autocast's bf16 dW cast up, without a bf16 scratch and a cast.

@@ -200,11 +200,12 @@ TEST(CudaBf16Kernels, BatchNormTrainingEvalAndFusedReluAreTheFloatKernelsRounded
   const ExecutionContext& ctx = g.ctx;
   // One shape with several reduction chunks (M = 4*33*35 > 4096); both layouts (NHWC: the channels-last
   // reduction and elementwise passes).
-  for (const auto& [s, layout] :
+  for (const auto& [shape, layout] :
        {std::pair{BatchNorm2dShape{.n = 3, .c = 5, .h = 7, .w = 9}, Layout::NCHW},
         std::pair{BatchNorm2dShape{.n = 4, .c = 3, .h = 33, .w = 35}, Layout::NCHW},
         std::pair{BatchNorm2dShape{.n = 3, .c = 37, .h = 7, .w = 9}, Layout::NHWC},
         std::pair{BatchNorm2dShape{.n = 4, .c = 3, .h = 33, .w = 35}, Layout::NHWC}}) {
+    const BatchNorm2dShape s = shape;  // a variable, not a structured binding: the lambdas below capture it
     SCOPED_TRACE(std::string(layout_name(layout)) + " c=" + std::to_string(s.c));
     const Shape xs{s.n, s.c, s.h, s.w}, cs{s.c};
     const Tensor x = bf16_tensor(ctx, values(s.x_size(), 21), xs, layout),

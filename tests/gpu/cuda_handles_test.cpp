@@ -1,4 +1,5 @@
-// CudaHandles: the math modes (fp32 means fp32 unless TF32 is asked for), stream binding, device checks.
+// CudaHandles: the math modes (fp32 means fp32 unless TF32 is asked for; no reduced-precision split-K
+// reductions, so a bf16-output GEMM is rounded once), stream binding, device checks.
 #include <gtest/gtest.h>
 
 #include "core/cuda_check.h"
@@ -9,6 +10,21 @@
 namespace engine {
 namespace {
 
+// The cuBLAS math mode `base` with reductions kept in the compute type (kernels/cuda/handles.h).
+cublasMath_t no_reduced_precision(cublasMath_t base) {
+  return static_cast<cublasMath_t>(base | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+}
+
+// The mode itself needs no device: both settings keep split-K reductions in fp32.
+TEST(CudaHandles, MathModeNeverReducesInTheOutputType) {
+  for (const bool tf32 : {false, true}) {
+    const int mode = cuda::cublas_math_mode(tf32);
+    EXPECT_NE(mode & CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, 0) << "allow_tf32_matmul=" << tf32;
+    EXPECT_EQ(mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION,
+              tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  }
+}
+
 TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
@@ -16,7 +32,7 @@ TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
     cuda::CudaHandles handles(0, stream.get());
     cublasMath_t mode{};
     CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
-    EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
+    EXPECT_EQ(mode, no_reduced_precision(CUBLAS_DEFAULT_MATH));
     EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F);
     EXPECT_EQ(handles.cudnn_math_type(), CUDNN_FMA_MATH);
     EXPECT_FALSE(handles.allow_tf32());
@@ -29,7 +45,7 @@ TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
     cuda::CudaHandles handles(0, stream.get(), options);
     cublasMath_t mode{};
     CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
-    EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
+    EXPECT_EQ(mode, no_reduced_precision(CUBLAS_DEFAULT_MATH));
     EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F);
     EXPECT_EQ(handles.cudnn_math_type(), CUDNN_DEFAULT_MATH);
   }
@@ -38,7 +54,7 @@ TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
   cuda::CudaHandles handles(0, stream.get(), options);
   cublasMath_t mode{};
   CUBLAS_CHECK(cublasGetMathMode(handles.cublas(), &mode));
-  EXPECT_EQ(mode, CUBLAS_TF32_TENSOR_OP_MATH);
+  EXPECT_EQ(mode, no_reduced_precision(CUBLAS_TF32_TENSOR_OP_MATH));
   EXPECT_EQ(handles.cublas_compute_type(), CUBLAS_COMPUTE_32F_FAST_TF32);
   EXPECT_EQ(handles.cudnn_math_type(), CUDNN_FMA_MATH);
 }
