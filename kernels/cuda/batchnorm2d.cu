@@ -146,7 +146,7 @@ void forward_training(cudaStream_t stream, const BatchNorm2dShape& shape, const 
                "{}: x, y, save_mean and save_invstd must not be null", op);
   ENGINE_CHECK((running_mean == nullptr) == (running_var == nullptr),
                "{}: running_mean and running_var must both be given or both be null", op);
-  const int shift_stride = layout == Layout::NHWC ? 1 : shape.h * shape.w;  // x[0, c, 0, 0] = x[c * it]
+  const int shift_stride = detail::shift_stride_of(layout, shape);
   Tensor coef = detail::scratch<float>(3 * static_cast<std::int64_t>(shape.c), stream);
   const FinishStats<T> finish{shift_stride,
                               static_cast<double>(shape.count()),

@@ -61,6 +61,12 @@ void launch_grad_input_nhwc(cudaStream_t stream, const BatchNorm2dShape& s, cons
   ENGINE_LAUNCH_CHECK();
 }
 
+// x[c * shift_stride_of(...)] is x[0, c, 0, 0], the channel's first value (the shift K of the statistics):
+// H*W in NCHW, 1 in NHWC.
+inline int shift_stride_of(Layout layout, const BatchNorm2dShape& s) {
+  return layout == Layout::NHWC ? 1 : s.h * s.w;
+}
+
 // The per-channel reduction and the elementwise passes in the walk of `layout` (BatchNorm2d and
 // SyncBatchNorm2d pick them here): the arithmetic is the same in both layouts.
 template <typename Op, typename Finish>

@@ -10,11 +10,6 @@
 namespace engine::cuda {
 namespace {
 
-// x[c * shift_stride] is x[0, c, 0, 0], the channel's shift K: H*W in NCHW, 1 in NHWC.
-int shift_stride_of(Layout layout, const BatchNorm2dShape& s) {
-  return layout == Layout::NHWC ? 1 : s.h * s.w;
-}
-
 // The finish of the local statistics of channel c from its shifted sums (S1, S2) about K:
 // local = [count, mean[C], M2[C]].
 struct FinishLocalMoments {
@@ -129,7 +124,7 @@ void sync_batchnorm_local_moments(cudaStream_t stream, const BatchNorm2dShape& s
   const char* op = "sync_batchnorm_local_moments";
   check(op, shape);
   ENGINE_CHECK(x != nullptr && local != nullptr, "{}: x and local must not be null", op);
-  const int shift_stride = shift_stride_of(layout, shape);
+  const int shift_stride = detail::shift_stride_of(layout, shape);
   const FinishLocalMoments finish{shift_stride, shape.c, static_cast<double>(shape.count()), x, local};
   detail::channel_reduce_in_layout(stream, layout, shape, detail::ShiftedSums{x, shift_stride}, finish, op);
 }
@@ -153,7 +148,7 @@ void sync_batchnorm_forward_global(cudaStream_t stream, const BatchNorm2dShape& 
   const ForwardArgs args{gathered,
                          world_size,
                          shape.c,
-                         shift_stride_of(layout, shape),
+                         detail::shift_stride_of(layout, shape),
                          momentum,
                          eps,
                          x,
