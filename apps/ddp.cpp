@@ -34,6 +34,10 @@ class DdpSync final : public DataParallel {
 
   void before_backward(bool ends_step) override { reducer_->set_sync(ends_step); }
   void after_backward() override { reducer_->finish(); }
+  void abandon_step() override {
+    ENGINE_CHECK(reducer_->abandon_step(),
+                 "a failed step left a partial --accumulate sum behind, which cannot be re-run exactly");
+  }
 
   void before_evaluate(std::int64_t epochs_done) override {
     if (pg_.world_size() == 1) return;

@@ -317,6 +317,9 @@ void Trainer::capture_step(const std::function<void()>& step, std::int64_t epoch
                "--cuda-graph on: the capture of the training step failed: {}", failed);
   if (config_.is_main()) print_line("cnn_train: CUDA graph off (eager steps): the capture failed: " + failed);
   graph_failed_ = true;
+  // The capture may have ended inside backward, after some gradient buckets were queued: the Reducer's step
+  // state goes back to the step's start before the step runs again.
+  if (data_parallel_) data_parallel_->abandon_step();
   // The capture took the loader's batch on the host but ran nothing (the host state is the step's start
   // again). The augment kernel reads the batch's position from the step state, not from the loader's count,
   // so restarting the epoch's count keeps next() from running out early; then the step runs eagerly.

@@ -100,6 +100,9 @@ class DataParallel {
   // After each backward: the model's gradients are this step's averaged ones (when ends_step) for the work
   // queued from now on.
   virtual void after_backward() = 0;
+  // After a step that failed between before_backward and after_backward (a CUDA graph capture that ended
+  // inside it): the step's partial communication state is dropped, so the step can run again eagerly.
+  virtual void abandon_step() = 0;
   // Before each evaluation (and checkpoint): every rank holds the same weights and buffers.
   virtual void before_evaluate(std::int64_t epochs_done) = 0;
   // Once per epoch (and per evaluation): the totals become sums over every rank. `train` is empty for an

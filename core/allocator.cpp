@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -82,8 +83,10 @@ class PinnedMemory final : public RawAllocator {
   }
   void free(void* ptr) override { CUDA_CHECK(cudaFreeHost(ptr)); }
   const char* name() const override { return "pinned allocator"; }
-  [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats&) override {
-    ENGINE_FAIL("pinned host memory exhausted: asked for {} bytes", bytes);
+  [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats&,
+                                  const std::string& context) override {
+    ENGINE_FAIL("pinned host memory exhausted: asked for {} bytes{}{}", bytes, context.empty() ? "" : " ",
+                context);
   }
 };
 
@@ -112,16 +115,18 @@ class DeviceMemory final : public RawAllocator {
   }
   void free(void* ptr) override { CUDA_CHECK(cudaFree(ptr)); }
   const char* name() const override { return "device allocator"; }
-  [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats& stats) override {
+  [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats& stats,
+                                  const std::string& context) override {
     std::size_t free_bytes = 0, total_bytes = 0;
     DeviceGuard guard(device_);
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     guard.restore();
     ENGINE_FAIL(
         "cuda:{} out of memory: asked for {:.1f} MiB, {:.1f} MiB free of {:.1f} MiB ({:.1f} MiB in use "
-        "by this process's tensors)",
+        "by this process's tensors){}{}",
         device_, static_cast<double>(bytes) / 1048576.0, static_cast<double>(free_bytes) / 1048576.0,
-        static_cast<double>(total_bytes) / 1048576.0, static_cast<double>(stats.bytes_in_use) / 1048576.0);
+        static_cast<double>(total_bytes) / 1048576.0, static_cast<double>(stats.bytes_in_use) / 1048576.0,
+        context.empty() ? "" : " ", context);
   }
 
  private:

@@ -1,6 +1,9 @@
 #include "core/caching_allocator.h"
 
+#include <string>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -43,17 +46,26 @@ void* CachingAllocator::allocate(std::size_t bytes, void* stream) {
   void* ptr = take_cached_locked({size, stream, generation, pool});
   if (ptr == nullptr) {
     ptr = raw_->allocate(size);
-    if (ptr == nullptr && stats_.bytes_cached > 0) {
-      // Cached blocks of other sizes (or of retired streams) may be what stands in the way.
+    // Cached blocks of other sizes (or of retired streams) may be what stands in the way; but no cudaFree
+    // while any stream captures (this thread's capture would end; another thread's, as PyTorch has it, too).
+    const bool capture_underway = !capturing_.empty();
+    if (ptr == nullptr && stats_.bytes_cached > 0 && !capture_underway) {
       release_cached_locked();
       ptr = raw_->allocate(size);
     }
     if (ptr == nullptr) {
+      const AllocatorStats snapshot = stats_;
+      const std::string context =
+          capture_underway ? fmt::format(
+                                 "while a CUDA graph is captured (into graph pool {}): the {:.1f} MiB the "
+                                 "cache holds are not released during a capture (cudaFree would end it)",
+                                 pool != 0 ? pool : capturing_.begin()->second,
+                                 static_cast<double>(snapshot.bytes_cached) / 1048576.0)
+                           : std::string();
       // Unlock first: the message may ask this cache for its stats (the device allocator's does), and
       // std::mutex is not recursive.
-      const AllocatorStats snapshot = stats_;
       lock.unlock();
-      raw_->out_of_memory(bytes, snapshot);
+      raw_->out_of_memory(bytes, snapshot, context);
     }
     ++stats_.driver_allocs;
     if (pool != 0) pools_[pool] += size;

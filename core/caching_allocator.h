@@ -15,12 +15,16 @@
 // meanwhile joins the pool, wherever it came from (the graph's kernels use it). A pool's blocks are handed
 // out only to allocations of the same pool, and release_cached() leaves them where they are; they return to
 // the shared cache when the pool is released (the graph destroyed), a block still in use when it is freed.
+// A miss during a capture that the driver cannot serve is an out-of-memory error at once, without the usual
+// release of the cache and retry: cudaFree is illegal while a stream captures (it would invalidate the
+// capture), and the caller (--cuda-graph auto) falls back to eager steps with the error's message.
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -38,8 +42,10 @@ class RawAllocator {
   virtual void free(void* ptr) = 0;
   virtual const char* name() const = 0;
   // Throws the out-of-memory error for a request of `bytes`. Called with no lock of the cache held, so it
-  // may query anything, the cache included; `stats` is the cache's state when the retry failed.
-  [[noreturn]] virtual void out_of_memory(std::size_t bytes, const AllocatorStats& stats) = 0;
+  // may query anything, the cache included; `stats` is the cache's state when the retry failed. `context`
+  // ("" or a sentence) says what the cache could not do, and belongs in the message.
+  [[noreturn]] virtual void out_of_memory(std::size_t bytes, const AllocatorStats& stats,
+                                          const std::string& context) = 0;
 };
 
 class CachingAllocator final : public Allocator {

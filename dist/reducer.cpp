@@ -1,6 +1,7 @@
 #include "dist/reducer.h"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 
 #include "core/error.h"
@@ -172,6 +173,26 @@ void Reducer::bucket_ready(std::size_t b) {
   impl_->works.push_back(pg_.all_reduce_async(wire, op, comm));
   if (timeline_) timeline_->on_comm_end(b, comm);
   ++allreduce_count_;
+}
+
+bool Reducer::abandon_step() noexcept {
+  const bool launched = next_to_launch_ > 0;
+  for (auto& w : impl_->works) {
+    try {
+      w->wait();  // gloo's thread may still read the buckets; NCCL's work returns at once
+    } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the step is abandoned already
+    }
+  }
+  impl_->works.clear();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
+  std::fill(ready_.begin(), ready_.end(), false);
+  next_to_launch_ = 0;
+  if (timeline_) timeline_->marked = false;
+  if (!sync_ && accumulated_ && launched) {  // a partial sum of this micro-batch is in the accumulation
+    accumulated_ = false;
+    return false;
+  }
+  return true;
 }
 
 void Reducer::finish() {

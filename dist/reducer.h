@@ -97,6 +97,14 @@ class Reducer {
   // compute stream from now on (CPU: on return).
   void finish();
 
+  // After a backward that failed before finish() (an exception thrown from a layer or from this Reducer's
+  // hook, a CUDA graph capture that ended inside the step): drops the step's partial state (bucket counts,
+  // queued all-reduces, waited for and their errors dropped), so the next set_sync() and backward start
+  // clean. Returns true when the failed backward can simply be run again: always, except for a micro-batch
+  // (set_sync(false)) that had already added buckets into a running accumulation, which cannot be undone;
+  // the accumulation is then dropped and the caller must re-run the whole group (or fail).
+  bool abandon_step() noexcept;
+
   // With record_timeline: the step start the next synced backward's timeline is measured from (call it
   // before forward). CUDA: an event on the compute stream; waits for the previous step's timeline events.
   void mark_step_start();

@@ -27,11 +27,9 @@ using detail::CudnnConvPlan;
 
 bool is_bf16(const CudnnConvPlan& plan) { return plan.data_type == CUDNN_DATA_BFLOAT16; }
 
-// The math type the algorithm searches run with: the handles' for float32 (FMA, or DEFAULT when TF32 is
-// allowed); CUDNN_DEFAULT_MATH for bf16, which lets cuDNN offer its tensor-core kernels (bf16 products are
-// exact in the fp32 accumulator, so there is no TF32-like loss to opt into).
+// The math type the algorithm searches run with (handles.h: tensor-op math for bf16).
 cudnnMathType_t search_math_type(const CudaHandles& h, const CudnnConvPlan& plan) {
-  return is_bf16(plan) ? CUDNN_DEFAULT_MATH : h.cudnn_math_type();
+  return cudnn_search_math_type(plan.data_type, h.allow_tf32());
 }
 
 CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataType_t type, Layout layout) {

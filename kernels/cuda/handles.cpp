@@ -86,10 +86,17 @@ cublasMath_t cublas_math_mode(bool allow_tf32_matmul) {
   return static_cast<cublasMath_t>(mode | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
 }
 
-cudnnMathType_t CudaHandles::cudnn_math_type() const {
+cudnnMathType_t cudnn_search_math_type(cudnnDataType_t data_type, bool allow_tf32) {
+  // bf16 products are exact in the fp32 accumulator: tensor-op math loses nothing, so it is always asked for
+  // (conversion math stays refused by conv2d_cudnn.cpp's filter of the candidates).
+  if (data_type == CUDNN_DATA_BFLOAT16) return CUDNN_TENSOR_OP_MATH;
   // CUDNN_FMA_MATH: FMA kernels only, so no TF32 tensor-core kernel for fp32 data. CUDNN_DEFAULT_MATH
   // permits TF32 on Ampere and later.
-  return options_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  return allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+cudnnMathType_t CudaHandles::cudnn_math_type() const {
+  return cudnn_search_math_type(CUDNN_DATA_FLOAT, options_.allow_tf32);
 }
 
 cublasComputeType_t CudaHandles::cublas_compute_type() const {

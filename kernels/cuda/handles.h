@@ -92,7 +92,7 @@ class CudaHandles {
 
   cudnnHandle_t cudnn() const { return cudnn_; }
   cublasHandle_t cublas() const { return cublas_; }
-  // CUDNN_FMA_MATH, or CUDNN_DEFAULT_MATH when TF32 is allowed.
+  // float32 convolutions' math type: cudnn_search_math_type(CUDNN_DATA_FLOAT, allow_tf32()).
   cudnnMathType_t cudnn_math_type() const;
   // CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 when TF32 is allowed for matmul.
   cublasComputeType_t cublas_compute_type() const;
@@ -112,6 +112,13 @@ class CudaHandles {
 // The cuBLAS math mode the handles set: CUBLAS_DEFAULT_MATH, or CUBLAS_TF32_TENSOR_OP_MATH when TF32 is
 // allowed for matmul, each with CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION (see above).
 cublasMath_t cublas_math_mode(bool allow_tf32_matmul);
+
+// The math type a convolution's algorithm search runs with (set on the cuDNN convolution descriptor before
+// cudnnFind*). float32: CUDNN_FMA_MATH, or CUDNN_DEFAULT_MATH when TF32 is allowed. bfloat16:
+// CUDNN_TENSOR_OP_MATH, whatever allow_tf32 says: cuDNN's legacy API runs tensor-core kernels only when the
+// descriptor asks for tensor-op math, and cudnnFind*Ex tries only that type and the default one, so a
+// DEFAULT search would offer bf16 data FMA kernels alone (PyTorch sets TENSOR_OP for reduced precision too).
+cudnnMathType_t cudnn_search_math_type(cudnnDataType_t data_type, bool allow_tf32);
 
 // The calling thread's current CUDA device (cudaGetDevice), for workspaces taken from the allocator.
 int current_device();

@@ -40,9 +40,10 @@ class FakeRawAllocator final : public RawAllocator {
     if (on_free) on_free();
   }
   const char* name() const override { return "fake allocator"; }
-  [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats& stats) override {
+  [[noreturn]] void out_of_memory(std::size_t bytes, const AllocatorStats& stats,
+                                  const std::string& context) override {
     const std::size_t in_use = owner != nullptr ? owner->stats().bytes_in_use : stats.bytes_in_use;
-    ENGINE_FAIL("fake out of memory: asked for {} bytes, {} in use", bytes, in_use);
+    ENGINE_FAIL("fake out of memory: asked for {} bytes, {} in use {}", bytes, in_use, context);
   }
 
   const Allocator* owner = nullptr;
@@ -236,6 +237,36 @@ TEST(CachingAllocatorGraphPool, OnlyTheCapturingStreamAllocatesFromThePool) {
   void* again = c.cache->allocate(1000, &other);
   EXPECT_EQ(again, elsewhere);
   c.cache->deallocate(again);
+  c.cache->release_graph_pool(pool);
+}
+
+// The warm-up step's blocks sit in the shared cache when the first capture starts with an empty pool; a miss
+// the driver cannot serve then must not free them (cudaFree ends a capture): it is an out-of-memory error at
+// once that names the capture. Outside a capture the same miss releases the cache and succeeds.
+TEST(CachingAllocatorGraphPool, AMissThatDoesNotFitDuringACaptureNeverFrees) {
+  Cache c(3000);
+  int stream_storage = 0;
+  void* stream = &stream_storage;
+  c.cache->deallocate(c.cache->allocate(2048, stream));  // the warm-up's block, cached
+  const std::uint64_t pool = c.cache->create_graph_pool();
+  c.cache->begin_graph_capture(stream, pool);
+  c.raw->on_free = [] { ADD_FAILURE() << "a block was freed during the capture"; };
+  try {
+    (void)c.cache->allocate(1536, stream);
+    ADD_FAILURE() << "the allocation did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("while a CUDA graph is captured (into graph pool 1)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(c.raw->frees, 0);
+  EXPECT_EQ(c.cache->stats().bytes_cached, 2048U);  // the cached block is still there
+  c.cache->end_graph_capture(stream);
+  c.raw->on_free = nullptr;
+  void* p = c.cache->allocate(1536, stream);  // no capture: release the cache, retry, succeed
+  EXPECT_NE(p, nullptr);
+  EXPECT_EQ(c.raw->frees, 1);
+  c.cache->deallocate(p);
   c.cache->release_graph_pool(pool);
 }
 

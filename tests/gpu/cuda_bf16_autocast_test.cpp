@@ -13,6 +13,7 @@
 #include "core/stream.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cuda/conv2d_cudnn_plan.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/sgd.h"
 #include "kernels/ops/cast.h"
@@ -211,6 +212,53 @@ INSTANTIATE_TEST_SUITE_P(OddSizes, CudaBf16Conv2d,
                                                        .stride_w = 1,
                                                        .pad_h = 1,
                                                        .pad_w = 1}));
+
+// The algorithms chosen for a bf16 convolution run with tensor-op math in all three directions, in both
+// layouts: the search asks for it (handles.h, cudnn_search_math_type), and on a tensor-core-friendly shape
+// (channels a multiple of 8) the tensor-core kernels are the ones to pick. An FMA or DEFAULT choice here
+// means --precision bf16 runs without tensor cores.
+TEST(CudaBf16Conv2d, ChosenAlgorithmsUseTensorOpMath) {
+  SKIP_WITHOUT_GPU();
+  const Conv2dShape s{.n = 8,
+                      .c = 16,
+                      .h = 16,
+                      .w = 16,
+                      .k = 32,
+                      .r = 3,
+                      .s = 3,
+                      .stride_h = 1,
+                      .stride_w = 1,
+                      .pad_h = 1,
+                      .pad_w = 1};
+  const Shape xs{s.n, s.c, s.h, s.w}, ys{s.n, s.k, s.p(), s.q()};
+  GpuContext gpu;
+  // bf16 activations in `layout`, as a --precision bf16 model passes them.
+  const auto bf16_tensor = [&](std::size_t size, std::uint64_t seed, const Shape& shape, Layout layout) {
+    const Tensor f = Tensor::from_vector(random_floats(size, seed), shape).to(gpu.ctx.device, gpu.ctx.stream);
+    Tensor b = Tensor::empty(shape, DType::BF16, gpu.ctx.device, gpu.ctx.stream);
+    ops::cast_to_bf16(gpu.ctx, f, b);
+    return layout == Layout::NHWC ? ops::to_layout(gpu.ctx, b, Layout::NHWC) : b;
+  };
+  const Operands o = operands(gpu.ctx, random_floats(s.x_size(), 51), random_floats(s.w_size(), 52), {},
+                              random_floats(s.y_size(), 53), s.y_size());
+  for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    const Tensor x = bf16_tensor(s.x_size(), 54, xs, layout), dy = bf16_tensor(s.y_size(), 55, ys, layout);
+    Tensor y = Tensor::empty(ys, DType::BF16, gpu.ctx.device, gpu.ctx.stream, layout),
+           dx = Tensor::empty(xs, DType::BF16, gpu.ctx.device, gpu.ctx.stream, layout),
+           dw = Tensor::empty(o.w.shape(), DType::F32, gpu.ctx.device, gpu.ctx.stream), db;
+    ops::conv2d_forward(gpu.ctx, s, x, o.w, Tensor(), y, o.mirror);
+    ops::conv2d_backward(gpu.ctx, s, x, o.w, dy, dx, dw, db, o.mirror);
+    CUDA_CHECK(cudaStreamSynchronize(gpu.stream.get()));
+    const auto& plans = gpu.handles.conv_plans().plans;
+    const auto it = plans.find(cuda::detail::conv_key(s, CUDNN_DATA_BFLOAT16, layout));
+    ASSERT_NE(it, plans.end()) << "no bf16 plan for the shape in " << layout_name(layout);
+    const cuda::detail::CudnnConvPlan& plan = *it->second;
+    EXPECT_EQ(plan.forward.math_type, CUDNN_TENSOR_OP_MATH) << layout_name(layout) << " forward";
+    EXPECT_EQ(plan.backward_data.math_type, CUDNN_TENSOR_OP_MATH) << layout_name(layout) << " backward data";
+    EXPECT_EQ(plan.backward_filter.math_type, CUDNN_TENSOR_OP_MATH)
+        << layout_name(layout) << " backward filter";
+  }
+}
 
 TEST(CudaBf16Linear, MatchesTheCpuEmulationAndTheReference) {
   SKIP_WITHOUT_GPU();

@@ -25,6 +25,16 @@ TEST(CudaHandles, MathModeNeverReducesInTheOutputType) {
   }
 }
 
+// bf16 convolutions are searched with tensor-op math whatever TF32 says (cuDNN's legacy API offers its
+// tensor-core kernels only then); float32 ones with FMA math unless TF32 is allowed. No device needed.
+TEST(CudaHandles, ConvolutionSearchesAskForTensorOpMathForBf16) {
+  for (const bool tf32 : {false, true}) {
+    EXPECT_EQ(cuda::cudnn_search_math_type(CUDNN_DATA_BFLOAT16, tf32), CUDNN_TENSOR_OP_MATH) << tf32;
+    EXPECT_EQ(cuda::cudnn_search_math_type(CUDNN_DATA_FLOAT, tf32),
+              tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+  }
+}
+
 TEST(CudaHandles, Fp32ByDefaultAndTf32OnlyWhenAllowed) {
   SKIP_WITHOUT_GPU();
   Stream stream(0);
