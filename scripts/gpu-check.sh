@@ -55,7 +55,8 @@ main() {
   # --- the table -----------------------------------------------------------------------------------------------
   # The plan's calls in order, and what each carries (scripts/gpu-plan.sh prints the same): the "then:" line.
   plan_calls=(build bench cifar sanitize)
-  plan_carry=("" ".deps-pack .gpu-data/part4 .gpu-data/cifar-xz1" ".gpu-data/cifar-xz2" ".gpu-data/cifar-xz3" "nothing")
+  plan_carry=("" ".deps-pack .gpu-data/part4 .gpu-data/cifar-xz1" ".gpu-data/cifar-xz2" ".gpu-data/cifar-xz3"
+    "nothing")
   rows=()
   next_hint="" # the first failed step's hint: what the next GPU run should look at first
   # row STEP RESULT SECONDS DETAIL [HINT]: one line of the table; a result other than ok, skipped or cut fails
@@ -83,7 +84,13 @@ main() {
   }
   finish() { # [STOP]: prints the table, copies it and the logs to $OUT, exits with the call's status
     mkdir -p "$logs"
-    local next="call $n ran clean: the next GPU run starts with call 1 (the build) and needs nothing new here"
+    local next
+    case "$call" in # a clean call: what it leaves for the next GPU run
+      build) next="call 1 ran clean: the next GPU run starts with call 1 again (a fresh machine builds)" ;;
+      bench) next="call 2 ran clean: put results_entry.md (in \$OUT) into benchmarks/RESULTS.md" ;;
+      cifar) next="call 3 ran clean: run it again after a change to training, the data or checkpoints" ;;
+      sanitize) next="call 4 ran clean: run it again after a change to a kernel, the loader or the allocator" ;;
+    esac
     [ "$have_gpu" = 1 ] || next="dry run (no GPU): the GPU steps skipped; on the machine, start with call 1"
     [ -z "$next_hint" ] || next=$next_hint
     {
@@ -285,7 +292,7 @@ EOF
   if [ "$call" = cifar ]; then
     if [ -z "${CIFAR10_DIR:-}" ]; then
       row "cifar10 data" FAILED 0 "$(bash scripts/gpu-data.sh | grep cifar10 | tail -1 | cut -c1-90)" \
-        "carry .gpu-data/cifar-xz1, -xz2, -xz3 in calls 1, 2, 3 (scripts/gpu-plan.sh); gpu-data.sh names what is missing"
+        "carry .gpu-data/cifar-xz1, -xz2, -xz3 in calls 1, 2, 3 (gpu-plan.sh); gpu-data.sh says what is missing"
       finish
     fi
     row "cifar10 data" ok 0 "merged in $CIFAR10_DIR"

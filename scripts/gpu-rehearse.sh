@@ -15,8 +15,9 @@
 # scripts/install-deps.sh) and makes the chroot once (CHROOT, default /var/tmp/gpu-rehearsal-chroot, about
 # 700 MB). Runs in a private mount namespace (unshare -m), so its bind mounts vanish with it. .deps is removed
 # first and unpacked from the pack, and CIFAR-10's unpacked copy too, as on a fresh machine. Environment:
-# BUILD_DIR (default build-rehearsal), CUDA_ARCH (default 90: one architecture), BUDGET (default 5400) and
-# LIMIT_SCALE (default 15): two shared cores build and test far slower than sixteen.
+# BUILD_DIR (default build-rehearsal), CUDA_ARCH (default 90: one architecture), BUDGET (default 5400 for
+# every call; BUDGET=plan keeps each call's own, as on the machine) and LIMIT_SCALE (default 15): two shared
+# cores build and test far slower than sixteen.
 set -euo pipefail
 # One compound command, which bash reads whole before running it: editing this file during a rehearsal (an
 # hour) cannot change the running one.
@@ -55,8 +56,10 @@ for d in /proc /sys /dev "$root" "$cuda"; do
 done
 mount -t tmpfs tmpfs "$chroot_dir/tmp"
 ln -sfn "$cuda" "$chroot_dir/usr/local/cuda"
+budget=()
+[ "${BUDGET:-}" = plan ] || budget=(BUDGET="${BUDGET:-5400}")
 exec chroot "$chroot_dir" env -i HOME=/root PATH="/usr/local/cuda/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-  CUDA_ARCH="${CUDA_ARCH:-90}" BUILD_DIR="${BUILD_DIR:-build-rehearsal}" BUDGET="${BUDGET:-5400}" \
+  CUDA_ARCH="${CUDA_ARCH:-90}" BUILD_DIR="${BUILD_DIR:-build-rehearsal}" "${budget[@]}" \
   LIMIT_SCALE="${LIMIT_SCALE:-15}" \
   bash "$root/scripts/gpu-check.sh" "$call"
 INNER
@@ -73,7 +76,11 @@ fi
 held=.gpu-data/held
 mkdir -p "$held"
 for i in 2 3; do [ ! -d ".gpu-data/cifar-xz$i" ] || mv ".gpu-data/cifar-xz$i" "$held/"; done
-trap 'for i in 2 3; do [ ! -d "$held/cifar-xz$i" ] || mv "$held/cifar-xz$i" .gpu-data/; done; rmdir "$held" 2>/dev/null || true' EXIT
+give_back_held() { # the pieces a call did not reach go back where gpu-plan.sh looks
+  for i in 2 3; do [ ! -d "$held/cifar-xz$i" ] || mv "$held/cifar-xz$i" .gpu-data/; done
+  rmdir "$held" 2>/dev/null || true
+}
+trap give_back_held EXIT
 report=()
 n=0
 for call in build bench cifar sanitize; do
@@ -84,7 +91,8 @@ for call in build bench cifar sanitize; do
   in_chroot "$call" || rc=$?
   summary=${BUILD_DIR:-build-rehearsal}/gpu-logs/$call/summary.txt
   ended="no table"
-  if [ -f "$summary" ] && [ "$(find "$summary" -newermt "@$t0" | wc -l)" = 1 ] && tail -1 "$summary" | grep -q '^next: '; then
+  if [ -f "$summary" ] && [ "$(find "$summary" -newermt "@$t0" | wc -l)" = 1 ] &&
+    tail -1 "$summary" | grep -q '^next: '; then
     ended="table, then: and next: lines"
   fi
   report+=("$(printf 'call %d %-9s status %d in %4d s; %s' "$n" "$call" "$rc" "$(($(date +%s) - t0))" "$ended")")
