@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The benchmarks on the GPU machine, call 3 of the plan (scripts/gpu-check.sh bench runs this after its guard;
-# docs/ARCHITECTURE.md, "The GPU machine"). Builds kernel_bench and train_bench if needed, then on the same GPU
-# in the same command runs
+# The benchmarks on the GPU machine, call 2 of the plan (scripts/gpu-check.sh bench runs this after its guard;
+# docs/ARCHITECTURE.md, "The GPU machine"). Builds kernel_bench and train_bench if needed (not where call 1
+# built them: see below), then on the same GPU in the same command runs
 #   1. kernel_bench          every kernel family, validated against the CPU, against measured ceilings
 #   2. train_bench           vgg6 and resnet18 at batch 128 and 512, --precision fp32, tf32 (the default) and
 #                            bf16 (where this build's train_bench has it)
@@ -12,14 +12,18 @@
 #                            precision (the peer of tf32); bf16 autocast + channels_last; and at its best
 #                            (bf16 + torch.compile)
 # and prints ONE table last: our images/s beside PyTorch's, and the ratios (benchmarks/pytorch/report.py).
-# Budget: BUDGET seconds from the start (default 395, so that with gpu-check's guard and packing the call stays
-# within its 420 s); every stage has its own limit below, cut to what is left, so the table always prints; a
-# stage cut short leaves "-" in its columns. The stage limits add up to about 365 s.
+# Budget: BUDGET seconds from the start (default 355, so that with gpu-check's guard and packing the call stays
+# within its 380 s); every stage has its own limit below, cut to what is left, so the table always prints; a
+# stage cut short leaves "-" in its columns. The stage limits add up to about 380 s: the last, PyTorch at its
+# best, takes the cut.
+# No rebuild after call 1: where call 1's marker (<build>/.call1-built) and both binaries are there, nothing is
+# built, since the copy of the tree to the machine may give every source a new time and ninja would then
+# recompile the engine inside this budget (BENCH_REBUILD=1 builds anyway).
 # Logs and JSON go to BENCH_LOGS (default <build>/gpu-logs/bench; the Markdown entry for benchmarks/RESULTS.md
 # is results_entry.md there). Where $OUT is set and this runs on its own, $OUT gets the table, the entry and
 # one archive of the logs (the device tool brings back at most 8 files).
 #
-#   scripts/gpu-check.sh bench        the plan's call 3 (gpu-check's build directory and environment)
+#   scripts/gpu-check.sh bench        the plan's call 2 (gpu-check's build directory and environment)
 #   scripts/bench.sh                  the same, without the guard
 # Environment: BUILD_DIR (default build-gpu, gpu-check's), CUDA_ARCH (default: native), STEPS (timed
 # training steps, default 30), WARMUP (default 10; PyTorch's best setting gets 2x for torch.compile),
@@ -40,29 +44,46 @@ status=0
 source scripts/gpu-build-env.sh  # cmake_args, LD_LIBRARY_PATH (.deps, pip cuDNN/NCCL)
 
 echo "== bench: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo 'no GPU visible'), commit $(git rev-parse --short HEAD 2>/dev/null)"
-start=$(date +%s)
-deadline=$(( start + ${BUDGET:-395} ))
-if [ ! -f "$build/build.ninja" ]; then
-  if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
-    tail -30 "$logs/configure.log"
-    echo "bench: configure FAILED (log: $logs/configure.log)"
+# build_benchmarks: configures where needed and builds the three benchmarks (bench.sh on its own, or a build
+# that call 1 did not finish).
+build_benchmarks() {
+  if [ ! -f "$build/build.ninja" ]; then
+    if ! cmake -S . -B "$build" "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
+      tail -30 "$logs/configure.log"
+      echo "bench: configure FAILED (log: $logs/configure.log)"
+      exit 1
+    fi
+  fi
+  if ! cmake --build "$build" -j "$(nproc)" --target kernel_bench train_bench >"$logs/build.log" 2>&1; then
+    grep -E "error|FAILED" "$logs/build.log" | head -30
+    echo "bench: build FAILED (log: $logs/build.log)"
     exit 1
   fi
-fi
-if ! cmake --build "$build" -j "$(nproc)" --target kernel_bench train_bench >"$logs/build.log" 2>&1; then
-  grep -E "error|FAILED" "$logs/build.log" | head -30
-  echo "bench: build FAILED (log: $logs/build.log)"
-  exit 1
-fi
-# ddp_overlap is built on its own: if it fails to build, the other benchmarks still run.
+  # ddp_overlap is built on its own: if it fails to build, the other benchmarks still run.
+  if ! cmake --build "$build" -j "$(nproc)" --target ddp_overlap >"$logs/build_ddp_overlap.log" 2>&1; then
+    grep -E "error|FAILED" "$logs/build_ddp_overlap.log" | head -10
+    echo "bench: ddp_overlap build FAILED (log: $logs/build_ddp_overlap.log); its stage is skipped"
+    overlap_built=0
+    status=1
+  fi
+}
+
+start=$(date +%s)
+deadline=$(( start + ${BUDGET:-355} ))
+bin=$build/benchmarks
 overlap_built=1
-if ! cmake --build "$build" -j "$(nproc)" --target ddp_overlap >"$logs/build_ddp_overlap.log" 2>&1; then
-  grep -E "error|FAILED" "$logs/build_ddp_overlap.log" | head -10
-  echo "bench: ddp_overlap build FAILED (log: $logs/build_ddp_overlap.log); its stage is skipped"
-  overlap_built=0
-  status=1
+if [ "${BENCH_REBUILD:-0}" != 1 ] && [ -f "$build/.call1-built" ] && [ -x "$bin/kernel_bench" ] &&
+  [ -x "$bin/train_bench" ]; then
+  echo "   call 1's build (commit $(cut -c1-12 "$build/.call1-built")): not rebuilt (BENCH_REBUILD=1 would)"
+  if [ ! -x "$bin/ddp_overlap" ]; then
+    echo "bench: call 1 built no ddp_overlap; its stage is skipped"
+    overlap_built=0
+    status=1
+  fi
+else
+  build_benchmarks
 fi
-echo "   built in $(( $(date +%s) - start )) s"
+echo "   ready in $(( $(date +%s) - start )) s"
 
 # stage NAME LIMIT COMMAND...: runs with a time limit (cut to what is left of the budget, keeping 15 s for the
 # table), output to $logs/NAME.log, tail on failure.
@@ -88,7 +109,6 @@ stage() {
   fi
 }
 
-bin=$build/benchmarks
 if [ "${SKIP_KERNELS:-0}" != 1 ]; then
   stage kernel_bench 45 "$bin/kernel_bench" --repeats "${KERNEL_REPEATS:-10}" --json "$logs/kernels.json"
   # The kernel table is long (its log and kernels.json keep it); show the device and the ceilings here.

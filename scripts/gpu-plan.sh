@@ -3,26 +3,26 @@
 # calls: it prepares what travels and prints, for each call, the device tool's command, timeout and carry list,
 # and the size that call sends (the tree + what it carries) against the tool's 64 MiB limit.
 #
-#   scripts/gpu-plan.sh        prepare (.deps-pack by scripts/fetch-gpu-deps.sh, .gpu-data by the shared data's
-#                              parts.sh, where missing) and print the four calls; status 1 if one is over
+#   scripts/gpu-plan.sh        prepare (.deps-pack by scripts/fetch-gpu-deps.sh, the data by scripts/gpu-data.sh
+#                              pack, where missing) and print the four calls; status 1 if one is over
 #   scripts/gpu-plan.sh N      print call N alone (1-4)
 #
-# What a call carries stays on the machine while it is warm (ignored paths are kept between calls), so each
-# CIFAR-10 part travels in its own call and call 4 finds all three. Sizes: the tracked and untracked-not-ignored
-# files (what the tool sends of the tree, shared/ included) plus the carried paths, in MiB of 2^20 bytes.
+# The order puts the most valuable signal first: the build and the GPU tests, the benchmark table beside
+# PyTorch, CIFAR-10's accuracy, the sanitizers last. Budgets (gpu-check.sh) 450 + 380 + 320 + 180 s = 22 min;
+# with a fresh start (about 1.5 min), the four transfers and the 30 s a machine waits after the last call,
+# about 25 of the session's 30 minutes, if the calls follow each other at once.
+# What a call carries stays on the machine while it is warm (ignored paths are kept between calls), so
+# CIFAR-10's three pieces travel in calls 1-3 and call 3 finds all of them. Sizes: the tracked and
+# untracked-not-ignored files (what the tool sends of the tree, shared/ included) plus the carried paths, in MiB
+# of 2^20 bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=${1:-}
 limit_mib=64
-parts_script=${PARTS_SH:-/work/shared/data/parts.sh}
 
 if [ ! -f .deps-pack/deps.tar.xz ]; then bash scripts/fetch-gpu-deps.sh; fi
-if ! ls -d .gpu-data/part1 .gpu-data/part2 .gpu-data/part3 .gpu-data/part4 >/dev/null 2>&1; then
-  if [ -x "$parts_script" ] || [ -f "$parts_script" ]; then
-    bash "$parts_script" .gpu-data
-  else
-    echo "gpu-plan: no .gpu-data/part1..4 and no $parts_script to make them (set PARTS_SH)" >&2
-  fi
+if ! ls .gpu-data/part4/mnist .gpu-data/cifar-xz{1,2,3}/cifar10.tar.xz.* >/dev/null 2>&1; then
+  bash scripts/gpu-data.sh pack
 fi
 
 bytes_of() { # PATH...: apparent bytes of the files under them
@@ -33,18 +33,22 @@ tree_bytes=$( { git ls-files -z --cached --others --exclude-standard 2>/dev/null
   xargs -0 -r stat -c '%s' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
-commands=("" "bash scripts/gpu-check.sh build" "bash scripts/gpu-check.sh sanitize"
-  "bash scripts/gpu-check.sh bench" "bash scripts/gpu-check.sh cifar")
-timeouts=("" 540 300 480 420) # each call's budget (gpu-check.sh) + a minute for the tool's start and transfers
-carries=("" ".deps-pack .gpu-data/part4" ".gpu-data/part1" ".gpu-data/part2" ".gpu-data/part3")
-what=("" "probe, build, every test, mnist_cnn 3 epochs (MNIST: part4)"
-  "compute-sanitizer on tests/sanitize (carries CIFAR-10 part1 for call 4)"
-  "scripts/bench.sh (carries CIFAR-10 part2)"
-  "CIFAR-10 merged (part3 completes it): reader tests, vgg6 15 epochs, PyTorch checks")
+commands=("" "bash scripts/gpu-check.sh build" "bash scripts/gpu-check.sh bench"
+  "bash scripts/gpu-check.sh cifar" "bash scripts/gpu-check.sh sanitize")
+# Each call's budget (gpu-check.sh: 450, 380, 320, 180 s) + 30 s: the table prints within the budget; the
+# tool's limit only stops a call that hangs.
+timeouts=("" 480 410 350 210)
+carries=("" ".deps-pack .gpu-data/part4 .gpu-data/cifar-xz1" ".gpu-data/cifar-xz2" ".gpu-data/cifar-xz3" "")
+what=("" "probe, build, ctest -L gpu, mnist_cnn 3 epochs (MNIST: part4), ctest -L cpu with what is left"
+  "scripts/bench.sh on call 1's binaries: our img/s beside PyTorch's (carries CIFAR-10 piece 2)"
+  "CIFAR-10 (piece 3 completes it): reader tests, vgg6 15 epochs (>= 88%), PyTorch checks"
+  "compute-sanitizer on tests/sanitize's small cases")
 
 over=0
-echo "gpu-plan: tree $(mib "$tree_bytes") MiB (tracked + untracked-not-ignored); limit $limit_mib MiB a call;" \
-  "run the calls back to back (a machine idle 30 s is gone)"
+echo "gpu-plan: tree $(mib "$tree_bytes") MiB (tracked + untracked-not-ignored); limit $limit_mib MiB a call."
+echo "Make the four calls BACK TO BACK, with NO ANALYSIS IN BETWEEN: a machine idle 30 s is given back with the"
+echo "build, and the budgets fill about 25 of the 30 minutes. Each call ends in a table whose 'then:' line names"
+echo "the next call and whose 'next:' line says what the next GPU run should start with; read them all at the end."
 for n in 1 2 3 4; do
   [ -n "$only" ] && [ "$only" != "$n" ] && continue
   read -r -a paths <<<"${carries[$n]}"
@@ -54,7 +58,8 @@ for n in 1 2 3 4; do
   verdict="ok"
   if [ "$total" -gt $((limit_mib * 1048576)) ]; then verdict="OVER THE LIMIT"; over=1; fi
   if [ ${#missing[@]} -gt 0 ]; then verdict="MISSING ${missing[*]}"; over=1; fi
-  carry_json=$(printf '"%s",' "${paths[@]}")
+  carry_json=""
+  [ ${#paths[@]} = 0 ] || carry_json=$(printf '"%s",' "${paths[@]}")
   echo
   echo "call $n: ${what[$n]}"
   echo "  command:   ${commands[$n]}"
@@ -62,4 +67,7 @@ for n in 1 2 3 4; do
   echo "  carry:     [${carry_json%,}]"
   echo "  sends:     $(mib "$total") MiB ($verdict)"
 done
+echo
+echo "If the device tool's status shows less time left than a call's timeout_s + 60, run it as"
+echo "BUDGET=<budget_left_s - 90> bash scripts/gpu-check.sh ... so that its table still prints."
 exit "$over"

@@ -14,12 +14,15 @@ packages=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   openmpi-bin
+  patchelf
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
 # clang-tidy: scripts/clang-tidy.sh (run by scripts/test.sh; the checks are in .clang-tidy).
 # liblapacke-dev: LAPACK's eigensolver for the patch-whitening initialisation (layers/patch_whitening.h).
 # curl: scripts/download-data.sh and cnn_train --download.
+# patchelf: scripts/fetch-gpu-deps.sh gives the GPU machine's .deps libraries their $ORIGIN run paths.
+# (debootstrap, for scripts/gpu-rehearse.sh alone, is installed by that script where it runs.)
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 
 sudo_cmd=()

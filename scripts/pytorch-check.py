@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch as the oracle of a cnn_train checkpoint, both ways (the GPU plan's call 4, scripts/gpu-check.sh cifar):
+"""PyTorch as the oracle of a cnn_train checkpoint, both ways (the GPU plan's call 3, scripts/gpu-check.sh cifar):
 
  1. engine -> PyTorch: the checkpoint cnn_train wrote, loaded strictly into the module of docs/MODELS.md (as
     benchmarks/pytorch/train_peer.py defines it), evaluated on CIFAR-10's test set with cnn_train's

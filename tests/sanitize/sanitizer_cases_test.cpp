@@ -1,4 +1,4 @@
-// Small dedicated cases for compute-sanitizer (scripts/gpu-check.sh, call 2): every kernel family, the cuDNN
+// Small dedicated cases for compute-sanitizer (scripts/gpu-check.sh, call 4): every kernel family, the cuDNN
 // and cuBLAS calls, the loader and the caching allocator, each at the smallest size that exercises it, with
 // no CPU reference and no subprocess, so memcheck, racecheck, synccheck and initcheck each finish in a minute
 // or two. The correctness against the CPU is tests/gpu's; here each case still checks what it can cheaply
