@@ -233,6 +233,15 @@ void Trainer::restore(const optim::LoadedCheckpoint& loaded, const std::string& 
         fmt::format("cnn_train: continuing with the checkpoint's seed {} (not --seed {})", seed_, c.seed));
   }
   start_position_ = static_cast<std::int64_t>(st.sampler_position);
+  if (const auto it = st.extra.find("history"); it != st.extra.end()) {
+    try {  // the epochs done before this run, for --plot and the next checkpoints
+      for (const EpochMetrics& m : parse_history_json(it->second))
+        if (m.epoch <= start_epoch_) earlier_epochs_.push_back(m);
+    } catch (const Error& e) {
+      if (c.is_main())
+        print_line(fmt::format("cnn_train: {}: {}: --plot draws this run's epochs only", path, e.what()));
+    }
+  }
   std::string where = fmt::format("{} epoch(s) done", start_epoch_);
   if (start_position_ > 0) {
     // Mid-epoch: the sampler continues at its position (checked against this run's world size by the
@@ -523,7 +532,8 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"lr", fmt::format("{}", config_.lr)},
                  {"schedule", std::string(optim::schedule_kind_name(config_.schedule))},
                  {"epochs", std::to_string(config_.epochs)},  // the length schedules span (restore())
-                 {"world_size", std::to_string(config_.world_size)}};
+                 {"world_size", std::to_string(config_.world_size)},
+                 {"history", format_history_json(whole_history())}};  // a resumed run's --plot
   return state;
 }
 
@@ -633,7 +643,7 @@ double Trainer::run() {
         save(done);
       }
       if (!c.plot.empty())
-        write_training_plot(history_, c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
+        plot_or_warn(whole_history(), c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
     }
     if (stopping) {
       if (data_parallel_) data_parallel_->any_rank(false);  // nobody leaves before rank 0's file is complete
