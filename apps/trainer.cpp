@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/checkpoint_match.h"
 #include "apps/cuda_graph_policy.h"
 #include "apps/progress_bar.h"
 #include "apps/resume_auto.h"
@@ -76,10 +77,14 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   const data::Dataset& shape_source = data_.test;
   const std::string checkpoint = eval_only ? c.eval_only : resolve_resume();
   std::string model_name = c.model;
-  if (!c.model_given && !checkpoint.empty()) {
-    // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
+  if (!checkpoint.empty()) {
     const optim::SafetensorsFile file = optim::SafetensorsFile::read(checkpoint);
-    if (const auto it = file.metadata().find("model"); it != file.metadata().end()) model_name = it->second;
+    check_checkpoint_fits_run(
+        eval_only ? "--eval-only" : (c.resume_auto() ? "--resume auto" : "--resume"), checkpoint,
+        file.metadata(), {c.dataset, c.model_given ? c.model : "", shape_source.class_names, !eval_only});
+    // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
+    const auto it = file.metadata().find("model");
+    if (!c.model_given && it != file.metadata().end()) model_name = it->second;
   }
   model_ = std::make_unique<layers::Model>(layers::build_model(
       model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
