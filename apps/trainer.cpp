@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/checkpoint_lock.h"
 #include "apps/checkpoint_match.h"
 #include "apps/cuda_graph_policy.h"
 #include "apps/progress_bar.h"
@@ -75,6 +76,11 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   const bool eval_only = !c.eval_only.empty();
   data_ = eval_only ? load_test_data(c) : load_train_data(c);
   const data::Dataset& shape_source = data_.test;
+  // Rank 0 alone saves, and alone locks --checkpoint-dir (apps/checkpoint_lock.h): for --resume auto before
+  // it reads the folder, else once the data, model and checkpoint are read (a run refused for bad input
+  // leaves no folder), before the ranks' first collective.
+  const bool saves = c.is_main() && !eval_only && !c.checkpoint_dir.empty();
+  if (saves && c.resume_auto()) checkpoint_lock_ = std::make_unique<CheckpointDirLock>(c.checkpoint_dir);
   const std::string checkpoint = eval_only ? c.eval_only : resolve_resume();
   std::string model_name = c.model;
   if (!checkpoint.empty()) {
@@ -118,6 +124,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     if (!eval_only && loaded.has_training_state) restore(loaded, checkpoint);
   }
 
+  if (saves && !checkpoint_lock_) checkpoint_lock_ = std::make_unique<CheckpointDirLock>(c.checkpoint_dir);
   if (hooks_.data_parallel) data_parallel_ = hooks_.data_parallel(*model_);
   if (data_parallel_ && !eval_only) data_parallel_->check_same_start(start_epoch_, start_position_);
   ENGINE_CHECK(
@@ -190,12 +197,6 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     if (device.is_cuda()) step_losses_ = Tensor::empty_pinned({train_loader_->num_batches()}, DType::F32);
     if (graph_)
       step_losses_device_ = Tensor::zeros({train_loader_->num_batches()}, DType::F32, device, stream);
-    if (c.is_main() && !c.checkpoint_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(c.checkpoint_dir, ec);
-      ENGINE_CHECK(!ec && std::filesystem::is_directory(c.checkpoint_dir),
-                   "--checkpoint-dir '{}': cannot create the folder: {}", c.checkpoint_dir, ec.message());
-    }
   }
   accumulators_ = Tensor::zeros({16}, DType::U8, device, stream);
   if (c.is_main()) {

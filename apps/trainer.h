@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/checkpoint_lock.h"
 #include "apps/cuda_graph_policy.h"
 #include "apps/epoch_log.h"
 #include "apps/test_time_augmentation.h"
@@ -167,6 +168,9 @@ class Trainer {
 
   TrainConfig config_;
   TrainerHooks hooks_;
+  // Rank 0's lock on --checkpoint-dir (apps/checkpoint_lock.h). Declared first: released last, after the last
+  // checkpoint is written.
+  std::unique_ptr<CheckpointDirLock> checkpoint_lock_;
   std::unique_ptr<TrainDevice> device_;
   TrainData data_;
   std::unique_ptr<layers::Model> model_;

@@ -1,14 +1,18 @@
-// What a checkpoint folder holds must be the run's (issue 28, defect 3): --resume refuses a checkpoint of
-// another dataset, model or class count, naming both sides (before, a Fashion-MNIST checkpoint continued on
-// MNIST without a word, and another shape failed naming a model the user never chose).
+// What a checkpoint folder holds must be the run's (issue 28, defects 3 and 4): --resume refuses a checkpoint
+// of another dataset, model or class count, naming both sides (before, a Fashion-MNIST checkpoint continued
+// on MNIST without a word, and another shape failed naming a model the user never chose); and two runs never
+// share a folder: the second is refused naming the first's pid (before, both exited 0 and the later one's
+// checkpoints replaced the other's), while a killed run leaves no lock behind.
 
 #include <filesystem>
+#include <signal.h>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "tests/common/environment.h"
+#include "tests/cpu/cnn_train_restart_test_util.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine::apps {
@@ -96,6 +100,27 @@ TEST(CnnTrainCheckpointDir, ResumeAutoRefusesAFashionMnistCheckpointOnMnist) {
       << r.output;
   EXPECT_NE(r.output.find("this run is on mnist (10 classes"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("use --dataset fashion-mnist"), std::string::npos) << r.output;
+}
+
+TEST(CnnTrainCheckpointDir, ASecondRunIntoTheFolderIsRefusedNamingTheFirstsPid) {
+  const std::string root = testing::tiny_folder_dataset("lock_data");
+  const std::string dir = testing::temp_dir("lock_out");
+  testing::LiveProcess first(with_args({testing::program_path("cnn_train")}, tiny(root, dir, 100000)),
+                             {"OMP_NUM_THREADS=1"});
+  ASSERT_TRUE(first.wait_for("Epoch 1 |", 120)) << first.output();
+  testing::RunResult second = run_train(tiny(root, dir, 1));
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_NE(second.output.find("another cnn_train is training into this folder (pid " +
+                               std::to_string(first.pid()) + " on host "),
+            std::string::npos)
+      << second.output;
+  second = run_train(with_args(tiny(root, dir, 1), {"--resume", "auto"}));
+  EXPECT_EQ(second.exit_code, 2) << "--resume auto is refused before it reads the folder\n" << second.output;
+  // Killed (no chance to clean up): the kernel released the lock with the process.
+  first.signal(SIGKILL);
+  EXPECT_EQ(first.finish(60), 128 + SIGKILL);
+  const testing::RunResult third = run_train(tiny(root, dir, 1));
+  EXPECT_EQ(third.exit_code, 0) << third.output;
 }
 
 }  // namespace
