@@ -39,7 +39,8 @@ void check_checkpoint_fits_run(const std::string& flag, const std::string& path,
   const std::string what = fmt::format("{}: {} was trained", flag, path);
   const std::string instead = flag.starts_with("--resume auto")
                                   ? "or give another --checkpoint-dir to start a new run"
-                                  : "or leave out " + flag.substr(0, flag.find(' ')) + " to start a new run";
+                              : flag.starts_with("--resume") ? "or leave out --resume to start a new run"
+                                                             : "or evaluate another checkpoint";
   if (run.same_dataset && !dataset.empty()) {
     const bool same =
         is_folder(dataset) && is_folder(run.dataset) ? classes == run.class_names : dataset == run.dataset;
@@ -49,6 +50,14 @@ void check_checkpoint_fits_run(const std::string& flag, const std::string& path,
   if (!model.empty() && !run.model.empty()) {
     ENGINE_CHECK(model == run.model, "{} as model {}, this run's --model is {}: use --model {} (or none), {}",
                  what, model, run.model, model, instead);
+  }
+  const std::string shape = fmt::format("{}x{}x{}", value("channels"), value("height"), value("width"));
+  const std::string run_shape = fmt::format("{}x{}x{}", run.channels, run.height, run.width);
+  if (metadata.count("channels") == 1 && metadata.count("height") == 1 && metadata.count("width") == 1) {
+    ENGINE_CHECK(shape == run_shape,
+                 "{} on {} images (channels x height x width) of {}, this run's {} has {}: use a dataset of "
+                 "its images, {}",
+                 what, shape, dataset.empty() ? "its dataset" : dataset, run.dataset, run_shape, instead);
   }
   if (metadata.count("class_names") == 1) {
     ENGINE_CHECK(classes.size() == run.class_names.size(), "{} on {}, this run's dataset {} has {}", what,

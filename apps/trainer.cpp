@@ -85,9 +85,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   std::string model_name = c.model;
   if (!checkpoint.empty()) {
     const optim::SafetensorsFile file = optim::SafetensorsFile::read(checkpoint);
-    check_checkpoint_fits_run(
-        eval_only ? "--eval-only" : (c.resume_auto() ? "--resume auto" : "--resume"), checkpoint,
-        file.metadata(), {c.dataset, c.model_given ? c.model : "", shape_source.class_names, !eval_only});
+    check_checkpoint_fits_run(eval_only ? "--eval-only" : (c.resume_auto() ? "--resume auto" : "--resume"),
+                              checkpoint, file.metadata(),
+                              {c.dataset, c.model_given ? c.model : "", shape_source.class_names,
+                               shape_source.channels, shape_source.height, shape_source.width, !eval_only});
     // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
     const auto it = file.metadata().find("model");
     if (!c.model_given && it != file.metadata().end()) model_name = it->second;

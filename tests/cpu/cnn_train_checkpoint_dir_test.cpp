@@ -83,7 +83,8 @@ TEST(CnnTrainCheckpointDir, ResumeAutoRefusesACheckpointOfAnotherModelNamingBoth
       << r.output;
 }
 
-// The case: a Fashion-MNIST checkpoint and an MNIST run (the same 1x28x28 images and 10 classes).
+// The case: a Fashion-MNIST checkpoint and an MNIST run (the same 1x28x28 images and 10 classes);
+// and --eval-only of it on 3x32x32 images.
 TEST(CnnTrainCheckpointDir, ResumeAutoRefusesAFashionMnistCheckpointOnMnist) {
   const std::string fashion = "/usr/share/datasets/fashion-mnist", mnist = engine::testing::mnist_dir();
   if (!std::filesystem::exists(fashion + "/t10k-labels-idx1-ubyte.gz") || mnist.empty())
@@ -100,6 +101,15 @@ TEST(CnnTrainCheckpointDir, ResumeAutoRefusesAFashionMnistCheckpointOnMnist) {
       << r.output;
   EXPECT_NE(r.output.find("this run is on mnist (10 classes"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("use --dataset fashion-mnist"), std::string::npos) << r.output;
+  // --eval-only on images of another shape: named before the model is built (it named mnist_cnn's Linear).
+  const std::string root = testing::tiny_folder_dataset("match_mnist_eval");
+  r = run_train({"--cpu", "--dataset", "folder:" + root, "--eval-only", dir + "/epoch1.safetensors"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("was trained on 1x28x28 images (channels x height x width) of fashion-mnist, this "
+                          "run's folder:" +
+                          root + " has 3x32x32"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(CnnTrainCheckpointDir, ASecondRunIntoTheFolderIsRefusedNamingTheFirstsPid) {
