@@ -4,7 +4,10 @@
 //   cnn_predict --checkpoint ckpt.safetensors [--top 3] [--classes a,b,c] IMAGE...
 //
 // The checkpoint's metadata says the model and the dataset; the image is decoded with stb_image to the
-// model's input (channels and size: 1x28x28 for mnist_cnn, 3x32x32 otherwise), normalized as in training.
+// model's input (channels and size: 1x28x28 for mnist_cnn, 3x32x32 otherwise), normalized as in training. An
+// image that is not the model's input as it is (another size, colour for a grey model, transparency) is
+// converted, and a note on stderr says what was converted ("cnn_predict: note: cat.png is 32x32 RGB; the
+// model takes 28x28 grey: converted (resized, colour to grey)").
 // Exit codes: 0 ok; 2 bad usage or input (a missing or corrupt checkpoint or image, named); 1 another
 // failure.
 
@@ -47,7 +50,10 @@ int main(int argc, char** argv) {
   int rc = 0;
   for (const std::string& path : images) {
     try {
-      const std::vector<float> probs = predictor->classify(path);
+      std::string conversion;
+      const std::vector<float> probs = predictor->classify(path, &conversion);
+      // On stderr: stdout stays the predictions alone, for scripts that read them.
+      if (!conversion.empty()) fmt::print(stderr, "cnn_predict: note: {}\n", conversion);
       std::vector<std::size_t> order(probs.size());
       std::iota(order.begin(), order.end(), 0);
       const std::size_t k = std::min(order.size(), static_cast<std::size_t>(top));

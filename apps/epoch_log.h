@@ -2,10 +2,12 @@
 // What one epoch reports, and its two renderings: the log line PyTorch DDP users know
 //   [GPU0] Epoch 3 | Batchsize: 128 | Steps: 391 | LR: 0.1000 | Loss: 1.0933 | Acc: 61.20% | Test
 //   Loss: 1.0417 | Test Acc: 63.05% | Time: 2.13s | 23,400 img/s | Mem: 812 MB
-// (one line), and one JSON object per line for --metrics.
+// (one line), one JSON object per line for --metrics, and the run's history as one JSON array (kept in the
+// checkpoints' metadata, so that a resumed run's --plot draws every epoch, the earlier runs' too).
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace engine::apps {
 
@@ -28,6 +30,11 @@ struct EpochMetrics {
 
 std::string format_epoch_line(const std::string& device_label, const EpochMetrics& m);
 std::string format_metrics_json(const EpochMetrics& m);
+// The epochs' curves (epoch, lr, train and test loss and accuracy: the deterministic fields, so that a
+// resumed run's checkpoints stay byte for byte an uninterrupted run's) as a JSON array, and back (each value
+// round-trips; the other fields come back 0). Throws engine::Error for text that is not such an array.
+std::string format_history_json(const std::vector<EpochMetrics>& history);
+std::vector<EpochMetrics> parse_history_json(const std::string& text);
 // 23400 -> "23,400".
 std::string with_thousands(std::int64_t value);
 

@@ -4,7 +4,11 @@
 #include <cmath>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "core/error.h"
+#include "data/file_io.h"
 #include "data/image_codec.h"
 #include "layers/models.h"
 #include "optim/checkpoint.h"
@@ -18,6 +22,30 @@ std::vector<std::string> split_csv(const std::string& text) {
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) out.push_back(item);
   return out;
+}
+
+const char* channels_name(int channels) {
+  switch (channels) {
+    case 1: return "grey";
+    case 2: return "grey+alpha";
+    case 3: return "RGB";
+    default: return "RGBA";
+  }
+}
+
+// What decode_image changes to give the model its input, or "" when nothing.
+std::string describe_conversion(const std::string& path, const data::ImageInfo& file, int channels,
+                                int height, int width) {
+  std::vector<std::string> changes;
+  if (file.height != height || file.width != width) changes.emplace_back("resized");
+  const bool file_colour = file.channels >= 3, file_alpha = file.channels == 2 || file.channels == 4;
+  if (file_colour && channels == 1) changes.emplace_back("colour to grey");
+  if (!file_colour && channels >= 3) changes.emplace_back("grey copied to the colour channels");
+  if (file_alpha && channels != 4) changes.emplace_back("transparency dropped");
+  if (changes.empty()) return {};
+  return fmt::format("{} is {}x{} {}; the model takes {}x{} {}: converted ({})", path, file.width,
+                     file.height, channels_name(file.channels), width, height, channels_name(channels),
+                     fmt::join(changes, ", "));
 }
 
 }  // namespace
@@ -48,8 +76,11 @@ Predictor::Predictor(const std::string& checkpoint, const std::string& class_nam
 
 Predictor::~Predictor() = default;
 
-std::vector<float> Predictor::classify(const std::string& path) {
-  const data::Image image = data::decode_image_file(path, channels_, height_, width_);
+std::vector<float> Predictor::classify(const std::string& path, std::string* conversion) {
+  const std::vector<std::uint8_t> bytes = data::read_file(path);
+  const data::ImageInfo file = data::image_info(bytes, path);
+  const data::Image image = data::decode_image(bytes, path, channels_, height_, width_);
+  if (conversion != nullptr) *conversion = describe_conversion(path, file, channels_, height_, width_);
   Tensor x = Tensor::empty({1, channels_, height_, width_}, DType::F32);
   float* dst = x.data<float>();
   const std::int64_t plane = static_cast<std::int64_t>(height_) * width_;

@@ -17,8 +17,10 @@ class Predictor {
   Predictor(const std::string& checkpoint, const std::string& class_names_csv);
   ~Predictor();
 
-  // Softmax probabilities of every class for the image at `path` (decoded and resized to the model's input).
-  std::vector<float> classify(const std::string& path);
+  // Softmax probabilities of every class for the image at `path`, decoded and converted to the model's input
+  // (size, channels). `conversion` receives what was converted ("a.png is 32x32 RGB; the model takes 28x28
+  // grey: converted (resized, colour to grey)"), or "" when the file is the model's input as it is.
+  std::vector<float> classify(const std::string& path, std::string* conversion = nullptr);
   std::string class_name(std::size_t c) const;
 
  private:

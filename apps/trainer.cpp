@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/checkpoint_lock.h"
+#include "apps/checkpoint_match.h"
 #include "apps/cuda_graph_policy.h"
 #include "apps/progress_bar.h"
 #include "apps/resume_auto.h"
@@ -74,12 +76,22 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   const bool eval_only = !c.eval_only.empty();
   data_ = eval_only ? load_test_data(c) : load_train_data(c);
   const data::Dataset& shape_source = data_.test;
+  // Rank 0 alone saves, and alone locks --checkpoint-dir (apps/checkpoint_lock.h): for --resume auto before
+  // it reads the folder, else once the data, model and checkpoint are read (a run refused for bad input
+  // leaves no folder), before the ranks' first collective.
+  const bool saves = c.is_main() && !eval_only && !c.checkpoint_dir.empty();
+  if (saves && c.resume_auto()) checkpoint_lock_ = std::make_unique<CheckpointDirLock>(c.checkpoint_dir);
   const std::string checkpoint = eval_only ? c.eval_only : resolve_resume();
   std::string model_name = c.model;
-  if (!c.model_given && !checkpoint.empty()) {
-    // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
+  if (!checkpoint.empty()) {
     const optim::SafetensorsFile file = optim::SafetensorsFile::read(checkpoint);
-    if (const auto it = file.metadata().find("model"); it != file.metadata().end()) model_name = it->second;
+    check_checkpoint_fits_run(eval_only ? "--eval-only" : (c.resume_auto() ? "--resume auto" : "--resume"),
+                              checkpoint, file.metadata(),
+                              {c.dataset, c.model_given ? c.model : "", shape_source.class_names,
+                               shape_source.channels, shape_source.height, shape_source.width, !eval_only});
+    // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
+    const auto it = file.metadata().find("model");
+    if (!c.model_given && it != file.metadata().end()) model_name = it->second;
   }
   model_ = std::make_unique<layers::Model>(layers::build_model(
       model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
@@ -113,6 +125,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     if (!eval_only && loaded.has_training_state) restore(loaded, checkpoint);
   }
 
+  if (saves && !checkpoint_lock_) checkpoint_lock_ = std::make_unique<CheckpointDirLock>(c.checkpoint_dir);
   if (hooks_.data_parallel) data_parallel_ = hooks_.data_parallel(*model_);
   if (data_parallel_ && !eval_only) data_parallel_->check_same_start(start_epoch_, start_position_);
   ENGINE_CHECK(
@@ -185,12 +198,6 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     if (device.is_cuda()) step_losses_ = Tensor::empty_pinned({train_loader_->num_batches()}, DType::F32);
     if (graph_)
       step_losses_device_ = Tensor::zeros({train_loader_->num_batches()}, DType::F32, device, stream);
-    if (c.is_main() && !c.checkpoint_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(c.checkpoint_dir, ec);
-      ENGINE_CHECK(!ec && std::filesystem::is_directory(c.checkpoint_dir),
-                   "--checkpoint-dir '{}': cannot create the folder: {}", c.checkpoint_dir, ec.message());
-    }
   }
   accumulators_ = Tensor::zeros({16}, DType::U8, device, stream);
   if (c.is_main()) {
@@ -233,6 +240,15 @@ void Trainer::restore(const optim::LoadedCheckpoint& loaded, const std::string& 
         fmt::format("cnn_train: continuing with the checkpoint's seed {} (not --seed {})", seed_, c.seed));
   }
   start_position_ = static_cast<std::int64_t>(st.sampler_position);
+  if (const auto it = st.extra.find("history"); it != st.extra.end()) {
+    try {  // the epochs done before this run, for --plot and the next checkpoints
+      for (const EpochMetrics& m : parse_history_json(it->second))
+        if (m.epoch <= start_epoch_) earlier_epochs_.push_back(m);
+    } catch (const Error& e) {
+      if (c.is_main())
+        print_line(fmt::format("cnn_train: {}: {}: --plot draws this run's epochs only", path, e.what()));
+    }
+  }
   std::string where = fmt::format("{} epoch(s) done", start_epoch_);
   if (start_position_ > 0) {
     // Mid-epoch: the sampler continues at its position (checked against this run's world size by the
@@ -526,7 +542,8 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"lr", fmt::format("{}", config_.lr)},
                  {"schedule", std::string(optim::schedule_kind_name(config_.schedule))},
                  {"epochs", std::to_string(config_.epochs)},  // the length schedules span (restore())
-                 {"world_size", std::to_string(config_.world_size)}};
+                 {"world_size", std::to_string(config_.world_size)},
+                 {"history", format_history_json(whole_history())}};  // a resumed run's --plot
   return state;
 }
 
@@ -636,7 +653,7 @@ double Trainer::run() {
         save(done);
       }
       if (!c.plot.empty())
-        write_training_plot(history_, c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
+        plot_or_warn(whole_history(), c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
     }
     if (stopping) {
       if (data_parallel_) data_parallel_->any_rank(false);  // nobody leaves before rank 0's file is complete

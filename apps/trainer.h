@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/checkpoint_lock.h"
 #include "apps/cuda_graph_policy.h"
 #include "apps/epoch_log.h"
 #include "apps/test_time_augmentation.h"
@@ -141,6 +142,12 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   const std::vector<EpochMetrics>& history() const { return history_; }
   std::int64_t start_epoch() const { return start_epoch_; }
+  // The epochs before this run (--resume: from the checkpoint's metadata) and this run's.
+  std::vector<EpochMetrics> whole_history() const {
+    std::vector<EpochMetrics> all = earlier_epochs_;
+    all.insert(all.end(), history_.begin(), history_.end());
+    return all;
+  }
 
  private:
   // Fills epoch, lr, steps. `position`: the sampler entries of this epoch already done (a mid-epoch resume).
@@ -164,6 +171,9 @@ class Trainer {
 
   TrainConfig config_;
   TrainerHooks hooks_;
+  // Rank 0's lock on --checkpoint-dir (apps/checkpoint_lock.h). Declared first: released last, after the last
+  // checkpoint is written.
+  std::unique_ptr<CheckpointDirLock> checkpoint_lock_;
   std::unique_ptr<TrainDevice> device_;
   TrainData data_;
   std::unique_ptr<layers::Model> model_;
@@ -178,9 +188,10 @@ class Trainer {
   std::vector<optim::ParamGroupRule> param_group_rules_;  // --param-group, parsed
   TtaPlan tta_;  // --tta's views after the plain one: tta_loaders_[v] serves tta_.views[v]
   layers::SoftmaxCrossEntropy train_loss_, test_loss_;
-  Tensor accumulators_;  // 16 bytes where the logits live: double loss_sum, int64 correct
-  Tensor step_losses_;   // CUDA: pinned, one float per step of the epoch, read once per epoch
-  std::vector<EpochMetrics> history_;
+  Tensor accumulators_;                // 16 bytes where the logits live: double loss_sum, int64 correct
+  Tensor step_losses_;                 // CUDA: pinned, one float per step of the epoch, read once per epoch
+  std::vector<EpochMetrics> history_;  // this run's epochs
+  std::vector<EpochMetrics> earlier_epochs_;  // the resumed checkpoint's
   std::int64_t start_epoch_ = 0;
   std::uint64_t seed_ = 0;           // the run's seed (the checkpoint's on --resume)
   std::int64_t start_position_ = 0;  // the sampler position in start_epoch_ (a mid-epoch checkpoint)

@@ -247,6 +247,18 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
   return image;
 }
 
+ImageInfo image_info(std::span<const std::uint8_t> bytes, const std::string& source) {
+  ENGINE_CHECK(!bytes.empty(), "{}: empty image file (0 bytes)", source);
+  const Format format = detect_format(bytes, source);
+  ENGINE_CHECK(bytes.size() <= static_cast<std::size_t>(INT32_MAX), "{}: {} bytes is too large for an image",
+               source, bytes.size());
+  if (format == Format::Jpeg) check_jpeg_tables(bytes, source);
+  int w = 0, h = 0, channels = 0;
+  ENGINE_CHECK(stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels),
+               "{}: corrupt or truncated {} header ({})", source, format_name(format), stbi_failure_reason());
+  return {channels, h, w};
+}
+
 Image decode_image_file(const std::string& path, int channels, std::int64_t height, std::int64_t width) {
   return decode_image(read_file(path), path, channels, height, width);
 }

@@ -30,6 +30,15 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
                    std::int64_t height = 0, std::int64_t width = 0,
                    std::int64_t max_pixels = kMaxImagePixels);
 
+// What a file holds before any conversion: its size and stb's channel count (1 grey, 2 grey and alpha, 3 RGB,
+// 4 RGBA). Throws engine::Error naming the source for what decode_image refuses at the header.
+struct ImageInfo {
+  int channels = 0;
+  std::int64_t height = 0;
+  std::int64_t width = 0;
+};
+ImageInfo image_info(std::span<const std::uint8_t> bytes, const std::string& source);
+
 // decode_image on the bytes of `path` (errors for a missing, directory or unreadable path name it).
 Image decode_image_file(const std::string& path, int channels, std::int64_t height = 0,
                         std::int64_t width = 0);

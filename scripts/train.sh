@@ -6,36 +6,65 @@
 #   - without: on the CPU, a 12,000-image subset for 2 epochs, sized to finish in about a minute on 2 cores.
 # Writes build/train/{metrics.jsonl,curves.png,checkpoints/}; the last line printed is the test accuracy.
 #
-#   bash scripts/train.sh            EXTRA ARGS are passed on to cnn_train, e.g. --epochs 3
+#   bash scripts/train.sh [CNN_TRAIN FLAGS...]   e.g. --epochs 3: flags given here replace the script's own
+#                                               (--flag VALUE or --flag=VALUE), others are added
+#   TRAIN_DRY_RUN=1 bash scripts/train.sh ...   prints the cnn_train command line instead of building and running
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=${JOBS:-$(nproc)}
 data=/usr/share/datasets/fashion-mnist
-if [ ! -f "$data/t10k-labels-idx1-ubyte.gz" ]; then
+# The flags the user gave ("--epochs 3" or "--epochs=3"): the script's defaults for them are dropped, as
+# cnn_train refuses a flag given twice.
+given=" "
+for arg in "$@"; do
+  case $arg in --*) given+="${arg%%=*} " ;; esac
+done
+# Another dataset: its own folder and model (cnn_train's defaults for it), not Fashion-MNIST's.
+case $given in *" --dataset "*) given+="--data-dir --model " ;; esac
+case $given in *" --data-dir "*) ;; *) [ -f "$data/t10k-labels-idx1-ubyte.gz" ] || missing=1 ;; esac
+if [ "${missing:-0}" = 1 ]; then
   echo "train.sh: Fashion-MNIST not found in $data: run scripts/install-deps.sh (package dataset-fashion-mnist)" >&2
   exit 2
 fi
 
+# defaults FLAG VALUE ...: appends each pair to `args` unless the user gave FLAG.
+args=()
+defaults() {
+  while [ $# -gt 0 ]; do
+    case $given in *" $1 "*) ;; *) args+=("$1" "$2") ;; esac
+    shift 2
+  done
+}
+
+out=build/train
+gpus=0
+if command -v nvidia-smi > /dev/null 2>&1; then gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true); fi
+defaults --dataset fashion-mnist --data-dir "$data" --model mnist_cnn --metrics "$out/metrics.jsonl" \
+         --plot "$out/curves.png" --checkpoint-dir "$out/checkpoints"
+if [ "$gpus" -gt 1 ]; then
+  ids=$(seq -s, 0 $((gpus - 1)))
+  how="mnist_cnn on Fashion-MNIST on $gpus GPUs (--gpus $ids: one process each, NCCL)"
+  defaults --gpus "$ids" --epochs 5 --batch-size 64 --lr 0.05 --schedule cosine
+elif [ "$gpus" = 1 ]; then
+  how="mnist_cnn on Fashion-MNIST on the GPU"
+  defaults --epochs 5 --batch-size 64 --lr 0.05 --schedule cosine
+else
+  how="mnist_cnn on Fashion-MNIST on the CPU (no GPU: a 12,000-image subset, about a minute)"
+  case $given in *" --cpu "*) ;; *) args+=(--cpu) ;; esac
+  defaults --limit-train 12000 --limit-test 2000 --epochs 2
+fi
+args+=("$@")
+
+if [ "${TRAIN_DRY_RUN:-0}" = 1 ]; then
+  printf '%q ' ./build/apps/cnn_train "${args[@]}"
+  echo
+  exit 0
+fi
 echo "== build (Release) in build/"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$jobs" --target cnn_train cnn_predict
-
-out=build/train
 mkdir -p "$out"
-common=(--dataset fashion-mnist --data-dir "$data" --model mnist_cnn --metrics "$out/metrics.jsonl"
-        --plot "$out/curves.png" --checkpoint-dir "$out/checkpoints")
-gpus=0
-if command -v nvidia-smi > /dev/null 2>&1; then gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true); fi
-if [ "$gpus" -gt 1 ]; then
-  ids=$(seq -s, 0 $((gpus - 1)))
-  echo "== training mnist_cnn on Fashion-MNIST on $gpus GPUs (--gpus $ids: one process each, NCCL)"
-  ./build/apps/cnn_train "${common[@]}" --gpus "$ids" --epochs 5 --batch-size 64 --lr 0.05 --schedule cosine "$@"
-elif [ "$gpus" = 1 ]; then
-  echo "== training mnist_cnn on Fashion-MNIST on the GPU"
-  ./build/apps/cnn_train "${common[@]}" --epochs 5 --batch-size 64 --lr 0.05 --schedule cosine "$@"
-else
-  echo "== no GPU: training mnist_cnn on a 12,000-image subset of Fashion-MNIST on the CPU (about a minute)"
-  ./build/apps/cnn_train "${common[@]}" --cpu --limit-train 12000 --limit-test 2000 --epochs 2 "$@"
-fi
+echo "== training $how"
+./build/apps/cnn_train "${args[@]}"
 echo "== curves: $out/curves.png, metrics: $out/metrics.jsonl, checkpoints: $out/checkpoints/"

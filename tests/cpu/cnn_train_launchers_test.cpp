@@ -88,6 +88,7 @@ TEST(CnnTrainLaunchers, MpirunStartsTwoRanksThatTrainAsOurLaunchersDo) {
 // the ranks are its clients under /worker/attempt_0 (before this, rank 0 tried to serve there and failed
 // with "address already in use").
 TEST(CnnTrainLaunchers, TorchrunStaticAndC10dRendezvousTrainAsOurLauncherDoes) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed.run");  // what torchrun runs
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   if (torch.torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -115,6 +116,7 @@ TEST(CnnTrainLaunchers, TorchrunStaticAndC10dRendezvousTrainAsOurLauncherDoes) {
 // both again (TORCHELASTIC_RESTART_COUNT=1, a fresh key prefix); --resume auto continues from the newest
 // mid-epoch checkpoint, and the run ends where the uninterrupted one does, bit for bit.
 TEST(CnnTrainLaunchers, TorchrunRestartsAfterAKilledRankAndEndsAsTheUninterruptedRun) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed.run");  // what torchrun runs
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   if (torch.torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);

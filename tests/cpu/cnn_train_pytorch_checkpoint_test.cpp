@@ -104,8 +104,9 @@ double live_loss_tolerance(const std::string& precision, double loss) {
 class CnnTrainPyTorchCheckpoint : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CnnTrainPyTorchCheckpoint, LoadsStrictlyAndEvaluatesInPyTorchAsInCnnTrain) {
+  // scripts/pytorch-check.py's imports (torchvision through benchmarks/pytorch/train_peer.py's import_torch).
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torchvision", "safetensors.torch");
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
-  if (torch.python.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   const Case c = GetParam();
   const std::string& data = cifar_format_dataset();
   const std::string dir = train::temp_dir(std::string("pytorch_checkpoint_") + c.precision + "_" + c.layout);

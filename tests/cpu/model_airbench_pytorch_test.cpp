@@ -34,8 +34,8 @@ using testing::random_labels;
 using testing::random_tensor;
 
 TEST(ModelAirbenchPyTorch, ForwardBackwardAndTwoRecipeStepsMatchPyTorch) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch");  // scripts/airbench_torch_check.py's imports
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
-  if (torch.python.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   // Two images per batch: BatchNorm's last groups still see 2 x 3 x 3 values per channel.
   constexpr std::int64_t kBatch = 2;
   constexpr double kLrFactor = 0.2;  // the triangle's first step

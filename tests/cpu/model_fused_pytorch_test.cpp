@@ -40,8 +40,8 @@ void dropouts_of(Layer& layer, std::vector<const Dropout*>& out) {
 }
 
 void check_against_pytorch(const std::string& name) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch");  // scripts/fused_torch_check.py's imports
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
-  if (torch.python.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   constexpr std::int64_t kBatch = 4;
   constexpr double kLr = 0.05;
   Model m = build_model(name, 3, 10, 32, 32);  // fusion on: the default

@@ -126,8 +126,8 @@ TEST(TcpStore, APeerThatIsNotAStoreIsRefused) {
 // The protocol is the contract: PyTorch's TCPStore server (what torchrun's agent runs) with our client under
 // the worker prefix, and PyTorch's client against our server.
 TEST(TcpStore, PyTorchsStoreAndOursUnderstandEachOther) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed");
   const testing::PyTorchTools& torch = testing::pytorch_tools();
-  if (torch.python.empty()) GTEST_SKIP() << testing::kHowToEnablePyTorch;
   {  // PyTorch serves, we are a client.
     const int port = find_free_port();
     const std::string script = fmt::format(
