@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist
   openmpi-bin
   patchelf
+  ccache
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
@@ -23,6 +24,7 @@ packages=(
 # curl: scripts/download-data.sh and cnn_train --download.
 # patchelf: scripts/fetch-gpu-deps.sh gives the GPU machine's .deps libraries their $ORIGIN run paths.
 # (debootstrap, for scripts/gpu-rehearse.sh alone, is installed by that script where it runs.)
+# ccache: scripts/build.sh compiles through it, so a second clone or a rebuild after a change reuses objects.
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 
 sudo_cmd=()

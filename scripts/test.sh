@@ -13,9 +13,8 @@ jobs=${JOBS:-$(nproc)}
 echo "== format check (clang-format)"
 bash scripts/format.sh --check
 
-echo "== build (Release, -Werror) in build/"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DENGINE_WERROR=ON
-cmake --build build -j "$jobs"
+echo "== build (Release, -Werror) in build/ (scripts/build.sh: the build scripts/train.sh made, completed)"
+bash scripts/build.sh
 
 echo "== clang-tidy (.clang-tidy's checks) on the files changed since the base (scripts/clang-tidy.sh says why)"
 bash scripts/clang-tidy.sh build
