@@ -1,7 +1,7 @@
 #pragma once
 // The datasets cnn_train and cnn_data know, one entry each: how the name is written, where the files are by
 // default, which reader reads a split, the normalization, whether --download can fetch it, and cnn_train's
-// defaults for it. Adding a dataset is adding one entry to the table in dataset_catalog.cpp (and, when it is
+// default model for it. Adding a dataset is adding one entry to the table in dataset_catalog.cpp (and, when it is
 // downloadable, its files to data/download.cpp); the flags' checks, help texts and errors follow from it.
 
 #include <cstdint>
@@ -25,9 +25,7 @@ struct DatasetEntry {
   std::vector<float> std = {};
   // Empty: --download fetches it (data/download.h has its files); else why it cannot be downloaded.
   std::string_view not_downloadable_because = {};
-  std::string_view default_model = {};
-  std::int64_t default_batch_size = 0;
-  double default_lr = 0.0;
+  std::string_view default_model = {};  // its batch size and rate: apps/model_defaults.h
 
   bool downloadable() const { return not_downloadable_because.empty(); }
 };
@@ -56,8 +54,8 @@ std::string join_names(const std::vector<std::string>& items, std::string_view l
 // --data-dir's defaults: "$CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; ..."
 std::string default_roots_help();
 
-// A per-dataset default in help texts: "16 for mnist and fashion-mnist, 128 otherwise" (the folder entry's
-// value is "otherwise"). `value` renders an entry's default.
+// A per-dataset default in help texts: "mnist_cnn for mnist and fashion-mnist, vgg6 otherwise" (the folder
+// entry's value is "otherwise"). `value` renders an entry's default.
 std::string defaults_by_dataset(std::string (*value)(const DatasetEntry&));
 
 }  // namespace engine::apps

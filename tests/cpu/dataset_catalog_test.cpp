@@ -28,8 +28,6 @@ TEST(DatasetCatalog, EveryEntryIsComplete) {
     EXPECT_EQ(e.default_root == nullptr, e.folder_in_name);  // a folder's root is in its name
     EXPECT_EQ(e.mean.size(), e.std.size());
     EXPECT_NE(std::find(models.begin(), models.end(), std::string(e.default_model)), models.end());
-    EXPECT_GT(e.default_batch_size, 0);
-    EXPECT_GT(e.default_lr, 0.0);
   }
   EXPECT_TRUE(dataset_catalog().back().folder_in_name);  // "otherwise" in the help texts
 }
@@ -68,8 +66,6 @@ TEST(DatasetCatalog, AgreesWithTheDownloaderOnWhatCanBeDownloaded) {
 TEST(DatasetCatalog, HelpTextsListTheDefaultsByDataset) {
   EXPECT_EQ(defaults_by_dataset([](const DatasetEntry& e) { return std::string(e.default_model); }),
             "mnist_cnn for mnist and fashion-mnist, vgg6 otherwise");
-  EXPECT_EQ(defaults_by_dataset([](const DatasetEntry& e) { return std::to_string(e.default_batch_size); }),
-            "16 for mnist and fashion-mnist, 128 otherwise");
 }
 
 TEST(FlagChoice, ParsesIntoTheEnum) {
