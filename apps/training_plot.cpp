@@ -1,5 +1,6 @@
 #include "apps/training_plot.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,12 @@ std::string quoted(const std::string& s) {
   std::string out = "'";
   for (const char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
   return out + "'";
+}
+
+// The epochs' tick spacing: a whole number, about 10 ticks over the run.
+std::int64_t x_tick_step(const std::vector<EpochMetrics>& history) {
+  const std::int64_t span = history.back().epoch - history.front().epoch;
+  return std::max<std::int64_t>(1, (span + 9) / 10);
 }
 
 }  // namespace
@@ -55,6 +62,9 @@ void write_training_plot(const std::vector<EpochMetrics>& history, const std::st
            << "set output " << quoted(png_path) << "\n"
            << "set multiplot layout 1,2 title " << quoted(title) << "\n"
            << "set xlabel 'epoch'\nset grid\nset key top right\n"
+           // Whole epochs on the x axis (about 10 ticks), and a margin that keeps points off the frame.
+           << fmt::format("set xtics {}\nset format x '%.0f'\n", x_tick_step(history))
+           << "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06\n"
            << (history.size() == 1 ? "set xrange [0.5:1.5]\n" : "") << "set ylabel 'loss'\nset title 'loss'\n"
            << "plot " << quoted(data_path) << " using 1:2 with linespoints title 'train', '' using 1:3 with "
            << "linespoints title 'test'\n"
