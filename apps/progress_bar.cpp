@@ -68,7 +68,12 @@ ProgressBar::ProgressBar(std::int64_t total, std::int64_t first, bool enabled)
               progress_bar_wanted(::isatty(STDOUT_FILENO) == 1,
                                   [](const char* name) -> const char* { return std::getenv(name); })) {}
 
-void ProgressBar::update(std::int64_t done, std::int64_t samples, double loss) {
+void ProgressBar::add_loss(float loss) {
+  loss_sum_ += static_cast<double>(loss);
+  ++losses_;
+}
+
+void ProgressBar::update(std::int64_t done, std::int64_t samples) {
   if (!active_) return;
   const auto now = std::chrono::steady_clock::now();
   const std::int64_t tick = done * 50 / total_;
@@ -76,6 +81,7 @@ void ProgressBar::update(std::int64_t done, std::int64_t samples, double loss) {
   last_tick_ = tick;
   last_draw_ = now;
   const double seconds = std::chrono::duration<double>(now - start_).count();
+  const double loss = losses_ > 0 ? loss_sum_ / static_cast<double>(losses_) : std::nan("");
   const std::string line = progress_line(done, total_, first_, seconds, samples, loss);
   // Padded to the widest line so far: a shorter line (the ETA lost a digit) leaves no stale characters.
   drawn_width_ = std::max(drawn_width_, line.size());

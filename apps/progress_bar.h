@@ -24,8 +24,10 @@ class ProgressBar {
  public:
   // Steps `first` to `total` of an epoch; drawn only when `enabled` and progress_bar_wanted().
   ProgressBar(std::int64_t total, std::int64_t first, bool enabled);
-  // `samples` trained since `first`; `loss` as progress_line's. Redraws ~50 times per epoch, or each second.
-  void update(std::int64_t done, std::int64_t samples, double loss);
+  // A step's training loss, where it is on the host (never on a GPU: that would sync every step).
+  void add_loss(float loss);
+  // `samples` trained since `first`. Redraws ~50 times per epoch, or each second.
+  void update(std::int64_t done, std::int64_t samples);
   void clear();  // erases the bar before the epoch's log line
 
  private:
@@ -33,6 +35,8 @@ class ProgressBar {
   std::int64_t last_tick_ = -1;
   std::chrono::steady_clock::time_point start_, last_draw_;
   std::size_t drawn_width_ = 0;
+  double loss_sum_ = 0.0;  // the running loss: the mean of add_loss's values
+  std::int64_t losses_ = 0;
   bool active_;
 };
 

@@ -56,7 +56,10 @@ TEST(ProgressBar, WritesNothingToANonTerminal) {
   // The test's stdout is captured (a file, not a terminal): the bar stays silent.
   ::testing::internal::CaptureStdout();
   ProgressBar bar(10, 0, true);
-  for (int i = 1; i <= 10; ++i) bar.update(i, i * 8, 1.0);
+  for (int i = 1; i <= 10; ++i) {
+    bar.add_loss(1.0f);
+    bar.update(i, i * 8);
+  }
   bar.clear();
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
 }
