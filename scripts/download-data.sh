@@ -27,6 +27,7 @@ fetch() {  # url file md5
   mkdir -p "$(dirname "$file")"
   if ! curl --fail --location --silent --show-error --connect-timeout 20 --retry 2 -o "$file.part" "$url"; then
     rm -f "$file.part"
+    rmdir "$(dirname "$file")" 2>/dev/null || true  # no empty folder left behind
     echo "download-data: could not download $url (no internet access, or the server is down)." >&2
     echo "download-data: fetch it by other means and put it at $file" >&2
     return 1
