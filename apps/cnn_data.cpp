@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/cli_errors.h"
 #include "apps/data_grid.h"
 #include "apps/dataset_catalog.h"
 #include "apps/flag_choice.h"
@@ -133,8 +134,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    return engine::apps::report_parse_error(app, e, "cnn_data");
   }
 
   Loaded loaded;

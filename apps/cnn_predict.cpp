@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/cli_errors.h"
 #include "apps/predict.h"
 #include "core/error.h"
 
@@ -37,8 +38,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    return engine::apps::report_parse_error(app, e, "cnn_predict");
   }
   std::unique_ptr<engine::apps::Predictor> predictor;
   try {

@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/cli_errors.h"
 #include "apps/data_download.h"
 #include "apps/ddp.h"
 #include "apps/train_config.h"
@@ -51,8 +52,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    return engine::apps::report_parse_error(app, e, "cnn_train");
   }
 
   // DdpRank holds the process group, which the Trainer's layers and reducer use: it is made first, and the

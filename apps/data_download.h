@@ -1,6 +1,7 @@
 #pragma once
 // cnn_train --download: fetches cifar10 or mnist into the data folder (--data-dir, else the reader's
-// default: $CIFAR10_DIR or ./data/cifar10, $MNIST_DIR or ./data/mnist) when it is missing there, before the
+// default: $CIFAR10_DIR or ~/.cache/cnn_engine/cifar10, $MNIST_DIR or ~/.cache/cnn_engine/mnist, as
+// data/data_home.h says) when it is missing there, before the
 // Trainer reads it (data/download.h does the fetching: curl, md5s, ENGINE_DATA_MIRROR).
 //
 // Distributed, as the DDP issue asks: local rank 0 of each node downloads (a node's ranks share its disk)

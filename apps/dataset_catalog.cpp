@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "data/cifar10.h"
+#include "data/data_home.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
 
@@ -16,7 +17,18 @@ namespace {
 constexpr std::string_view kFolderPrefix = "folder:";
 constexpr int kFolderSize = 32;  // folder datasets are decoded to RGB 32x32: the input of vgg6/cnn3/resnet18
 
-std::string fashion_mnist_root() { return data::kFashionMnistDebianDir; }
+// Fashion-MNIST is not downloadable: Debian's package is its usual home, the cache folder is looked at first.
+std::string fashion_mnist_root() {
+  const std::string cache = data::user_data_dir("fashion-mnist");
+  std::error_code ec;
+  return std::filesystem::is_directory(cache, ec) ? cache : data::kFashionMnistDebianDir;
+}
+
+std::string cifar10_root_help() { return "$CIFAR10_DIR, else " + data::user_data_dir("cifar10"); }
+std::string mnist_root_help() { return "$MNIST_DIR, else " + data::user_data_dir("mnist"); }
+std::string fashion_mnist_root_help() {
+  return data::user_data_dir("fashion-mnist") + " when it exists, else " + data::kFashionMnistDebianDir;
+}
 
 data::Dataset load_folder_split(const std::string& root, data::Split split) {
   const std::string sub = (std::filesystem::path(root) / data::split_name(split)).string();
@@ -48,39 +60,31 @@ const std::vector<DatasetEntry>& dataset_catalog() {
   static const std::vector<DatasetEntry> catalog = {
       {.name = "cifar10",
        .default_root = data::default_cifar10_root,
-       .default_root_help = "$CIFAR10_DIR or ./data/cifar10",
+       .default_root_help = cifar10_root_help,
        .load = data::load_cifar10,
        .mean = {0.4914f, 0.4822f, 0.4465f},
        .std = {0.2470f, 0.2435f, 0.2616f},
-       .default_model = "vgg6",
-       .default_batch_size = 128,
-       .default_lr = 0.1},
+       .default_model = "vgg6"},
       {.name = "mnist",
        .default_root = data::default_mnist_root,
-       .default_root_help = "$MNIST_DIR or ./data/mnist",
+       .default_root_help = mnist_root_help,
        .load = data::load_mnist,
        .mean = {0.1307f},
        .std = {0.3081f},
-       .default_model = "mnist_cnn",
-       .default_batch_size = 16,
-       .default_lr = 0.015},
+       .default_model = "mnist_cnn"},
       {.name = "fashion-mnist",
        .default_root = fashion_mnist_root,
-       .default_root_help = data::kFashionMnistDebianDir,
+       .default_root_help = fashion_mnist_root_help,
        .load = data::load_fashion_mnist,
        .mean = {0.2860f},
        .std = {0.3530f},
        .not_downloadable_because = "Fashion-MNIST comes from Debian (apt-get install dataset-fashion-mnist)",
-       .default_model = "mnist_cnn",
-       .default_batch_size = 16,
-       .default_lr = 0.015},
+       .default_model = "mnist_cnn"},
       {.name = kFolderPrefix,
        .folder_in_name = true,
        .load = load_folder_split,
        .not_downloadable_because = "a folder:PATH dataset is yours to provide",
-       .default_model = "vgg6",
-       .default_batch_size = 128,
-       .default_lr = 0.1},
+       .default_model = "vgg6"},
   };
   return catalog;
 }
@@ -122,7 +126,7 @@ std::vector<std::string> downloadable_dataset_names() {
 std::string default_roots_help() {
   std::string out;
   for (const DatasetEntry& e : dataset_catalog()) {
-    if (!e.default_root_help.empty()) out += (out.empty() ? "" : "; ") + std::string(e.default_root_help);
+    if (e.default_root_help != nullptr) out += (out.empty() ? "" : "; ") + e.default_root_help();
   }
   return out;
 }

@@ -1,8 +1,9 @@
 #pragma once
 // The datasets cnn_train and cnn_data know, one entry each: how the name is written, where the files are by
 // default, which reader reads a split, the normalization, whether --download can fetch it, and cnn_train's
-// defaults for it. Adding a dataset is adding one entry to the table in dataset_catalog.cpp (and, when it is
-// downloadable, its files to data/download.cpp); the flags' checks, help texts and errors follow from it.
+// default model for it. Adding a dataset is adding one entry to the table in dataset_catalog.cpp (and, when
+// it is downloadable, its files to data/download.cpp); the flags' checks, help texts and errors follow from
+// it.
 
 #include <cstdint>
 #include <string>
@@ -19,15 +20,13 @@ struct DatasetEntry {
   // --dataset folder:PATH: the files are under PATH (PATH/train, PATH/test) and --data-dir is not used.
   bool folder_in_name = false;
   std::string (*default_root)() = nullptr;  // the folder without --data-dir (entries without folder_in_name)
-  std::string_view default_root_help = {};  // that folder as --data-dir's help says it
+  std::string (*default_root_help)() = nullptr;  // where that is, as --data-dir's help says it
   data::Dataset (*load)(const std::string& root, data::Split split) = nullptr;
   std::vector<float> mean = {};  // per channel, in units of x / 255; empty: those of the training images
   std::vector<float> std = {};
   // Empty: --download fetches it (data/download.h has its files); else why it cannot be downloaded.
   std::string_view not_downloadable_because = {};
-  std::string_view default_model = {};
-  std::int64_t default_batch_size = 0;
-  double default_lr = 0.0;
+  std::string_view default_model = {};  // its batch size and rate: apps/model_defaults.h
 
   bool downloadable() const { return not_downloadable_because.empty(); }
 };
@@ -53,11 +52,12 @@ std::vector<std::string> downloadable_dataset_names();
 // "a", "a and b", "a, b and c" (with last_separator " and ").
 std::string join_names(const std::vector<std::string>& items, std::string_view last_separator);
 
-// --data-dir's defaults: "$CIFAR10_DIR or ./data/cifar10; $MNIST_DIR or ./data/mnist; ..."
+// --data-dir's defaults: "$CIFAR10_DIR, else ~/.cache/cnn_engine/cifar10; $MNIST_DIR, else ...; ..." (the
+// cache folder resolved, data/data_home.h).
 std::string default_roots_help();
 
-// A per-dataset default in help texts: "16 for mnist and fashion-mnist, 128 otherwise" (the folder entry's
-// value is "otherwise"). `value` renders an entry's default.
+// A per-dataset default in help texts: "mnist_cnn for mnist and fashion-mnist, vgg6 otherwise" (the folder
+// entry's value is "otherwise"). `value` renders an entry's default.
 std::string defaults_by_dataset(std::string (*value)(const DatasetEntry&));
 
 }  // namespace engine::apps

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apps/dataset_catalog.h"
+#include "apps/model_defaults.h"
 #include "apps/whiten_init.h"
 #include "core/error.h"
 #include "layers/models.h"
@@ -29,8 +30,8 @@ std::string check_model(const std::string& v) {
 }
 
 std::string model_of(const DatasetEntry& e) { return std::string(e.default_model); }
-std::string batch_size_of(const DatasetEntry& e) { return std::to_string(e.default_batch_size); }
-std::string lr_of(const DatasetEntry& e) { return fmt::format("{}", e.default_lr); }
+std::string batch_size_of(const ModelDefaults& d) { return std::to_string(d.batch_size); }
+std::string lr_of(const ModelDefaults& d) { return fmt::format("{}", d.lr); }
 
 // The airbench pieces' flags (issue 18), in one block.
 void add_airbench_flags(CLI::App& app, TrainConfig& c) {
@@ -112,13 +113,14 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       ->check(check_model);
   app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
-  app.add_option("--batch-size", c.batch_size,
-                 "samples per step per process (default: " + defaults_by_dataset(batch_size_of) + ")")
+  app.add_option(
+         "--batch-size", c.batch_size,
+         "samples per step per process (default by model: " + model_defaults_help(batch_size_of) + ")")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
-      ->default_str("by dataset");
-  app.add_option("--lr", c.lr, "base learning rate (default: " + defaults_by_dataset(lr_of) + ")")
+      ->default_str("by model");
+  app.add_option("--lr", c.lr, "base learning rate (default by model: " + model_defaults_help(lr_of) + ")")
       ->check(CLI::Range(0.0, 1e300))
-      ->default_str("by dataset");
+      ->default_str("by model");
   app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1e300));
   app.add_option("--weight-decay", c.weight_decay, "L2 weight decay added to the gradient")
       ->check(CLI::Range(0.0, 1e300));
@@ -186,9 +188,10 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   const DatasetEntry& dataset = dataset_entry(c.dataset);
   c.model_given = app.count("--model") > 0;
   if (!c.model_given) c.model = dataset.default_model;
-  if (c.batch_size == 0) c.batch_size = dataset.default_batch_size;
-  if (app.count("--lr") == 0) c.lr = dataset.default_lr;
-  apply_recipe(app, c);  // over the dataset's defaults, under the flags given
+  const ModelDefaults& defaults = model_defaults(c.model);
+  if (c.batch_size == 0) c.batch_size = defaults.batch_size;
+  if (app.count("--lr") == 0) c.lr = defaults.lr;
+  apply_recipe(app, c);  // over the model's defaults, under the flags given
   ENGINE_CHECK(std::isfinite(c.lr), "--lr {}: must be finite", c.lr);
   ENGINE_CHECK(!c.download || dataset.downloadable(), "--download: only {} can be downloaded; {}",
                join_names(downloadable_dataset_names(), " and "), dataset.not_downloadable_because);

@@ -64,8 +64,8 @@ struct TrainConfig {
   bool download = false;  // fetch cifar10/mnist into the data folder when missing (apps/data_download.h)
   std::string model;      // empty: the catalog's default for the dataset
   std::int64_t epochs = 10;
-  std::int64_t batch_size = 0;  // per process; 0: the catalog's default for the dataset
-  double lr = -1.0;             // < 0: the catalog's default for the dataset
+  std::int64_t batch_size = 0;  // per process; 0: the model's default (apps/model_defaults.h)
+  double lr = -1.0;             // < 0: the model's default
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;
@@ -127,8 +127,8 @@ struct TrainConfig {
 // Adds every cnn_train flag to `app`, bound to `config`.
 void add_train_flags(CLI::App& app, TrainConfig& config);
 
-// After parsing: fills the defaults that depend on the dataset and checks the values CLI11 cannot (ranges,
-// combinations). Throws engine::Error naming the flag.
+// After parsing: fills the defaults that depend on the dataset and the model, and checks the values CLI11
+// cannot (ranges, combinations). Throws engine::Error naming the flag.
 void finish_train_config(const CLI::App& app, TrainConfig& config);
 
 }  // namespace engine::apps

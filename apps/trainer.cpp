@@ -375,7 +375,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
   const std::int64_t per_step = config_.batch_size * config_.world_size;  // sampler entries per batch
   const std::int64_t first = position / per_step;
   const std::int64_t batches = first + train_loader_->num_batches();
-  ProgressBar bar(batches, config_.is_main());
+  ProgressBar bar(batches, first, config_.is_main());
   std::int64_t steps = first, samples = 0;
   ExecutionContext& ctx = model_->context();
   // One batch through forward, loss, backward and (when it ends an optimizer step) SGD: run eagerly, or
@@ -391,6 +391,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
     const Tensor loss = train_loss_.forward(ctx, logits, batch.labels, step_acc);
     if (loss.device().is_cpu()) {
       const float value = loss.data<float>()[0];
+      bar.add_loss(value);  // on the CPU the loss is on the host for free
       if (!std::isfinite(value)) {
         bar.clear();
         throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
@@ -447,7 +448,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
     }
     ++steps;
     samples += batch_samples;
-    bar.update(steps);
+    bar.update(steps, samples);
     if (ends_step && steps < batches) {  // a step boundary inside the epoch: a checkpoint or a stop here?
       const bool periodic = config_.save_every_steps > 0 && sgd_->steps() % config_.save_every_steps == 0;
       const bool stopping = vote_stop(false);

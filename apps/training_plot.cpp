@@ -24,6 +24,12 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+// The epochs' tick spacing: a whole number, about 10 ticks over the run.
+std::int64_t x_tick_step(const std::vector<EpochMetrics>& history) {
+  const std::int64_t span = history.back().epoch - history.front().epoch;
+  return std::max<std::int64_t>(1, (span + 9) / 10);
+}
+
 }  // namespace
 
 std::string find_gnuplot() {
@@ -62,6 +68,9 @@ void write_training_plot(const std::vector<EpochMetrics>& history, const std::st
            << "set output " << quoted(image_path) << "\n"
            << "set multiplot layout 1,2 title " << quoted(title) << "\n"
            << "set xlabel 'epoch'\nset grid\nset key top right\n"
+           // Whole epochs on the x axis (about 10 ticks), and a margin that keeps points off the frame.
+           << fmt::format("set xtics {}\nset format x '%.0f'\n", x_tick_step(history))
+           << "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06\n"
            // One epoch (a first epoch, or the first of a resumed run without history) is a single x, which
            // gnuplot cannot autoscale: a unit range around it.
            << (first->epoch == last->epoch

@@ -1,7 +1,7 @@
 #pragma once
 // One exception type for every failure the engine reports, and the checks that raise it.
 //
-// ENGINE_CHECK(cond, fmt, args...) throws engine::Error("file:line: message") when cond is false.
+// ENGINE_CHECK(cond, fmt, args...) throws engine::Error("message [at dir/file.cpp:line]") when cond is false.
 // The CUDA-library checks (CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK, NCCL_CHECK) live in core/cuda_check.h
 // and throw the same type, with the failing expression and the library's own message.
 //

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "data/data_home.h"
 #include "data/file_io.h"
 #include "data/gzip.h"
 #include "data/tar.h"
@@ -85,7 +86,7 @@ const std::vector<std::string>& cifar10_class_names() {
 
 std::string default_cifar10_root() {
   const char* env = std::getenv("CIFAR10_DIR");
-  return env && *env ? std::string(env) : std::string("./data/cifar10");
+  return env && *env ? std::string(env) : user_data_dir("cifar10");
 }
 
 void append_cifar10_batch(std::span<const std::uint8_t> bytes, const std::string& source, Dataset& out) {

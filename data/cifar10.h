@@ -25,7 +25,7 @@ inline constexpr std::int64_t kCifar10RecordBytes = 3073;
 // The official class names, in label order (airplane ... truck).
 const std::vector<std::string>& cifar10_class_names();
 
-// $CIFAR10_DIR when set, else "./data/cifar10".
+// $CIFAR10_DIR when set, else user_data_dir("cifar10") (data/data_home.h: ~/.cache/cnn_engine/cifar10).
 std::string default_cifar10_root();
 
 // Reads the split from `root` (see above). Throws engine::Error naming the file and the problem for a missing

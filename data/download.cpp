@@ -185,13 +185,26 @@ bool dataset_present(const std::string& name, const std::string& dir) {
 void download_dataset(const std::string& name, const std::string& dir) {
   const std::vector<DownloadFile>& files = dataset_files(name);
   std::error_code ec;
+  // The folders this call makes: a failed download removes those it left empty (no stray empty folder).
+  std::vector<fs::path> made;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    made.push_back(p);
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(dir, ec);
   ENGINE_CHECK(fs::is_directory(dir, ec), "{}: cannot create the folder for {}{}", dir, name,
                ec ? ": " + ec.message() : std::string());
-  for (const DownloadFile& file : files) {
-    const fs::path target = fs::path(dir) / file.name;
-    if (is_regular_file(target.string()) && file_md5(target.string()) == file.md5) continue;
-    fetch(file, name, target);
+  try {
+    for (const DownloadFile& file : files) {
+      const fs::path target = fs::path(dir) / file.name;
+      if (is_regular_file(target.string()) && file_md5(target.string()) == file.md5) continue;
+      fetch(file, name, target);
+    }
+  } catch (...) {
+    for (const fs::path& p : made) {  // deepest first; fs::remove leaves a folder that is not empty
+      if (!fs::is_empty(p, ec) || !fs::remove(p, ec)) break;
+    }
+    throw;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "data/data_home.h"
 #include "data/file_io.h"
 
 namespace engine::data {
@@ -91,7 +92,7 @@ const std::vector<std::string>& fashion_mnist_class_names() {
 
 std::string default_mnist_root() {
   const char* env = std::getenv("MNIST_DIR");
-  return env && *env ? std::string(env) : std::string("./data/mnist");
+  return env && *env ? std::string(env) : user_data_dir("mnist");
 }
 
 Dataset decode_idx(std::span<const std::uint8_t> images, const std::string& images_source,

@@ -23,7 +23,7 @@ inline constexpr const char* kFashionMnistDebianDir = "/usr/share/datasets/fashi
 const std::vector<std::string>& mnist_class_names();          // "0" .. "9"
 const std::vector<std::string>& fashion_mnist_class_names();  // "T-shirt/top" .. "Ankle boot"
 
-// $MNIST_DIR when set, else "./data/mnist".
+// $MNIST_DIR when set, else user_data_dir("mnist") (data/data_home.h: ~/.cache/cnn_engine/mnist).
 std::string default_mnist_root();
 
 // The split from `root` (empty: default_mnist_root(), and kFashionMnistDebianDir for Fashion-MNIST). Throws

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Downloads CIFAR-10 (binary version) and/or MNIST from their official locations into ./data (or DEST), checks
-# their md5s, and leaves them where the readers and cnn_data look by default:
+# Downloads CIFAR-10 (binary version) and/or MNIST from their official locations into DEST (default: the
+# user's cache, ${XDG_CACHE_HOME:-~/.cache}/cnn_engine, data/data_home.h), checks their md5s, and leaves them
+# where the readers, cnn_train and cnn_data look by default:
 #   DEST/cifar10/cifar-10-binary.tar.gz   (read directly, no need to unpack)
 #   DEST/mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
 # Fashion-MNIST comes from Debian instead: apt-get install dataset-fashion-mnist.
@@ -12,7 +13,9 @@
 set -euo pipefail
 
 what=${1:-all}
-dest=${2:-data}
+cache=${XDG_CACHE_HOME:-}
+[[ $cache == /* ]] || cache=$HOME/.cache  # XDG: a relative value is ignored
+dest=${2:-$cache/cnn_engine}
 
 fetch() {  # url file md5
   local url=$1 file=$2 md5=$3
@@ -24,6 +27,7 @@ fetch() {  # url file md5
   mkdir -p "$(dirname "$file")"
   if ! curl --fail --location --silent --show-error --connect-timeout 20 --retry 2 -o "$file.part" "$url"; then
     rm -f "$file.part"
+    rmdir "$(dirname "$file")" 2>/dev/null || true  # no empty folder left behind
     echo "download-data: could not download $url (no internet access, or the server is down)." >&2
     echo "download-data: fetch it by other means and put it at $file" >&2
     return 1

@@ -8,7 +8,7 @@ HWC as torchvision's CIFAR10.data), 'labels' (int64 [N]) and 'classes' (the ten 
 
   python3 benchmarks/pytorch/airbench_data.py --out .whl/airbench    # then: cd .whl/airbench && python3 ../airbench94.py
 
-The source is CIFAR10_DIR (or ./data/cifar10): the folder cifar-10-batches-bin or the folder holding it.
+The source is CIFAR10_DIR (or ~/.cache/cnn_engine/cifar10): the folder cifar-10-batches-bin or the folder holding it.
 """
 
 import argparse
@@ -37,7 +37,10 @@ def main():
     args = parser.parse_args()
     import torch
 
-    root = os.environ.get("CIFAR10_DIR") or "./data/cifar10"
+    cache = os.environ.get("XDG_CACHE_HOME") or ""
+    if not cache.startswith("/"):  # the engine's default (data/data_home.h)
+        cache = os.path.join(os.path.expanduser("~"), ".cache")
+    root = os.environ.get("CIFAR10_DIR") or os.path.join(cache, "cnn_engine", "cifar10")
     target = os.path.join(args.out, "cifar10")
     os.makedirs(target, exist_ok=True)
     splits = {"train.pt": [f"data_batch_{i}.bin" for i in range(1, 6)], "test.pt": ["test_batch.bin"]}

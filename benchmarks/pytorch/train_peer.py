@@ -4,7 +4,7 @@ same way, so `scripts/bench.sh` can print our images/s beside PyTorch's on the s
 
 Models: vgg6 and resnet18 exactly as docs/MODELS.md writes them (the parameter counts are asserted:
 3,249,994 and 11,173,962). Data: CIFAR-10's training split from the binary files when CIFAR10_DIR (or
-./data/cifar10) holds them (the folder cifar-10-batches-bin, a folder containing it, or cifar-10-binary.tar.gz),
+~/.cache/cnn_engine/cifar10) holds them (the folder cifar-10-batches-bin, a folder containing it, or cifar-10-binary.tar.gz),
 else random uint8 images of CIFAR's shape (50,000 x 3 x 32 x 32; the throughput does not depend on the pixels).
 Recipe: random crop 32 with padding 4, horizontal flip, normalize with CIFAR's mean/std; CrossEntropyLoss; SGD
 lr 0.05, momentum 0.9, weight decay 5e-4, constant lr. `--warmup` untimed steps, then `--steps` timed steps
@@ -200,7 +200,11 @@ def build_model(torch, name):
 # ----- data -----
 
 def cifar_root():
-    return os.environ.get("CIFAR10_DIR") or "./data/cifar10"
+    """CIFAR10_DIR, else where the engine looks by default (data/data_home.h: the user's cache)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or ""
+    if not cache.startswith("/"):
+        cache = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("CIFAR10_DIR") or os.path.join(cache, "cnn_engine", "cifar10")
 
 
 def read_cifar10_binary(root):

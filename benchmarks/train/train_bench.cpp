@@ -97,7 +97,7 @@ struct Config {
   bool cuda_graph = false;  // time replays of one captured step
 };
 
-// CIFAR-10's training split when CIFAR10_DIR (or ./data/cifar10) holds it, else random images.
+// CIFAR-10's training split when CIFAR10_DIR (or ~/.cache/cnn_engine/cifar10) holds it, else random images.
 [[maybe_unused]] data::Dataset cifar_or_random(std::string& source) {
   try {
     data::Dataset d = data::load_cifar10(data::default_cifar10_root(), data::Split::Train);

@@ -65,6 +65,11 @@ TEST(CnnTrainCli, UnknownFlag) {
   expect_bad_usage({"--dataset", "mnist", "--learning-rate", "0.1"}, "--learning-rate");
 }
 
+TEST(CnnTrainCli, MistypedFlagNamesTheNearest) {
+  expect_bad_usage({"--dataset", "mnist", "--epoch", "1"}, "unknown flag --epoch; did you mean --epochs?");
+  expect_bad_usage({"--epoch", "1"}, "did you mean --epochs?");  // before the missing --dataset
+}
+
 TEST(CnnTrainCli, MissingValue) { expect_bad_usage({"--dataset", "mnist", "--lr"}, "--lr"); }
 
 TEST(CnnTrainCli, LrThatDoesNotParse) { expect_bad_usage({"--dataset", "mnist", "--lr", "abc"}, "--lr"); }

@@ -163,6 +163,7 @@ TEST(CnnTrainDownload, UnreachableSourceFailsFastNamingUrlAndFile) {
     EXPECT_NE(r.output.find("by other means"), std::string::npos) << r.output;
     EXPECT_EQ(part_files(dir), std::vector<std::string>{}) << r.output;
     EXPECT_FALSE(fs::exists(data_dir + "/train-images-idx3-ubyte.gz"));
+    EXPECT_FALSE(fs::exists(data_dir)) << "the failed download left the folder it made";
   }
   fs::remove_all(dir);
 }

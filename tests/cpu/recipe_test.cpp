@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "apps/model_defaults.h"
 #include "apps/train_config.h"
 #include "layers/models.h"
 #include "optim/param_groups.h"
@@ -72,8 +73,8 @@ TEST(Recipe, Airbench94PresetsEveryHyperparameter) {
 TEST(Recipe, WithoutItNothingChanges) {
   const TrainConfig c = parsed("--dataset cifar10");
   EXPECT_EQ(c.model, "vgg6");
-  EXPECT_EQ(c.batch_size, 128);
-  EXPECT_EQ(c.lr, 0.1);
+  EXPECT_EQ(c.batch_size, model_defaults("vgg6").batch_size);  // the model's plain defaults
+  EXPECT_EQ(c.lr, model_defaults("vgg6").lr);
   EXPECT_TRUE(c.param_groups.empty());
   EXPECT_EQ(c.tta, 0);
 }
