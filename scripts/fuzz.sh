@@ -16,10 +16,12 @@ if [ ${#targets[@]} -eq 0 ]; then targets=(cifar10 idx gzip image); fi
 
 echo "== fuzz: build (clang, ASan + UBSan + libFuzzer) in build-fuzz/"
 mkdir -p build-fuzz
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DENGINE_WITH_CUDA=OFF -DENGINE_SANITIZE=ON -DENGINE_FUZZ=ON -DENGINE_BUILD_TESTS=OFF -DENGINE_WERROR=ON \
-      > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
-cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
+      "${launcher[@]}" > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
+CCACHE_BASEDIR=$PWD cmake --build build-fuzz -j "$jobs" --target "${targets[@]/#/fuzz_}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
