@@ -22,6 +22,7 @@
 #include "kernels/ops/transpose.h"
 #include "tests/common/bf16_tolerance.h"
 #include "tests/common/gpu.h"
+#include "tests/common/test_data.h"
 #include "tests/gpu/kernel_test_util.h"
 
 namespace engine {
@@ -219,17 +220,7 @@ INSTANTIATE_TEST_SUITE_P(OddSizes, CudaBf16Conv2d,
 // means --precision bf16 runs without tensor cores.
 TEST(CudaBf16Conv2d, ChosenAlgorithmsUseTensorOpMath) {
   SKIP_WITHOUT_GPU();
-  const Conv2dShape s{.n = 8,
-                      .c = 16,
-                      .h = 16,
-                      .w = 16,
-                      .k = 32,
-                      .r = 3,
-                      .s = 3,
-                      .stride_h = 1,
-                      .stride_w = 1,
-                      .pad_h = 1,
-                      .pad_w = 1};
+  const Conv2dShape s = testing::square_conv(8, 16, 16, 16, 32, 3, 1, 1);
   const Shape xs{s.n, s.c, s.h, s.w}, ys{s.n, s.k, s.p(), s.q()};
   GpuContext gpu;
   // bf16 activations in `layout`, as a --precision bf16 model passes them.
