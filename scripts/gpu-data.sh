@@ -46,7 +46,9 @@ if [ "${1:-}" = pack ]; then
   sum=$(sha256sum <"$stream" | cut -d' ' -f1)
   for i in 1 2 3; do mkdir -p ".gpu-data/cifar-xz$i"; echo "$sum $total" >".gpu-data/cifar-xz$i/cifar10.sha256"; done
   head -c "$c1" "$stream" >.gpu-data/cifar-xz1/cifar10.tar.xz.1
-  tail -c +$((c1 + 1)) "$stream" | head -c "$c2" >.gpu-data/cifar-xz2/cifar10.tar.xz.2
+  # dd, not tail | head: head's early exit would end tail by SIGPIPE, which pipefail makes this script's end.
+  dd if="$stream" of=.gpu-data/cifar-xz2/cifar10.tar.xz.2 bs=1M iflag=skip_bytes,count_bytes skip="$c1" \
+    count="$c2" status=none
   tail -c +$((c1 + c2 + 1)) "$stream" >.gpu-data/cifar-xz3/cifar10.tar.xz.3
   rm -rf .gpu-data/pack.tmp
   du -sh .gpu-data/part4 .gpu-data/cifar-xz*
