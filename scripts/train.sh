@@ -3,8 +3,8 @@
 # mnist_cnn on Fashion-MNIST from Debian's dataset-fashion-mnist package.
 #   - with GPUs (nvidia-smi lists them): the whole training set, 5 epochs, cosine schedule, on every GPU
 #     (distributed data parallel, one process per GPU, when there are several);
-#   - without: on the CPU, a 12,000-image subset for 2 epochs (batch 64, cosine), sized to finish in about a
-#     minute on an idle 2-core machine (README: the measured time).
+#   - without: on the CPU, a 12,000-image subset for 2 epochs (batch 64, cosine), 15 s of training on an idle
+#     2-core machine (README: the measured times).
 # Writes build/train/{metrics.jsonl,curves.png,checkpoints/}; the last line printed is the test accuracy.
 #
 #   bash scripts/train.sh [CNN_TRAIN FLAGS...]   e.g. --epochs 3: flags given here replace the script's own
@@ -50,7 +50,7 @@ elif [ "$gpus" = 1 ]; then
   how="mnist_cnn on Fashion-MNIST on the GPU"
   defaults --epochs 5 --batch-size 64 --lr 0.05 --schedule cosine
 else
-  how="mnist_cnn on Fashion-MNIST on the CPU (no GPU: a 12,000-image subset, about a minute)"
+  how="mnist_cnn on Fashion-MNIST on the CPU (no GPU: a 12,000-image subset, about 15 s on 2 cores)"
   case $given in *" --cpu "*) ;; *) args+=(--cpu) ;; esac
   # The GPU recipe's batch and rate: batch 64 runs about 3x the images per second of mnist_cnn's default 16
   # on the CPU, and cosine over 2 epochs reaches ~85% on the subset.
