@@ -66,7 +66,8 @@ TEST(CnnTrainRestart, ResumeAutoStartsFromScratchThenContinuesFromTheNewestCheck
   const std::string root = testing::tiny_folder_dataset("restart_auto_data");
   const std::string straight = testing::temp_dir("restart_auto_straight"),
                     dir = testing::temp_dir("restart_auto");
-  ASSERT_EQ(run_train(cpu_args(root, straight, 8, 2)).exit_code, 0);
+  const testing::RunResult reference = run_train(cpu_args(root, straight, 8, 2));
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
 
   testing::RunResult r = run_train(with_args(cpu_args(root, dir, 8, 1), {"--resume", "auto"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -134,7 +135,8 @@ TEST(CnnTrainRestart, TwoRanksStopTogetherOnSigintToTheLauncherAndResumeBitForBi
   const std::string straight = testing::temp_dir("restart_sigint_straight"),
                     dir = testing::temp_dir("restart_sigint");
   const std::vector<std::string> extra = {"--nproc", "2", "--resume", "auto", "--save-every-steps", "20"};
-  ASSERT_EQ(run_train(with_args(cpu_args(root, straight, 4, 2), extra)).exit_code, 0);
+  const testing::RunResult reference = run_train(with_args(cpu_args(root, straight, 4, 2), extra));
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
 
   LiveProcess run(command(with_args(cpu_args(root, dir, 4, 2), extra)));
   ASSERT_TRUE(run.wait_for("saved " + dir + "/step20.safetensors", 120)) << run.output();
