@@ -12,6 +12,22 @@ jobs=${JOBS:-$(nproc)}
 start=$(date +%s)
 stage() { echo "== [$(($(date +%s) - start)) s] $*"; }
 
+# ctest on build folder $1 with the rest as its arguments. When tests fail, each failed test's output is
+# printed again at the very end: CI keeps the tail of the log, and a failure's own lines are far above it.
+run_ctest() {
+  local dir=$1
+  shift
+  if ctest --test-dir "$dir" --output-on-failure "$@"; then return 0; fi
+  local failed="$dir/Testing/Temporary/LastTestsFailed.log" log="$dir/Testing/Temporary/LastTest.log"
+  echo "== the failed tests' output again (the last 100 lines of each, from $log):"
+  while IFS=: read -r _ name; do
+    echo "---- $name"
+    awk -v t="Testing: $name" 'index($0, t) && substr($0, index($0, t)) == t {on = 1}
+                               on {print} on && /^<end of output>/ {exit}' "$log" | tail -n 100
+  done < "$failed"
+  return 1
+}
+
 stage "format check (clang-format)"
 bash scripts/format.sh --check
 
@@ -22,7 +38,7 @@ stage "clang-tidy (.clang-tidy's checks) on the files changed since the base (sc
 bash scripts/clang-tidy.sh build
 
 stage "tests (ctest: cpu and gpu labels)"
-ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+run_ctest build -j "$jobs" --timeout 600
 
 if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
   # RelWithDebInfo (-O2 -g): sanitizers keep their checks, and the model gradient checks stay fast. Only what
@@ -39,7 +55,7 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
     cnn_predict
   not_memory='^CnnTrainAcceptance\.|^CnnTrainRecipe\.Airbench94Learns|^TimeToAccuracyScript\.|\.smoke$'
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan -L cpu -E "$not_memory" --output-on-failure -j "$jobs" --timeout 900
+    run_ctest build-asan -L cpu -E "$not_memory" -j "$jobs" --timeout 900
 fi
 
 stage "fuzz (dataset readers under libFuzzer)"
