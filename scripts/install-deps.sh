@@ -45,6 +45,3 @@ else
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-
-# The Python clients that some tests run for real (best effort from PyPI: the tests skip without them).
-bash "$(dirname "$0")/install-python-deps.sh"

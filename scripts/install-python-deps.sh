@@ -2,7 +2,7 @@
 # The Python clients some tests run for real (each test skips, saying so, where its module does not import):
 #   tensorboard   its EventAccumulator reads cnn_train --tensorboard's event files (tests/python/)
 #   onnxruntime   runs the models --export-onnx writes, beside the engine's own logits
-# Installed from PyPI into the python3 on PATH. Best effort: without network, or on a python that refuses
+# Installed from PyPI into the python3 on PATH, by scripts/test.sh (training needs neither). Best effort: without network, or on a python that refuses
 # pip (Debian's own python3 is "externally managed"), it says so and the tests that need them skip.
 # PyTorch is not installed here (several GB); tests/common/pytorch_tools.h says how to enable those tests.
 set -uo pipefail

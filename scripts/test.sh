@@ -28,6 +28,9 @@ run_ctest() {
   return 1
 }
 
+stage "the Python clients some tests run for real (scripts/install-python-deps.sh: best effort, they skip without)"
+bash scripts/install-python-deps.sh
+
 stage "format check (clang-format)"
 bash scripts/format.sh --check
 
