@@ -130,11 +130,11 @@ void EventWriter::histogram(const std::string& tag, std::span<const float> value
   double lo = 0.0, hi = 0.0, sum = 0.0, squares = 0.0;
   if (!values.empty()) {
     const auto [mn, mx] = std::minmax_element(values.begin(), values.end());
-    lo = *mn;
-    hi = *mx;
+    lo = static_cast<double>(*mn);
+    hi = static_cast<double>(*mx);
   }
   for (const float f : values) {
-    const double x = f;
+    const auto x = static_cast<double>(f);
     sum += x;
     squares += x * x;
   }
@@ -148,7 +148,7 @@ void EventWriter::histogram(const std::string& tag, std::span<const float> value
   const double width = (hi - lo) / n;
   std::vector<double> counts(static_cast<std::size_t>(n), 0.0);
   for (const float f : values) {
-    const double x = f;
+    const auto x = static_cast<double>(f);
     const int b = width > 0 ? std::min(n - 1, static_cast<int>((x - lo) / width)) : 0;
     counts[static_cast<std::size_t>(b)] += 1.0;
   }
