@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/trace.h"
+
 namespace engine::layers {
 
 std::string Layer::describe() const {
@@ -89,7 +91,11 @@ Tensor Layer::forward(const Tensor& x, Mode mode) {
   std::optional<Shape> new_output_shape;
   if (!has_forward_ || x.shape() != input_shape_) new_output_shape = output_shape_impl(x.shape());
   const Shape& expected = new_output_shape ? *new_output_shape : output_shape_;
-  Tensor y = forward_impl(x, mode);
+  Tensor y;
+  {
+    const trace::TraceScope traced("forward", [this] { return describe(); });
+    y = forward_impl(x, mode);
+  }
   ENGINE_CHECK(y.defined() && y.shape() == expected, "{}: forward produced {} where {} was expected (a bug)",
                describe(), y.str(), shape_str(expected));
   if (new_output_shape) {
@@ -109,7 +115,11 @@ Tensor Layer::backward(const Tensor& dy) {
   check_input(dy, "output gradient");
   LAYER_CHECK(dy.shape() == output_shape_, "output gradient {} does not match the last output {}", dy.str(),
               shape_str(output_shape_));
-  Tensor dx = backward_impl(dy, last_mode_);
+  Tensor dx;
+  {
+    const trace::TraceScope traced("backward", [this] { return describe(); });
+    dx = backward_impl(dy, last_mode_);
+  }
   if (!needs_input_grad_) {
     dx = Tensor();
   } else {

@@ -1,0 +1,126 @@
+// The run's pictures (apps/confusion_matrix.h, apps/data_grid.h): the confusion matrix's counts, recall, JSON
+// and bad classes; its heat map (the diagonal dark, an empty cell white, the counts written); the captioned
+// contact sheet of chosen samples (the misclassified test images), its size and its refusals.
+
+#include "apps/confusion_matrix.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/data_grid.h"
+#include "tests/common/error_of.h"
+
+namespace engine::apps {
+namespace {
+
+ConfusionMatrix three_classes() {
+  ConfusionMatrix m(3);
+  m.add(0, 0, 8);
+  m.add(0, 1, 2);
+  m.add(1, 1, 5);
+  m.add(2, 0, 1);
+  m.add(2, 2, 3);
+  return m;
+}
+
+std::uint8_t pixel(const data::Image& image, int c, std::int64_t y, std::int64_t x) {
+  return image.pixels[static_cast<std::size_t>((c * image.height + y) * image.width + x)];
+}
+
+TEST(ConfusionMatrix, CountsRecallAndJson) {
+  ConfusionMatrix m = three_classes();
+  EXPECT_EQ(m.total(), 19);
+  EXPECT_EQ(m.correct(), 16);
+  EXPECT_DOUBLE_EQ(m.recall(0), 0.8);
+  EXPECT_DOUBLE_EQ(m.recall(1), 1.0);
+  EXPECT_DOUBLE_EQ(m.recall(2), 0.75);
+  ConfusionMatrix other(3);
+  other.add(1, 2);
+  m.add(other);
+  EXPECT_EQ(m.count(1, 2), 1);
+  EXPECT_DOUBLE_EQ(m.recall(1), 5.0 / 6.0);
+  EXPECT_DOUBLE_EQ(ConfusionMatrix(2).recall(0), 0.0);  // no samples of the class
+
+  const nlohmann::json j = nlohmann::json::parse(m.to_json({"cat", "dog", "a \"bird\""}));
+  EXPECT_EQ(j["classes"], nlohmann::json({"cat", "dog", "a \"bird\""}));
+  EXPECT_EQ(j["counts"], nlohmann::json({{8, 2, 0}, {0, 5, 1}, {1, 0, 3}}));
+  EXPECT_EQ(nlohmann::json::parse(ConfusionMatrix(2).to_json({}))["classes"], nlohmann::json({"0", "1"}));
+}
+
+TEST(ConfusionMatrix, RefusesClassesOutsideItsRange) {
+  ConfusionMatrix m(3);
+  EXPECT_NE(
+      testing::error_of([&] { m.add(3, 0); }).find("confusion matrix of 3 classes: class 3 predicted as 0"),
+      std::string::npos);
+  EXPECT_NE(testing::error_of([&] { m.add(0, -1); }).find("class 0 predicted as -1"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { m.add(ConfusionMatrix(4)); }).find("of 4 classes to one of 3"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([] { ConfusionMatrix bad(0); }).find("of 0 classes"), std::string::npos);
+}
+
+// The cells' centres are found from the picture itself: the darkest pixel of the picture lies in a diagonal
+// cell (every row's largest share is its diagonal), and an empty cell's area is pure white.
+TEST(ConfusionMatrix, TheHeatMapShowsTheDiagonalDarkAndEmptyCellsWhite) {
+  const ConfusionMatrix m = three_classes();
+  const data::Image image = m.image({"cat", "dog", "bird"});
+  ASSERT_EQ(image.channels, 3);
+  EXPECT_GT(image.width, 3 * 44);
+  EXPECT_GT(image.height, 3 * 44);
+  std::set<int> blues;
+  int darkest = 255;
+  for (std::int64_t y = 0; y < image.height; ++y) {
+    for (std::int64_t x = 0; x < image.width; ++x) {
+      blues.insert(pixel(image, 2, y, x));
+      darkest = std::min<int>(darkest, pixel(image, 0, y, x));
+    }
+  }
+  EXPECT_GE(blues.size(), 4u) << "shades: white, text, and the cells' blues";
+  EXPECT_LT(darkest, 40);  // dog's row is all on its diagonal: the deepest blue (or the text)
+}
+
+data::Dataset tiny_dataset(int n) {
+  data::Dataset d;
+  d.channels = 1;
+  d.height = 8;
+  d.width = 8;
+  d.class_names = {"zero", "one"};
+  for (int i = 0; i < n; ++i) {
+    d.labels.push_back(i % 2);
+    for (int p = 0; p < 64; ++p) d.images.push_back(static_cast<std::uint8_t>(i * 20 + p));
+  }
+  return d;
+}
+
+TEST(CaptionedGrid, ChosenSamplesWithThreeLineCaptionsGetTallerCells) {
+  const data::Dataset d = tiny_dataset(6);
+  // 8x8 scaled x8 to 64 pixels; "zero" and "one" fit at twice the font's size: 4 + 64 + 24 + 4 pixels.
+  const data::Image plain = make_sample_grid(d, 1, 3);
+  EXPECT_EQ(plain.height, 96);
+  // "true: one" does not fit 2x: three lines at 1x, 4 + 64 + 3 x 12 + 4.
+  const data::Image captioned =
+      make_captioned_grid(d, {5, 1, 3}, {"true: one\npred: zero\np 0.61", "true: one\npred: zero", "x"}, 3);
+  EXPECT_EQ(captioned.width, plain.width);
+  EXPECT_EQ(captioned.height, 108);
+  // The first cell shows sample 5 (scaled x8 to 64 pixels): its top-left pixel is sample 5's first pixel.
+  EXPECT_EQ(pixel(captioned, 0, 4, 4), 5 * 20);
+}
+
+TEST(CaptionedGrid, RefusesAnIndexOutsideTheDatasetAndMismatchedCaptions) {
+  const data::Dataset d = tiny_dataset(4);
+  EXPECT_NE(testing::error_of([&] {
+              make_captioned_grid(d, {4}, {"a"}, 2);
+            }).find("sample 4 is outside the dataset's 4"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              make_captioned_grid(d, {0, 1}, {"a"}, 2);
+            }).find("1 captions for 2 samples"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace engine::apps
