@@ -31,20 +31,22 @@ std::string interface_ipv4(const std::string& interface, const std::string& vari
     known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", i->ifa_name, text);
   }
   ::freeifaddrs(list);
-  ENGINE_CHECK(!found.empty(), "{}={}: this host has no interface of that name with an IPv4 address; it has {}",
-               variable, interface, known.empty() ? "none" : known);
+  ENGINE_CHECK(!found.empty(),
+               "{}={}: this host has no interface of that name with an IPv4 address; it has {}", variable,
+               interface, known.empty() ? "none" : known);
   return found;
 }
 
-void check_reaches_store(const std::string& local_address, const TcpStore& store, const std::string& chosen_by,
-                         std::chrono::milliseconds timeout) {
+void check_reaches_store(const std::string& local_address, const TcpStore& store,
+                         const std::string& chosen_by, std::chrono::milliseconds timeout) {
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  ENGINE_CHECK(::getaddrinfo(store.host().c_str(), std::to_string(store.port()).c_str(), &hints, &found) == 0 &&
-                   found != nullptr,
-               "{}: the store's host '{}' does not resolve", chosen_by, store.host());
+  ENGINE_CHECK(
+      ::getaddrinfo(store.host().c_str(), std::to_string(store.port()).c_str(), &hints, &found) == 0 &&
+          found != nullptr,
+      "{}: the store's host '{}' does not resolve", chosen_by, store.host());
   const sockaddr_in target = *reinterpret_cast<const sockaddr_in*>(found->ai_addr);
   ::freeaddrinfo(found);
 
@@ -68,14 +70,16 @@ void check_reaches_store(const std::string& local_address, const TcpStore& store
     }
   }
   ::close(fd);
-  ENGINE_CHECK(err == 0,
-               "{} gives gloo the address {}, from which the rendezvous store at {} cannot be reached ({} within "
-               "{} ms): the ranks on other hosts could not reach this rank there either. Name the interface "
-               "that reaches the other hosts, or unset it to use the address on the route to the store",
-               chosen_by, local_address, store.endpoint(), net::errno_text(err), timeout.count());
+  ENGINE_CHECK(
+      err == 0,
+      "{} gives gloo the address {}, from which the rendezvous store at {} cannot be reached ({} within "
+      "{} ms): the ranks on other hosts could not reach this rank there either. Name the interface "
+      "that reaches the other hosts, or unset it to use the address on the route to the store",
+      chosen_by, local_address, store.endpoint(), net::errno_text(err), timeout.count());
 }
 
-std::string gloo_bind_address(const TcpStore& store, std::chrono::milliseconds timeout, const EnvLookup& lookup) {
+std::string gloo_bind_address(const TcpStore& store, std::chrono::milliseconds timeout,
+                              const EnvLookup& lookup) {
   const char* value = lookup ? lookup("GLOO_SOCKET_IFNAME") : std::getenv("GLOO_SOCKET_IFNAME");
   if (value == nullptr || *value == '\0') return store.local_address();
   std::string interface = value;

@@ -17,13 +17,14 @@
 
 namespace engine::dist {
 
-// The IPv4 address of `interface`. Throws engine::Error naming `variable`, the interface, and those that exist.
+// The IPv4 address of `interface`. Throws engine::Error naming `variable`, the interface, and those that
+// exist.
 std::string interface_ipv4(const std::string& interface, const std::string& variable);
 
 // Connects from `local_address` to the store's endpoint within `timeout`; throws engine::Error saying why
 // not, naming `chosen_by` (what picked that address).
-void check_reaches_store(const std::string& local_address, const TcpStore& store, const std::string& chosen_by,
-                         std::chrono::milliseconds timeout);
+void check_reaches_store(const std::string& local_address, const TcpStore& store,
+                         const std::string& chosen_by, std::chrono::milliseconds timeout);
 
 // The address gloo binds for this rank, by the rules above (`lookup` reads the environment, as in
 // read_dist_env).

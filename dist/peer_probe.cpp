@@ -21,8 +21,8 @@ sockaddr_in ipv4(const std::string& address, int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<std::uint16_t>(port));
-  ENGINE_CHECK(::inet_pton(AF_INET, address.c_str(), &a.sin_addr) == 1, "peer probe: '{}' is not an IPv4 address",
-               address);
+  ENGINE_CHECK(::inet_pton(AF_INET, address.c_str(), &a.sin_addr) == 1,
+               "peer probe: '{}' is not an IPv4 address", address);
   return a;
 }
 
@@ -184,8 +184,9 @@ std::string describe_lost_peers(const std::vector<PeerReport>& reports, std::chr
     if (!out.empty()) out += "; ";
     switch (state) {
       case PeerState::NoAnswer:
-        out += fmt::format("no answer within {} ms from {}: stopped or hung, or the link to that host is down",
-                           deadline.count(), who);
+        out +=
+            fmt::format("no answer within {} ms from {}: stopped or hung, or the link to that host is down",
+                        deadline.count(), who);
         break;
       case PeerState::Refused:
         out += fmt::format("{}: its host answers but the process is gone ({})", who, list.front()->detail);

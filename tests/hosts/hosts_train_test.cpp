@@ -27,8 +27,10 @@ TEST(Hosts, TwoHostsOfTwoRanksTrainAsFourRanksOnOneHost) {
   const std::string reference = testing::one_host_reference(root, "hosts_plain_ref", 4, 2);
   VirtualHosts hosts;
   const std::string dir = testing::temp_dir("hosts_plain");
-  auto ranks = testing::start_all_ranks(hosts, dist::find_free_port(), testing::host_run_args(root, dir, 4, 2));
-  for (int r = 0; r < kWorld; ++r) ASSERT_EQ(ranks[r]->finish(120), 0) << "rank " << r << "\n" << ranks[r]->output();
+  auto ranks =
+      testing::start_all_ranks(hosts, dist::find_free_port(), testing::host_run_args(root, dir, 4, 2));
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_EQ(ranks[r]->finish(120), 0) << "rank " << r << "\n" << ranks[r]->output();
   EXPECT_NE(ranks[0]->output().find("4 rank(s) through gloo (started by torchrun)"), std::string::npos)
       << ranks[0]->output();
   EXPECT_NE(ranks[0]->output().find("store served by rank 0 at 10.77.0.1:"), std::string::npos)
@@ -46,15 +48,21 @@ TEST(Hosts, SlurmVariablesFindRankZerosHostWithoutMasterAddr) {
   const std::string dir = testing::temp_dir("hosts_slurm");
   std::vector<std::unique_ptr<testing::LiveProcess>> ranks;
   for (int r = 0; r < kWorld; ++r) {
-    const std::vector<std::string> env = {
-        "OMP_NUM_THREADS=1", "SLURM_PROCID=" + std::to_string(r), "SLURM_LOCALID=" + std::to_string(r % 2),
-        "SLURM_NTASKS=4", "SLURM_NNODES=2", "SLURM_NODEID=" + std::to_string(r / 2), "SLURM_JOB_ID=4242",
-        "SLURM_STEP_NODELIST=node[0-1]", "SLURM_NODELIST=node[0-1]"};
-    ranks.push_back(std::make_unique<testing::LiveProcess>(
-        hosts.on_host(r / 2, env, with_args({testing::program_path("cnn_train")},
-                                            testing::host_run_args(root, dir, 4, 1)))));
+    const std::vector<std::string> env = {"OMP_NUM_THREADS=1",
+                                          "SLURM_PROCID=" + std::to_string(r),
+                                          "SLURM_LOCALID=" + std::to_string(r % 2),
+                                          "SLURM_NTASKS=4",
+                                          "SLURM_NNODES=2",
+                                          "SLURM_NODEID=" + std::to_string(r / 2),
+                                          "SLURM_JOB_ID=4242",
+                                          "SLURM_STEP_NODELIST=node[0-1]",
+                                          "SLURM_NODELIST=node[0-1]"};
+    ranks.push_back(std::make_unique<testing::LiveProcess>(hosts.on_host(
+        r / 2, env,
+        with_args({testing::program_path("cnn_train")}, testing::host_run_args(root, dir, 4, 1)))));
   }
-  for (int r = 0; r < kWorld; ++r) ASSERT_EQ(ranks[r]->finish(120), 0) << "rank " << r << "\n" << ranks[r]->output();
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_EQ(ranks[r]->finish(120), 0) << "rank " << r << "\n" << ranks[r]->output();
   EXPECT_NE(ranks[0]->output().find("4 rank(s) through gloo (started by slurm)"), std::string::npos)
       << ranks[0]->output();
   EXPECT_NE(ranks[0]->output().find("at node0:19242"), std::string::npos) << ranks[0]->output();
@@ -109,13 +117,14 @@ TEST(Hosts, TorchrunC10dRendezvousAcrossTwoHosts) {
   for (int h = 0; h < VirtualHosts::kHosts; ++h) {
     nodes.push_back(std::make_unique<testing::LiveProcess>(hosts.on_host(
         h, {"OMP_NUM_THREADS=1"},
-        with_args({torch.torchrun, "--nnodes=2", "--nproc_per_node=2", "--rdzv-backend=c10d",
-                   "--rdzv-id=hosts", "--rdzv-endpoint=" + endpoint, "--no-python",
-                   testing::program_path("cnn_train")},
-                  testing::host_run_args(root, dir, 4, 2)))));
+        with_args(
+            {torch.torchrun, "--nnodes=2", "--nproc_per_node=2", "--rdzv-backend=c10d", "--rdzv-id=hosts",
+             "--rdzv-endpoint=" + endpoint, "--no-python", testing::program_path("cnn_train")},
+            testing::host_run_args(root, dir, 4, 2)))));
   }
   for (int h = 0; h < VirtualHosts::kHosts; ++h)
-    ASSERT_EQ(nodes[h]->finish(300), 0) << "torch " << torch.version << ", host " << h << "\n" << nodes[h]->output();
+    ASSERT_EQ(nodes[h]->finish(300), 0) << "torch " << torch.version << ", host " << h << "\n"
+                                        << nodes[h]->output();
   testing::expect_same_tensors(reference, dir + "/epoch2.safetensors");
 }
 

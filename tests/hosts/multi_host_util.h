@@ -22,10 +22,10 @@ namespace engine::apps::testing {
 inline constexpr int kRanksPerHost = 2;
 inline constexpr int kWorld = engine::testing::VirtualHosts::kHosts * kRanksPerHost;
 
-#define SKIP_WITHOUT_VIRTUAL_HOSTS()                                                    \
-  do {                                                                                  \
-    const std::string why_ = ::engine::testing::VirtualHosts::unavailable();            \
-    if (!why_.empty()) GTEST_SKIP() << why_;                                            \
+#define SKIP_WITHOUT_VIRTUAL_HOSTS()                                         \
+  do {                                                                       \
+    const std::string why_ = ::engine::testing::VirtualHosts::unavailable(); \
+    if (!why_.empty()) GTEST_SKIP() << why_;                                 \
   } while (0)
 
 // The shared tiny run on the CPU (tests/cpu/cnn_train_test_util.h), lr 0.005 for batches of 4 (as the
@@ -42,17 +42,18 @@ inline std::unique_ptr<LiveProcess> start_rank(const engine::testing::VirtualHos
                                                const std::vector<std::string>& args,
                                                std::vector<std::string> env = {}) {
   const int host = rank / kRanksPerHost;
-  env.insert(env.end(), {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "RANK=" + std::to_string(rank),
-                         "LOCAL_RANK=" + std::to_string(rank % kRanksPerHost),
-                         "WORLD_SIZE=" + std::to_string(kWorld),
-                         "MASTER_ADDR=" + engine::testing::VirtualHosts::address(0),
-                         "MASTER_PORT=" + std::to_string(port)});
+  env.insert(
+      env.end(),
+      {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "RANK=" + std::to_string(rank),
+       "LOCAL_RANK=" + std::to_string(rank % kRanksPerHost), "WORLD_SIZE=" + std::to_string(kWorld),
+       "MASTER_ADDR=" + engine::testing::VirtualHosts::address(0), "MASTER_PORT=" + std::to_string(port)});
   return std::make_unique<LiveProcess>(
       hosts.on_host(host, env, with_args({program_path("cnn_train")}, args)));
 }
 
 inline std::vector<std::unique_ptr<LiveProcess>> start_all_ranks(const engine::testing::VirtualHosts& hosts,
-                                                                 int port, const std::vector<std::string>& args,
+                                                                 int port,
+                                                                 const std::vector<std::string>& args,
                                                                  const std::vector<std::string>& env = {}) {
   std::vector<std::unique_ptr<LiveProcess>> ranks;
   for (int r = 0; r < kWorld; ++r) ranks.push_back(start_rank(hosts, r, port, args, env));
@@ -70,8 +71,8 @@ inline void expect_same_tensors(const std::string& a, const std::string& b) {
 inline std::string one_host_reference(const std::string& root, const std::string& name, int batch, int epochs,
                                       const std::vector<std::string>& extra = {}) {
   const std::string dir = temp_dir(name);
-  const RunResult r = run_train(
-      with_args(with_args(host_run_args(root, dir, batch, epochs), {"--nproc", std::to_string(kWorld)}), extra));
+  const RunResult r = run_train(with_args(
+      with_args(host_run_args(root, dir, batch, epochs), {"--nproc", std::to_string(kWorld)}), extra));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return dir + "/epoch" + std::to_string(epochs) + ".safetensors";
 }

@@ -50,7 +50,9 @@ class VirtualHosts {
     for (int k = 0; k < kHosts; ++k) {
       const std::filesystem::path etc = "/etc/netns/" + ns(k);
       std::filesystem::create_directories(etc);
-      std::ofstream(etc / "hosts") << "127.0.0.1 localhost\n" << address(0) << " node0\n" << address(1) << " node1\n";
+      std::ofstream(etc / "hosts") << "127.0.0.1 localhost\n"
+                                   << address(0) << " node0\n"
+                                   << address(1) << " node1\n";
       made_.push_back(k);
       sh("ip netns add " + ns(k) + " && ip -n " + ns(k) + " link set lo up");
     }
@@ -85,14 +87,18 @@ class VirtualHosts {
   // argv that runs `command` on host k, with `env` ("NAME=value") set, under the host's name.
   std::vector<std::string> on_host(int k, const std::vector<std::string>& env,
                                    const std::vector<std::string>& command) const {
-    std::vector<std::string> argv = {"ip",      "netns", "exec", ns(k), "unshare", "--uts", "sh", "-c",
-                                     "hostname " + hostname(k) + " && exec env \"$@\"", "sh"};
+    std::vector<std::string> argv = {"ip",  "netns",   "exec",
+                                     ns(k), "unshare", "--uts",
+                                     "sh",  "-c",      "hostname " + hostname(k) + " && exec env \"$@\"",
+                                     "sh"};
     argv.insert(argv.end(), env.begin(), env.end());
     argv.insert(argv.end(), command.begin(), command.end());
     return argv;
   }
 
-  void set_link(int k, bool up) const { sh("ip -n " + ns(k) + " link set " + link(k) + (up ? " up" : " down")); }
+  void set_link(int k, bool up) const {
+    sh("ip -n " + ns(k) + " link set " + link(k) + (up ? " up" : " down"));
+  }
 
   // Both ends of the link limited to `rate` (tc's units: "50mbit").
   void limit_rate(const std::string& rate) const {
