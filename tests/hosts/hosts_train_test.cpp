@@ -3,14 +3,18 @@
 // variables with no MASTER_ADDR (node names that resolve through the hosts' /etc/hosts), and by torchrun's
 // c10d rendezvous (skipped where torchrun is not installed). Each run ends exactly as our launcher's four
 // ranks on one host do, bit for bit. The interface gloo binds: the default reaches the other host; a wrong
-// GLOO_SOCKET_IFNAME is an error at once on its rank, and the others end within --timeout.
+// GLOO_SOCKET_IFNAME is an error at once on its rank, and the others end within --timeout. mpirun across the
+// two hosts, its rsh agent entering the namespaces.
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "dist/tcp_store.h"
+#include "tests/common/environment.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/hosts/multi_host_util.h"
 
@@ -67,6 +71,52 @@ TEST(Hosts, SlurmVariablesFindRankZerosHostWithoutMasterAddr) {
       << ranks[0]->output();
   EXPECT_NE(ranks[0]->output().find("at node0:19242"), std::string::npos) << ranks[0]->output();
   testing::expect_same_tensors(reference, dir + "/epoch1.safetensors");
+}
+
+// mpirun on host 0 starting two ranks there and two on host 1: Open MPI's rsh agent is a script that enters
+// the host's namespace where a cluster would ssh to it; OMPI_COMM_WORLD_* say who is who, MASTER_ADDR (which
+// mpirun across nodes needs, dist/bootstrap.h) names host 0.
+TEST(Hosts, MpirunAcrossTwoHostsTrainsAsFourRanksOnOneHost) {
+  SKIP_WITHOUT_VIRTUAL_HOSTS();
+  SKIP_WITHOUT_TOOL("mpirun");
+  const std::string root = testing::tiny_folder_dataset("hosts_mpirun_data");
+  const std::string reference = testing::one_host_reference(root, "hosts_mpirun_ref", 4, 1);
+  VirtualHosts hosts;
+  const std::string dir = testing::temp_dir("hosts_mpirun");
+  const std::string agent = dir + "/enter_host.sh";
+  std::ofstream(agent) << "#!/bin/sh\n# Open MPI's rsh agent: [options] host command...\n"
+                       << "while [ \"${1#-}\" != \"$1\" ]; do shift; done\n"
+                       << "case \"$1\" in node0) ns=" << hosts.ns(0) << ";; node1) ns=" << hosts.ns(1)
+                       << ";; *) echo \"enter_host: unknown host $1\" >&2; exit 1;; esac\n"
+                       << "shift\nexec ip netns exec \"$ns\" sh -c \"$*\"\n";
+  std::filesystem::permissions(agent, std::filesystem::perms::owner_all);
+  testing::LiveProcess run(hosts.on_host(0, {},
+                                         with_args({"mpirun",
+                                                    "--allow-run-as-root",
+                                                    "-np",
+                                                    "4",
+                                                    "--host",
+                                                    "node0:2,node1:2",
+                                                    "--mca",
+                                                    "plm_rsh_agent",
+                                                    agent,
+                                                    "--mca",
+                                                    "oob_tcp_if_include",
+                                                    "10.77.0.0/24",
+                                                    "--tag-output",
+                                                    "-x",
+                                                    "MASTER_ADDR=node0",
+                                                    "-x",
+                                                    "MASTER_PORT=" + std::to_string(dist::find_free_port()),
+                                                    "-x",
+                                                    "OMP_NUM_THREADS=1",
+                                                    testing::program_path("cnn_train")},
+                                                   testing::host_run_args(root, dir + "/out", 4, 1))));
+  ASSERT_EQ(run.finish(120), 0) << run.output();
+  EXPECT_NE(run.output().find("[1,0]<stdout>:cnn_train: 4 rank(s) through gloo (started by openmpi)"),
+            std::string::npos)
+      << run.output();
+  testing::expect_same_tensors(reference, dir + "/out/epoch1.safetensors");
 }
 
 // GLOO_SOCKET_IFNAME on host 1: loopback (from which host 0 cannot be reached) and an interface that does not
