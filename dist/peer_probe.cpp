@@ -66,30 +66,38 @@ PeerProbe::PeerProbe(gloo::rendezvous::Store& store, int rank, int world_size, c
     : rank_(rank) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ENGINE_CHECK(listen_fd_ >= 0, "peer probe: socket() failed: {}", net::errno_text(errno));
-  sockaddr_in local = ipv4(address, 0);
-  socklen_t len = sizeof local;
-  ENGINE_CHECK(::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&local), len) == 0 &&
-                   ::listen(listen_fd_, 64) == 0 &&
-                   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0,
-               "peer probe: cannot listen on {}: {}", address, net::errno_text(errno));
-  ENGINE_CHECK(::pipe2(wake_fds_, O_CLOEXEC) == 0, "peer probe: pipe() failed: {}", net::errno_text(errno));
-  thread_ = std::thread([this] { answer_loop(); });
-
-  const std::string mine = fmt::format("{} {} {} {}", rank, this_host_name(), address, ntohs(local.sin_port));
-  store.set(fmt::format("engine_peer/{}", rank), std::vector<char>(mine.begin(), mine.end()));
-  for (int r = 0; r < world_size; ++r) {
-    peers_.push_back(parse_entry(r, store.get(fmt::format("engine_peer/{}", r))));
+  try {
+    sockaddr_in local = ipv4(address, 0);
+    socklen_t len = sizeof local;
+    ENGINE_CHECK(::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&local), len) == 0 &&
+                     ::listen(listen_fd_, 64) == 0 &&
+                     ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0,
+                 "peer probe: cannot listen on {}: {}", address, net::errno_text(errno));
+    ENGINE_CHECK(::pipe2(wake_fds_, O_CLOEXEC) == 0, "peer probe: pipe() failed: {}", net::errno_text(errno));
+    thread_ = std::thread([this] { answer_loop(); });
+    const std::string mine =
+        fmt::format("{} {} {} {}", rank, this_host_name(), address, ntohs(local.sin_port));
+    store.set(fmt::format("engine_peer/{}", rank), std::vector<char>(mine.begin(), mine.end()));
+    for (int r = 0; r < world_size; ++r) {
+      peers_.push_back(parse_entry(r, store.get(fmt::format("engine_peer/{}", r))));
+    }
+  } catch (...) {
+    stop();  // a destructor does not run after a constructor throws: the thread must end here
+    throw;
   }
 }
 
-PeerProbe::~PeerProbe() {
+PeerProbe::~PeerProbe() { stop(); }
+
+void PeerProbe::stop() {
   if (thread_.joinable()) {
-    const char stop = 's';
-    (void)!::write(wake_fds_[1], &stop, 1);
+    const char wake = 's';
+    (void)!::write(wake_fds_[1], &wake, 1);
     thread_.join();
   }
-  for (const int fd : {listen_fd_, wake_fds_[0], wake_fds_[1]}) {
-    if (fd >= 0) ::close(fd);
+  for (int* fd : {&listen_fd_, &wake_fds_[0], &wake_fds_[1]}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
   }
 }
 

@@ -52,6 +52,7 @@ class PeerProbe {
 
  private:
   void answer_loop();
+  void stop();  // ends the answering thread and closes the sockets (idempotent)
 
   int rank_;
   int listen_fd_ = -1;
