@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -40,6 +41,48 @@ TEST(Hosts, TwoHostsOfTwoRanksTrainAsFourRanksOnOneHost) {
   EXPECT_NE(ranks[0]->output().find("store served by rank 0 at 10.77.0.1:"), std::string::npos)
       << ranks[0]->output();
   testing::expect_same_tensors(reference, dir + "/epoch2.safetensors");
+}
+
+// Our own launcher on each host: cnn_train --nproc 2 --nnodes 2 --node-rank K --master-addr <host 0>.
+TEST(Hosts, OurLauncherOnEachHostTrainsAsFourRanksOnOneHost) {
+  SKIP_WITHOUT_VIRTUAL_HOSTS();
+  const std::string root = testing::tiny_folder_dataset("hosts_launcher_data");
+  const std::string reference = testing::one_host_reference(root, "hosts_launcher_ref", 4, 1);
+  VirtualHosts hosts;
+  const std::string dir = testing::temp_dir("hosts_launcher");
+  const std::string port = std::to_string(dist::find_free_port());
+  std::vector<std::unique_ptr<testing::LiveProcess>> nodes;
+  for (int h = 0; h < VirtualHosts::kHosts; ++h) {
+    nodes.push_back(std::make_unique<testing::LiveProcess>(hosts.on_host(
+        h, {"OMP_NUM_THREADS=1"},
+        with_args({testing::program_path("cnn_train"), "--nproc", "2", "--nnodes", "2", "--node-rank",
+                   std::to_string(h), "--master-addr", VirtualHosts::address(0), "--master-port", port},
+                  testing::host_run_args(root, dir, 4, 1)))));
+  }
+  for (int h = 0; h < VirtualHosts::kHosts; ++h)
+    ASSERT_EQ(nodes[h]->finish(120), 0) << "host " << h << "\n" << nodes[h]->output();
+  EXPECT_NE(nodes[0]->output().find("4 rank(s) through gloo (started by launcher)"), std::string::npos)
+      << nodes[0]->output();
+  testing::expect_same_tensors(reference, dir + "/epoch1.safetensors");
+}
+
+// Several nodes need node 0's address and port on every node, and a node rank inside the job (exit 2).
+TEST(Hosts, OurLauncherRefusesSeveralNodesWithoutAnEndpoint) {
+  const std::string root = testing::tiny_folder_dataset("hosts_launcher_bad");
+  const std::vector<std::string> base = {
+      "--cpu", "--dataset", "folder:" + root, "--epochs", "1", "--checkpoint-dir", ""};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--nnodes", "2"}, "--nnodes 2: every node needs --master-addr (node 0's address) and --master-port"},
+      {{"--nnodes", "2", "--master-addr", "10.0.0.1"}, "--master-port"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-addr", "a", "--master-port", "1234"},
+       "--node-rank 2 is not a node of --nnodes 2"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const testing::RunResult r = testing::run_train(with_args(base, args));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("[rank "), std::string::npos) << "no rank may start:\n" << r.output;
+  }
 }
 
 // srun's variables on each host, the node list in Slurm's compressed form: every rank derives the store's
