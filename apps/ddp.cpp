@@ -107,6 +107,16 @@ void add_ddp_flags(CLI::App& app, DdpConfig& d) {
                  "distributed data parallel: start this many ranks on this machine (with --cpu: CPU ranks "
                  "through gloo; else rank r on GPU r)")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--nnodes", d.nnodes,
+                 "machines in the job, each running cnn_train with the same flags and its own --node-rank")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--node-rank", d.node_rank,
+                 "this machine's number, 0 .. --nnodes - 1 (node 0 serves the store)")
+      ->check(CLI::Range(0, 4095));
+  app.add_option("--master-addr", d.master_addr, "with --nnodes: node 0's address, as every node reaches it");
+  app.add_option("--master-port", d.master_port,
+                 "with --nnodes: the store's port on node 0, the same everywhere")
+      ->check(CLI::Range(1, 65535));
   add_choice_option(
       app, "--backend", d.backend, kBackendChoices,
       "collectives: nccl (GPU ranks), gloo (CPU ranks, or GPU ranks through host copies), or auto");
@@ -138,7 +148,7 @@ dist::Backend resolve_backend(BackendChoice choice, bool gpu_ranks) {
 }
 
 bool should_launch(const DdpConfig& ddp, const dist::DistEnv& env) {
-  return !env.distributed() && (!ddp.gpus.empty() || ddp.nproc > 1);
+  return !env.distributed() && (!ddp.gpus.empty() || ddp.nproc > 1 || ddp.nnodes > 1);
 }
 
 dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config) {
@@ -151,6 +161,15 @@ dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config)
                config.cpu ? "--cpu is given" : "no GPU is visible");
   dist::LaunchOptions options;
   options.log_all_ranks = ddp.log_all_ranks;
+  ENGINE_CHECK(ddp.node_rank < ddp.nnodes, "--node-rank {} is not a node of --nnodes {}", ddp.node_rank,
+               ddp.nnodes);
+  ENGINE_CHECK(ddp.nnodes == 1 || (!ddp.master_addr.empty() && ddp.master_port > 0),
+               "--nnodes {}: every node needs --master-addr (node 0's address) and --master-port",
+               ddp.nnodes);
+  options.nnodes = ddp.nnodes;
+  options.node_rank = ddp.node_rank;
+  if (!ddp.master_addr.empty()) options.master_addr = ddp.master_addr;
+  options.master_port = ddp.master_port;
   if (!ddp.gpus.empty()) {
     ENGINE_CHECK(device_count() > 0,
                  "--gpus {}: no GPU is visible on this machine (CPU ranks: --cpu --nproc N)", ddp.gpus);

@@ -53,6 +53,10 @@ inline constexpr std::array<FlagChoice<dist::GradCompression>, 2> kGradCompressi
 struct DdpConfig {
   std::string gpus;  // "0,1": one rank per listed GPU
   int nproc = 1;     // ranks on this machine when --gpus is not given
+  int nnodes = 1;    // several machines, each running this launcher (torchrun's --nnodes/--node-rank)
+  int node_rank = 0;
+  std::string master_addr;  // node 0's address, which every node names (several nodes only)
+  int master_port = 0;
   BackendChoice backend = BackendChoice::Auto;
   double bucket_mb = 25.0;
   dist::GradCompression grad_compression = dist::GradCompression::None;

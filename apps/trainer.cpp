@@ -269,7 +269,8 @@ void Trainer::restore(const optim::LoadedCheckpoint& loaded, const std::string& 
   }
   if (c.is_main()) {
     print_line(fmt::format(
-        "cnn_train: resumed from {}: {}, optimizer step {}{}", path, where, st.step,
+        "cnn_train: resumed from {}: {}, optimizer step {}, on {} rank(s){}", path, where, st.step,
+        c.world_size,
         c.restart_count > 0 ? fmt::format(" (TORCHELASTIC_RESTART_COUNT={})", c.restart_count) : ""));
   }
   if (std::filesystem::path(path).filename().string().rfind("step", 0) == 0) mid_epoch_file_ = path;

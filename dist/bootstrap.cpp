@@ -6,6 +6,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "dist/gloo_interface.h"
 #include "dist/gloo_process_group.h"
 #include "dist/tcp_store.h"
 #if ENGINE_HAVE_CUDA
@@ -179,7 +180,7 @@ std::unique_ptr<ProcessGroup> init_process_group(const DistEnv& env, Backend bac
   auto store = std::make_shared<TcpStore>(env.master_addr, env.master_port, env.rank == 0 && !env.agent_store,
                                           timeout, env.store_prefix);
   if (backend == Backend::Gloo) {
-    const std::string local = store->local_address();
+    const std::string local = gloo_bind_address(*store, timeout);
     return make_gloo_process_group(std::move(store), env.rank, env.world_size, timeout, local);
   }
 #if ENGINE_HAVE_CUDA

@@ -19,6 +19,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "core/device.h"
+#include "dist/peer_probe.h"
 
 namespace engine::dist {
 namespace {
@@ -80,6 +81,7 @@ class GlooProcessGroup final : public ProcessGroup {
       context->setTimeout(timeout);
       context->connectFullMesh(*store_, device);
       context_ = std::move(context);
+      probe_ = std::make_unique<PeerProbe>(*store_, rank, world_size, local_address);
     } catch (const gloo::Exception& e) {
       ENGINE_FAIL("{}", describe_failure("connecting the gloo mesh", e.what()));
     } catch (const engine::Error& e) {
@@ -242,7 +244,7 @@ class GlooProcessGroup final : public ProcessGroup {
         execute(task, tag++);
       } catch (const gloo::Exception& e) {
         failed_ = true;
-        failure_ = describe_failure(task.what, e.what());
+        failure_ = describe_failure(task.what, e.what()) + lost_peers();
         error = std::make_exception_ptr(engine::Error(failure_, __FILE__, __LINE__));
       } catch (const std::exception& e) {
         failed_ = true;
@@ -259,7 +261,15 @@ class GlooProcessGroup final : public ProcessGroup {
     }
   }
 
+  // After a failed collective: which ranks are lost, on which hosts (dist/peer_probe.h), or "".
+  std::string lost_peers() const {
+    const auto deadline = std::min(timeout(), std::chrono::milliseconds(3000));
+    const std::string lost = describe_lost_peers(probe_->probe(deadline), deadline);
+    return lost.empty() ? "" : ". Lost: " + lost;
+  }
+
   std::atomic<bool> failed_{false};  // set by the communication thread
+  std::unique_ptr<PeerProbe> probe_;
   std::shared_ptr<TcpStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::mutex mutex_;

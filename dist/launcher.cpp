@@ -176,7 +176,14 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   const int world = options.gpus.empty() ? options.nproc : static_cast<int>(options.gpus.size());
   ENGINE_CHECK(world >= 1, "launch_workers: {} workers requested; need at least 1", world);
   ENGINE_CHECK(!argv.empty(), "launch_workers: empty argv");
+  ENGINE_CHECK(options.nnodes >= 1 && options.node_rank >= 0 && options.node_rank < options.nnodes,
+               "--node-rank {} is not a node of --nnodes {}", options.node_rank, options.nnodes);
+  ENGINE_CHECK(
+      options.nnodes == 1 || options.master_port > 0,
+      "--nnodes {}: every node must name the same --master-port (a free port is chosen only on one node)",
+      options.nnodes);
   const int port = options.master_port > 0 ? options.master_port : find_free_port();
+  const int first_rank = options.node_rank * world;  // every node runs `world` ranks (torchrun's rule)
 
   // Everything the children need is built before fork: after fork only async-signal-safe calls.
   std::vector<char*> args;
@@ -199,8 +206,8 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   for (int r = 0; r < world; ++r) {
     std::vector<std::string>& env = envs[static_cast<std::size_t>(r)];
     env = base_env;
-    env.push_back(fmt::format("RANK={}", r));
-    env.push_back(fmt::format("WORLD_SIZE={}", world));
+    env.push_back(fmt::format("RANK={}", first_rank + r));
+    env.push_back(fmt::format("WORLD_SIZE={}", world * options.nnodes));
     env.push_back(fmt::format("LOCAL_RANK={}", r));
     env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", world));
     env.push_back(fmt::format("MASTER_ADDR={}", options.master_addr));
@@ -264,9 +271,9 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
       ENGINE_FAIL("launch_workers: fork of rank {} failed: {}", r, std::strerror(e));
     }
     Worker& w = workers[static_cast<std::size_t>(r)];
-    w = Worker{r, pid, out[0], err[0], true, 0};
-    streams.push_back({out[0], r, false, {}});
-    streams.push_back({err[0], r, true, {}});
+    w = Worker{first_rank + r, pid, out[0], err[0], true, 0};
+    streams.push_back({out[0], first_rank + r, false, {}});
+    streams.push_back({err[0], first_rank + r, true, {}});
   }
   std::thread reader(pump_output, std::move(streams), options.log_all_ranks);
 

@@ -4,7 +4,7 @@
 //
 // Each worker is a fork/exec of `options.executable` (default /proc/self/exe: the program itself) with the
 // caller's argv and the environment plus
-//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (= the rank numbers: one node),
+//   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (the rank numbers: one node, unless nnodes/node_rank say),
 //   MASTER_ADDR (127.0.0.1 unless given), MASTER_PORT (a free port unless given),
 //   ENGINE_LAUNCHER=1 (so the program knows it is a worker and must not launch again; it reads all of these
 //   with dist::read_dist_env), and, with GPUs, ENGINE_GPU = the rank's GPU id from the list
@@ -40,7 +40,12 @@ struct LaunchOptions {
   bool log_all_ranks = false;
   std::string executable = "/proc/self/exe";
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: a free port (dist::find_free_port)
+  int master_port = 0;  // 0: a free port (dist::find_free_port); several nodes must all name one
+  // Several nodes (torchrun's --nnodes/--node-rank): this launcher runs ranks node_rank * W .. + W - 1 of a
+  // world of nnodes * W (W = this node's ranks, the same on every node); LOCAL_RANK is the rank on the node.
+  // Messages and output tags name the global rank; rank 0's stdout is shown on node 0 only.
+  int nnodes = 1;
+  int node_rank = 0;
   std::chrono::milliseconds grace{5000};
   std::chrono::milliseconds settle{
       2000};  // after the first failure, how long the others may end on their own

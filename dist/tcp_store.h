@@ -53,6 +53,8 @@ class TcpStore final : public gloo::rendezvous::Store {
   // The IP address of this host on the connection to the store ("127.0.0.1" over loopback).
   const std::string& local_address() const { return local_address_; }
   std::string endpoint() const;  // "host:port"
+  const std::string& host() const { return host_; }
+  int port() const { return port_; }
   const std::string& key_prefix() const { return prefix_; }
 
  private:

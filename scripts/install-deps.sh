@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   openmpi-bin
+  iproute2 util-linux python3
   patchelf
   ccache
 )
@@ -25,6 +26,8 @@ packages=(
 # patchelf: scripts/fetch-gpu-deps.sh gives the GPU machine's .deps libraries their $ORIGIN run paths.
 # (debootstrap, for scripts/gpu-rehearse.sh alone, is installed by that script where it runs.)
 # ccache: scripts/build.sh compiles through it, so a second clone or a rebuild after a change reuses objects.
+# iproute2 (ip, tc), util-linux (unshare), python3 (http.server): tests/hosts/, two hosts made of network
+# namespaces, a rate-limited link, and an HTTP data mirror on one of them.
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 
 sudo_cmd=()

@@ -56,7 +56,8 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
         -DENGINE_WERROR=ON "${launcher[@]}" > /dev/null
   CCACHE_BASEDIR=$PWD cmake --build build-asan -j "$jobs" --target cpu_tests dist_tests dist_test_worker cnn_train \
     cnn_predict
-  not_memory='^CnnTrainAcceptance\.|^CnnTrainRecipe\.Airbench94Learns|^TimeToAccuracyScript\.|\.smoke$'
+  # The multi-host tests (tests/hosts/: namespaces, time bounds on faults) are not built here either.
+  not_memory='^CnnTrainAcceptance\.|^CnnTrainRecipe\.Airbench94Learns|^TimeToAccuracyScript\.|\.smoke$|^Host|^hosts_tests_NOT_BUILT$'
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest build-asan -L cpu -E "$not_memory" -j "$jobs" --timeout 900
 fi

@@ -266,5 +266,45 @@ TEST(DistributedSampler, BadArgumentsThrow) {
   expect_error_mentioning([] { DistributedSampler::eval_no_pad(10, 2, 2); }, "rank 2");
 }
 
+// Elastic resume (torchrun --nnodes=1:2 losing a host): W ranks train k steps of B samples each, the run
+// stops after a checkpoint at position k*B*W, and W' ranks continue from that position. Between them they
+// visit every sample of the epoch exactly once when N is a multiple of both worlds (no sample twice, none
+// lost); otherwise every sample at least once, and the repeats are only the new world's padding.
+TEST(DistributedSampler, ANewWorldSizeContinuesWithEverySampleTheOldWorldHadNotTrained) {
+  struct Case {
+    std::int64_t n;
+    int old_world, new_world, batch, steps;
+  };
+  for (const Case c :
+       {Case{1200, 4, 2, 4, 10}, Case{48, 2, 4, 2, 3}, Case{50, 4, 3, 3, 2}, Case{37, 4, 2, 2, 1}}) {
+    std::vector<int> seen(static_cast<std::size_t>(c.n), 0);
+    for (int r = 0; r < c.old_world; ++r) {
+      DistributedSampler s(c.n, c.old_world, r, /*shuffle=*/true, /*seed=*/9);
+      s.set_epoch(3);
+      const Indices mine = s.indices();
+      for (int i = 0; i < c.batch * c.steps; ++i)
+        ++seen[static_cast<std::size_t>(mine[static_cast<std::size_t>(i)])];
+    }
+    const std::int64_t position = std::int64_t{c.batch} * c.steps * c.old_world;
+    std::int64_t visits = 0;
+    for (int r = 0; r < c.new_world; ++r) {
+      DistributedSampler s(c.n, c.new_world, r, /*shuffle=*/true, /*seed=*/9);
+      s.set_epoch(3);
+      ASSERT_EQ(position % c.new_world, 0);
+      s.set_position(position);
+      for (const std::int64_t i : s.indices()) ++seen[static_cast<std::size_t>(i)];
+      visits += static_cast<std::int64_t>(s.indices().size());
+    }
+    const std::int64_t padded = (c.n + c.new_world - 1) / c.new_world * c.new_world;
+    EXPECT_EQ(position + visits, padded) << "n " << c.n;
+    for (std::int64_t i = 0; i < c.n; ++i) {
+      EXPECT_GE(seen[static_cast<std::size_t>(i)], 1) << "sample " << i << " lost, n " << c.n;
+      if (c.n % c.old_world == 0 && c.n % c.new_world == 0) {
+        EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "sample " << i << " twice, n " << c.n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace engine::data
