@@ -14,10 +14,10 @@
 // into a CUDA graph after the timed run, never launched: its kernel nodes, core/cuda_graph.h; "n/a" with the
 // reason when the step cannot be captured).
 //
-// --cuda-graph: cnn_train's graph mode (apps/training_graph.h): every step reads its epoch, batch offset and
-// dropout offset from the device step state (apps/step_state_buffer.h); after the warm-up one step is
-// captured into a CUDA graph and the timed steps are replays of it, each after the host publishes its state.
-// The per-phase split is then not separable: one replay is reported as a whole.
+// --cuda-graph: cnn_train's graph mode (apps/train/training_graph.h): every step reads its epoch, batch
+// offset and dropout offset from the device step state (apps/train/step_state_buffer.h); after the warm-up
+// one step is captured into a CUDA graph and the timed steps are replays of it, each after the host publishes
+// its state. The per-phase split is then not separable: one replay is reported as a whole.
 //
 // Data: CIFAR-10 from CIFAR10_DIR (data/cifar10.h) when it loads, else random CIFAR-shaped images (the
 // throughput does not depend on the pixels). The recipe: random crop 32 pad 4, flip, normalize; SGD lr 0.05,
@@ -48,9 +48,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "apps/layout_flag.h"
-#include "apps/precision.h"
-#include "apps/step_state_buffer.h"
+#include "apps/train/layout_flag.h"
+#include "apps/train/precision.h"
+#include "apps/train/step_state_buffer.h"
 #include "benchmarks/common/layer_costs.h"
 #include "benchmarks/common/random_dataset.h"
 #include "benchmarks/train/step_timer.h"
