@@ -26,10 +26,12 @@
 #include <fmt/format.h>
 
 #include "apps/cli/cli_errors.h"
+#include "apps/ddp_flags.h"
 #include "apps/train/data_download.h"
 #include "apps/train/ddp.h"
 #include "apps/train/train_config.h"
 #include "apps/train/trainer.h"
+#include "apps/train_flags.h"
 #include "core/error.h"
 
 namespace {

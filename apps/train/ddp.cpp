@@ -98,36 +98,6 @@ bool nccl_multi_rank_gpu() {
 
 }  // namespace
 
-void add_ddp_flags(CLI::App& app, DdpConfig& d) {
-  app.add_option(
-      "--gpus", d.gpus,
-      "distributed data parallel: one process (rank) per listed GPU id, e.g. 0,1 (a GPU may repeat "
-      "only with --backend gloo)");
-  app.add_option("--nproc", d.nproc,
-                 "distributed data parallel: start this many ranks on this machine (with --cpu: CPU ranks "
-                 "through gloo; else rank r on GPU r)")
-      ->check(CLI::Range(1, 1024));
-  add_choice_option(
-      app, "--backend", d.backend, kBackendChoices,
-      "collectives: nccl (GPU ranks), gloo (CPU ranks, or GPU ranks through host copies), or auto");
-  app.add_option("--bucket-mb", d.bucket_mb,
-                 "gradient bucket size in MB (the first bucket is 1 MB so communication starts early)")
-      ->check(CLI::Range(0.001, 1e6));
-  add_choice_option(app, "--grad-compression", d.grad_compression, kGradCompressionChoices,
-                    "gradients on the wire: none (float32) or bf16 (half the bytes, summed in bf16 steps)");
-  app.add_flag("--sync-bn", d.sync_bn,
-               "SyncBatchNorm: batch statistics over the batches of every rank (the same as one process "
-               "with the concatenated batch)");
-  app.add_option("--timeout", d.timeout_seconds,
-                 "seconds a collective may wait for the other ranks before the run fails naming the rank")
-      ->check(CLI::Range(0.1, 1e7));
-  app.add_flag("--log-all-ranks", d.log_all_ranks, "every rank prints its epoch lines (tagged [rank N])");
-  app.add_option("--baseline-ips", d.baseline_ips,
-                 "the images/s of a one-GPU run: a distributed run then reports its speedup and scaling "
-                 "efficiency")
-      ->check(CLI::Range(0.0, 1e12));
-}
-
 dist::Backend resolve_backend(BackendChoice choice, bool gpu_ranks) {
   switch (choice) {
     case BackendChoice::Nccl: return dist::Backend::Nccl;

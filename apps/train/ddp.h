@@ -24,8 +24,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "apps/train/flag_choice.h"
 #include "apps/train/train_config.h"
 #include "apps/train/trainer.h"
@@ -50,6 +48,7 @@ inline constexpr std::array<FlagChoice<dist::GradCompression>, 2> kGradCompressi
     {"bf16", dist::GradCompression::Bf16},
 }};
 
+// What the distributed flags say (apps/ddp_flags.h fills it).
 struct DdpConfig {
   std::string gpus;  // "0,1": one rank per listed GPU
   int nproc = 1;     // ranks on this machine when --gpus is not given
@@ -61,8 +60,6 @@ struct DdpConfig {
   bool log_all_ranks = false;
   double baseline_ips = 0.0;  // one GPU's img/s, for the speedup line; 0: none
 };
-
-void add_ddp_flags(CLI::App& app, DdpConfig& ddp);
 
 // True when this process must start the ranks: --gpus or --nproc > 1 given, and no launcher started it.
 bool should_launch(const DdpConfig& ddp, const dist::DistEnv& env);

@@ -1,6 +1,6 @@
 #pragma once
 // Recipes: `--recipe NAME` sets a published trainer's hyperparameters at once; any flag given on the command
-// line still wins (CLI11's count()).
+// line still wins (the program says which flags it was given: apps/train_flags.cpp asks CLI11's count()).
 //
 // airbench94 (KellerJordan/cifar10-airbench, airbench94.py, issue 18), translated to cnn_train's terms:
 //   --model airbench --batch-size 1024 --epochs 10 --schedule triangle --schedule-unit step
@@ -23,23 +23,17 @@
 //
 // Refused on datasets other than cifar10 and folder:PATH (decoded to 32x32 RGB).
 
-#include <array>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
-#include "apps/train/flag_choice.h"
+#include "apps/train/train_config.h"
 
 namespace engine::apps {
 
-struct TrainConfig;
-
-enum class Recipe { None, Airbench94 };
-inline constexpr std::array<FlagChoice<Recipe>, 2> kRecipeChoices = {{
-    {"none", Recipe::None},
-    {"airbench94", Recipe::Airbench94},
-}};
+// Whether the command line gave `flag` ("--lr"): a recipe presets only the fields of flags not given.
+using FlagGiven = std::function<bool(const char* flag)>;
 
 // airbench94's learning rate for a batch of `batch` samples with a mean loss (see above).
 double airbench94_lr(std::int64_t batch);
@@ -47,8 +41,8 @@ double airbench94_lr(std::int64_t batch);
 double airbench94_weight_decay();
 std::vector<std::string> airbench94_param_groups();
 
-// Sets every field of `config` the recipe covers whose flag `app` did not see. Throws engine::Error when the
-// dataset does not fit the recipe.
-void apply_recipe(const CLI::App& app, TrainConfig& config);
+// Sets every field of `config` (its recipe, TrainConfig::recipe) covers whose flag was not `given`. Throws
+// engine::Error when the dataset does not fit the recipe.
+void apply_recipe(TrainConfig& config, const FlagGiven& given);
 
 }  // namespace engine::apps

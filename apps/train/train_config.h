@@ -11,16 +11,20 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "apps/train/cuda_graph_policy.h"
 #include "apps/train/flag_choice.h"
 #include "apps/train/layout_flag.h"
 #include "apps/train/precision.h"
-#include "apps/train/recipe.h"
 #include "optim/lr_schedule.h"
 
 namespace engine::apps {
+
+// --recipe: presets of a published trainer's hyperparameters (apps/train/recipe.h).
+enum class Recipe { None, Airbench94 };
+inline constexpr std::array<FlagChoice<Recipe>, 2> kRecipeChoices = {{
+    {"none", Recipe::None},
+    {"airbench94", Recipe::Airbench94},
+}};
 
 // --augment: the training images' augmentation.
 enum class Augment {
@@ -126,12 +130,5 @@ struct TrainConfig {
   // steps_per_epoch: optimizer steps in an epoch (the Trainer knows it once the data is loaded).
   optim::LrScheduleConfig schedule_config(std::int64_t steps_per_epoch = 1) const;
 };
-
-// Adds every cnn_train flag to `app`, bound to `config`.
-void add_train_flags(CLI::App& app, TrainConfig& config);
-
-// After parsing: fills the defaults that depend on the dataset and the model, and checks the values CLI11
-// cannot (ranges, combinations). Throws engine::Error naming the flag.
-void finish_train_config(const CLI::App& app, TrainConfig& config);
 
 }  // namespace engine::apps

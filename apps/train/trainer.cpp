@@ -203,7 +203,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   if (c.is_main()) {
     // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).
     const std::string math = device.is_cuda() || autocast_bf16(c.precision)
-                                 ? " " + std::string(choice_name(kPrecisionChoices, c.precision))
+                                 ? fmt::format(" {}", choice_name(kPrecisionChoices, c.precision))
                                  : std::string();
     print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {}{} | seed {}", data_.description,
                            model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_));

@@ -12,15 +12,6 @@
 
 namespace engine::apps {
 
-void add_whiten_init_flag(CLI::App& app, TrainConfig& c) {
-  app.add_option("--whiten-init", c.whiten_init,
-                 "set the first convolution (k x k, out = 2 * in*k*k channels, as airbench94's 2x2, 3 -> 24) "
-                 "to the patch-whitening filters of the first N training images: the eigenvectors of their "
-                 "patches' covariance over sqrt(eigenvalue + 5e-4), and their negatives (0: off; airbench94 "
-                 "uses 5000)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
-}
-
 std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::int64_t images) {
   const auto start = std::chrono::steady_clock::now();
   const layers::Parameter* weight = nullptr;

@@ -7,9 +7,6 @@
 #include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
-#include "apps/train/train_config.h"
 #include "apps/train/train_data.h"
 #include "layers/model.h"
 
@@ -17,9 +14,6 @@ namespace engine::apps {
 
 // airbench94's eps: directions of patch variance well below it are damped instead of amplified.
 inline constexpr double kWhitenEps = 5e-4;
-
-// Adds --whiten-init to cnn_train's flags.
-void add_whiten_init_flag(CLI::App& app, TrainConfig& config);
 
 // Sets the first Conv2d's weight (the bias is left as initialized) and returns a line for the log. Throws
 // engine::Error naming --whiten-init when the model has no Conv2d, when its first one is not k x k, stride 1,

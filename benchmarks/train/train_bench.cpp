@@ -48,6 +48,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli/choice_option.h"
 #include "apps/train/layout_flag.h"
 #include "apps/train/precision.h"
 #include "apps/train/step_state_buffer.h"

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "apps/ddp_flags.h"
 #include "apps/train/ddp.h"
 #include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 
 namespace engine::apps {
 namespace {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "kernels/ops/dropout.h"

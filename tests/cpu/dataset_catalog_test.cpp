@@ -11,9 +11,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "apps/ddp_flags.h"
 #include "apps/train/ddp.h"
 #include "apps/train/train_config.h"
 #include "apps/train/trainer.h"
+#include "apps/train_flags.h"
 #include "data/data_home.h"
 #include "data/download.h"
 #include "data/idx.h"

@@ -11,6 +11,7 @@
 
 #include "apps/train/recipe.h"
 #include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 #include "core/error.h"
 #include "layers/models.h"
 

@@ -11,6 +11,7 @@
 
 #include "apps/train/model_defaults.h"
 #include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 #include "layers/models.h"
 #include "optim/param_groups.h"
 #include "tests/common/error_of.h"
