@@ -1,5 +1,7 @@
 #pragma once
-// Trainer: one process's training run, as cnn_train drives it.
+// Trainer: one process's training run, as cnn_train drives it. Its code, by concern: trainer.cpp (setup),
+// trainer_epoch.cpp (the training steps of an epoch, CUDA graphs, stop votes), trainer_run.cpp (the epochs,
+// evaluation, the log, --metrics and --plot), trainer_checkpoints.cpp (--resume, checkpoints).
 //
 //   setup (constructor)  device, data, model, optimizer, schedule, loaders; --resume/--eval-only checkpoint
 //                        (--resume auto: the newest in --checkpoint-dir, apps/train/resume_auto.h; a
