@@ -18,10 +18,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "apps/cli_errors.h"
+#include "apps/cli/choice_option.h"
+#include "apps/cli/cli_errors.h"
 #include "apps/data_grid.h"
-#include "apps/dataset_catalog.h"
-#include "apps/flag_choice.h"
+#include "apps/train/dataset_catalog.h"
 #include "core/error.h"
 #include "data/image_codec.h"
 #include "data/image_folder.h"

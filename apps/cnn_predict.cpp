@@ -20,7 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "apps/cli_errors.h"
+#include "apps/cli/cli_errors.h"
 #include "apps/predict.h"
 #include "core/error.h"
 

@@ -4,18 +4,18 @@
 //   cnn_train --dataset cifar10|mnist|fashion-mnist|folder:PATH [--model vgg6|cnn3|mnist_cnn|resnet18]
 //             [--epochs N] [--batch-size B] [--lr LR] [--schedule constant|step|cosine] ... (--help lists
 //             all)
-//   cnn_train --gpus 0,1 ...          distributed data parallel, one process per GPU (apps/ddp.h)
+//   cnn_train --gpus 0,1 ...          distributed data parallel, one process per GPU (apps/train/ddp.h)
 //   cnn_train --cpu --nproc 2 ...     the same with CPU ranks through gloo
 //   torchrun --nproc_per_node=2 --no-python cnn_train ...   (or mpirun -np 2, or srun): each started
 //                                     process is one rank
-//   cnn_train --download ...          fetches cifar10/mnist first when missing (apps/data_download.h;
+//   cnn_train --download ...          fetches cifar10/mnist first when missing (apps/train/data_download.h;
 //                                     ENGINE_DATA_MIRROR=URL-prefix fetches from a mirror)
 //
 // Exit codes: 0 done; 2 bad usage or bad input (the message names the flag or the file); 1 a failure while
 // running (a NaN/Inf loss names the epoch and step); 3 a collective failed: another rank failed or stalled
 // (or the network did); 128 + N stopped by signal N (SIGTERM, SIGINT, SIGUSR1: after a checkpoint that
-// --resume auto continues from, apps/stop_signal.h). A launching process exits with the code of the rank
-// where the failure began, and names it.
+// --resume auto continues from, apps/train/stop_signal.h). A launching process exits with the code of the
+// rank where the failure began, and names it.
 //
 // Restarts: with --resume auto a run started again with the same command (by torchrun --max-restarts, a
 // requeued Slurm job, or by hand) continues from the newest checkpoint in --checkpoint-dir.
@@ -25,11 +25,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "apps/cli_errors.h"
-#include "apps/data_download.h"
-#include "apps/ddp.h"
-#include "apps/train_config.h"
-#include "apps/trainer.h"
+#include "apps/cli/cli_errors.h"
+#include "apps/ddp_flags.h"
+#include "apps/train/data_download.h"
+#include "apps/train/ddp.h"
+#include "apps/train/train_config.h"
+#include "apps/train/trainer.h"
+#include "apps/train_flags.h"
 #include "core/error.h"
 
 namespace {

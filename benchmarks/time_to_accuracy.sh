@@ -87,7 +87,7 @@ for ((seed = 0; seed < seeds; seed++)); do
     tail -n 20 "$log" >&2
     exit 1
   fi
-  # One JSON object per epoch (apps/epoch_log.cpp writes them flat, without spaces).
+  # One JSON object per epoch (apps/train/epoch_log.cpp writes them flat, without spaces).
   row=$(awk -v target="$target" -v seed="$seed" '
     function field(name,   m) {
       if (match($0, "\"" name "\":[-+0-9.eE]+")) return substr($0, RSTART + length(name) + 3, RLENGTH - length(name) - 3) + 0

@@ -43,10 +43,10 @@ struct ExecutionContext {
   // function of (seed, number of calls): the same on every run, and saved in a checkpoint as two integers.
   std::uint64_t dropout_seed = 0;
   std::uint64_t dropout_offset = 0;
-  // A CUDA graph's step (apps/step_state.h): when set, a device address holding the step's first dropout
-  // offset, and dropout_step_base the host's dropout_offset when that step began. A Dropout forward then
-  // draws with offset *dropout_offset_device + (its dropout_offset - dropout_step_base): the eager value,
-  // read where a replay of the captured step finds the next step's.
+  // A CUDA graph's step (apps/train/step_state.h): when set, a device address holding the step's first
+  // dropout offset, and dropout_step_base the host's dropout_offset when that step began. A Dropout forward
+  // then draws with offset *dropout_offset_device + (its dropout_offset - dropout_step_base): the eager
+  // value, read where a replay of the captured step finds the next step's.
   const std::uint64_t* dropout_offset_device = nullptr;
   std::uint64_t dropout_step_base = 0;
   // Let cuDNN convolutions / cuBLAS GEMMs use TF32 tensor cores for fp32 math (PyTorch's

@@ -62,7 +62,7 @@ struct LoaderOptions {
   Layout image_layout = Layout::NCHW;
   // CUDA, GPU-resident only: device addresses the augment kernel reads the epoch and the batch's first entry
   // in the epoch's index list from, instead of the values next() passes (a CUDA graph's step state,
-  // apps/step_state.h: a replayed step finds the next batch there). Whoever sets them writes the right
+  // apps/train/step_state.h: a replayed step finds the next batch there). Whoever sets them writes the right
   // values before each batch's kernel runs. Null: the values next() knows.
   const std::uint64_t* device_epoch = nullptr;
   const std::int64_t* device_batch_offset = nullptr;

@@ -279,9 +279,9 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
 
   LaunchResult result;
   // A stop signal to the launcher (Ctrl-C, Slurm's or torchrun's SIGTERM) is forwarded to every worker, each
-  // time it comes: the first lets the ranks save and stop together (apps/stop_signal.h), a second makes them
-  // exit at once. Meanwhile a rank that ends is not a failure to act on: the others are stopping too, and
-  // killing one that is still writing its checkpoint would lose it.
+  // time it comes: the first lets the ranks save and stop together (apps/train/stop_signal.h), a second makes
+  // them exit at once. Meanwhile a rank that ends is not a failure to act on: the others are stopping too,
+  // and killing one that is still writing its checkpoint would lose it.
   const StopSignalForwarding forwarding;
   int forwarded = 0;
   // Failures before the launcher stops anyone are the workers' own; the likelier cause among them is named

@@ -21,8 +21,8 @@
 // failed because of another rank). Workers also get SIGTERM if the launcher itself dies (PR_SET_PDEATHSIG),
 // so none is orphaned. Stop signals: SIGTERM, SIGINT or SIGUSR1 sent to the launcher are forwarded to every
 // worker (each time one comes), and the launcher then waits for all of them instead of killing the rest when
-// one ends: the workers stop together after a checkpoint (apps/stop_signal.h). The result is the first rank's
-// non-zero status.
+// one ends: the workers stop together after a checkpoint (apps/train/stop_signal.h). The result is the first
+// rank's non-zero status.
 
 #include <chrono>
 #include <string>

@@ -64,8 +64,8 @@ class NcclCommunicator final : public Communicator {
 // An event recorded after a collective; Event::query clears the cudaErrorNotReady it leaves as the thread's
 // last error, so a later ENGINE_LAUNCH_CHECK does not report it.
 //
-// A collective captured into a CUDA graph (apps/training_graph.h) runs only when the graph is launched, and
-// an event recorded during a capture cannot be queried: such a marker records nothing and reports ready.
+// A collective captured into a CUDA graph (apps/train/training_graph.h) runs only when the graph is launched,
+// and an event recorded during a capture cannot be queried: such a marker records nothing and reports ready.
 // The replays' collectives are then watched at the run's next synchronizing collective (the stop vote, the
 // epoch's totals), which the watchdog times as usual.
 class CudaEventMarker final : public Marker {

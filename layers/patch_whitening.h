@@ -4,7 +4,7 @@
 // negatives, so that the layer's outputs on training patches are decorrelated with (nearly) unit variance.
 //
 // Pure host math in float64 (the eigendecomposition through LAPACK's dsyevd): no device, no Model. The
-// trainer's wiring is apps/whiten_init.h.
+// trainer's wiring is apps/train/whiten_init.h.
 //
 // Conventions (the tests pin them):
 //  - a patch's element order is the convolution weight's [in][kh][kw]: index c*k*k + dy*k + dx;

@@ -26,7 +26,7 @@ struct LossAccumulators {
   double* loss_sum = nullptr;
   std::int64_t* correct = nullptr;
   // CUDA: the batch's mean loss also goes to step_losses[*loss_slot] (device memory, `slots` entries), the
-  // slot read on the device: a CUDA graph's step state (apps/step_state.h). Null: not written.
+  // slot read on the device: a CUDA graph's step state (apps/train/step_state.h). Null: not written.
   float* step_losses = nullptr;
   const std::int64_t* loss_slot = nullptr;
   std::int64_t slots = 0;

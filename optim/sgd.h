@@ -41,8 +41,8 @@ class Sgd {
   // on CUDA. Throws engine::Error for a negative or NaN lr.
   void step(double lr);
   // CUDA: from now on the step's kernel reads its rate from this device address (one double: a captured
-  // graph's step state, apps/step_state.h) rather than from step()'s argument, which is still validated;
-  // the caller writes the same value there. nullptr goes back to the argument. Throws on the CPU.
+  // graph's step state, apps/train/step_state.h) rather than from step()'s argument, which is still
+  // validated; the caller writes the same value there. nullptr goes back to the argument. Throws on the CPU.
   void set_device_lr(const double* device_lr);
 
   const SgdConfig& config() const { return config_; }

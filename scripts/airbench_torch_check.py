@@ -12,7 +12,7 @@ Here the module of docs/MODELS.md runs airbench94.py's own optimisation: the los
 with weight_decay wd / lr_biases; the rest at lr with wd / lr), lr = 11.5 / (1024 (1 + 1 / 0.15)),
 wd = 0.0153 B / (1024 (1 + 1 / 0.15)), the whitening weight and BatchNorm weights frozen, the schedule factor
 given. Agreement checks the network, GELU, the 1/9, BatchNorm's eps and momentum, and the translation of
-airbench's summed-loss hyperparameters to the engine's mean loss (apps/recipe.h).
+airbench's summed-loss hyperparameters to the engine's mean loss (apps/train/recipe.h).
 
 Tolerance: both sides compute in float64 (the engine's reference kernels accumulate in double), in different
 orders: the worst difference measured (torch 2.15, forward, gradients and two steps) is 5e-14 of the tensor's

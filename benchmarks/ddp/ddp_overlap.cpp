@@ -36,7 +36,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "apps/train_device.h"
+#include "apps/train/train_device.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/philox.h"

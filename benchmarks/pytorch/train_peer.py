@@ -40,17 +40,16 @@ layers/models.cpp writes them (1,199,882 and 2,474,506 parameters).
 """
 
 import argparse
-import gzip
 import json
 import os
 import sys
-import tarfile
 import time
 
-EPOCH_IMAGES = 50000
+from peer_data import EPOCH_IMAGES, PilDataset, gpu_augment, load_data
+from peer_models import EXPECTED_PARAMETERS, build_model
+
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
-EXPECTED_PARAMETERS = {"vgg6": 3249994, "resnet18": 11173962, "mnist_cnn": 1199882, "cnn3": 2474506}
 MNIST_MEAN, MNIST_STD = (0.1307,), (0.3081,)
 # The GPU settings beyond the tutorial's: (bf16 autocast and channels_last, torch.compile).
 SETTINGS = {"tutorial": None, "resident": (False, False), "bf16": (True, False), "best": (True, True)}
@@ -81,202 +80,6 @@ def import_torch():
         sys.exit(f"train_peer.py: PyTorch and torchvision are needed ({e}). They are on the GPU machine; "
                  "install them with pip (torch, torchvision) to run this elsewhere.")
     return torch
-
-
-# ----- the models of docs/MODELS.md, verbatim -----
-
-def define_models(torch):
-    nn = torch.nn
-    F = torch.nn.functional
-
-    class VGG6(nn.Module):
-        def __init__(self, in_channels=3, num_classes=10):
-            super().__init__()
-            layers, c = [], in_channels
-            for width in (64, 128, 256):
-                for _ in range(2):
-                    layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(inplace=True)]
-                    c = width
-                layers.append(nn.MaxPool2d(2))
-            self.features = nn.Sequential(*layers)
-            self.flatten = nn.Flatten()
-            self.classifier = nn.Sequential(
-                nn.Linear(4096, 512), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(512, num_classes))
-
-        def forward(self, x):
-            return self.classifier(self.flatten(self.features(x)))
-
-    class BasicBlock(nn.Module):
-        expansion = 1
-
-        def __init__(self, in_planes, planes, stride=1):
-            super().__init__()
-            self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(planes)
-            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
-            self.bn2 = nn.BatchNorm2d(planes)
-            self.shortcut = nn.Sequential()
-            if stride != 1 or in_planes != planes:
-                self.shortcut = nn.Sequential(
-                    nn.Conv2d(in_planes, planes, kernel_size=1, stride=stride, bias=False),
-                    nn.BatchNorm2d(planes))
-
-        def forward(self, x):
-            out = F.relu(self.bn1(self.conv1(x)))
-            out = self.bn2(self.conv2(out))
-            out = out + self.shortcut(x)
-            return F.relu(out)
-
-    class ResNet(nn.Module):
-        def __init__(self, block, num_blocks, in_channels=3, num_classes=10):
-            super().__init__()
-            self.in_planes = 64
-            self.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(64)
-            self.layer1 = self._make_layer(block, 64, num_blocks[0], stride=1)
-            self.layer2 = self._make_layer(block, 128, num_blocks[1], stride=2)
-            self.layer3 = self._make_layer(block, 256, num_blocks[2], stride=2)
-            self.layer4 = self._make_layer(block, 512, num_blocks[3], stride=2)
-            self.linear = nn.Linear(512 * block.expansion, num_classes)
-
-        def _make_layer(self, block, planes, num_blocks, stride):
-            layers = []
-            for s in [stride] + [1] * (num_blocks - 1):
-                layers.append(block(self.in_planes, planes, s))
-                self.in_planes = planes * block.expansion
-            return nn.Sequential(*layers)
-
-        def forward(self, x):
-            out = F.relu(self.bn1(self.conv1(x)))
-            out = self.layer4(self.layer3(self.layer2(self.layer1(out))))
-            out = F.adaptive_avg_pool2d(out, 1).flatten(1)
-            return self.linear(out)
-
-    def resnet18():
-        return ResNet(BasicBlock, [2, 2, 2, 2])
-
-    class CNN3(nn.Module):
-        def __init__(self, in_channels=3, num_classes=10):
-            super().__init__()
-            layers, c = [], in_channels
-            for width in (64, 128, 256):
-                layers += [nn.Conv2d(c, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-                           nn.MaxPool2d(2)]
-                c = width
-            self.features = nn.Sequential(*layers)
-            self.flatten = nn.Flatten()
-            self.classifier = nn.Sequential(
-                nn.Linear(4096, 512), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(512, num_classes))
-
-        def forward(self, x):
-            return self.classifier(self.flatten(self.features(x)))
-
-    class MnistCNN(nn.Module):  # PyTorch examples/mnist Net; logits (CrossEntropyLoss = log_softmax + NLL)
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 32, 3, 1)
-            self.conv2 = nn.Conv2d(32, 64, 3, 1)
-            self.dropout1 = nn.Dropout(0.25)
-            self.dropout2 = nn.Dropout(0.5)
-            self.fc1 = nn.Linear(9216, 128)
-            self.fc2 = nn.Linear(128, 10)
-
-        def forward(self, x):
-            x = F.relu(self.conv2(F.relu(self.conv1(x))))
-            x = self.dropout1(F.max_pool2d(x, 2)).flatten(1)
-            return self.fc2(self.dropout2(F.relu(self.fc1(x))))
-
-    return {"vgg6": VGG6, "resnet18": resnet18, "cnn3": CNN3, "mnist_cnn": MnistCNN}
-
-
-def build_model(torch, name):
-    model = define_models(torch)[name]()
-    count = sum(p.numel() for p in model.parameters())
-    if count != EXPECTED_PARAMETERS[name]:
-        sys.exit(f"train_peer.py: {name} has {count} parameters, docs/MODELS.md says {EXPECTED_PARAMETERS[name]}")
-    return model
-
-
-# ----- data -----
-
-def cifar_root():
-    """CIFAR10_DIR, else where the engine looks by default (data/data_home.h: the user's cache)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or ""
-    if not cache.startswith("/"):
-        cache = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.environ.get("CIFAR10_DIR") or os.path.join(cache, "cnn_engine", "cifar10")
-
-
-def read_cifar10_binary(root):
-    """The 50,000 training images as (uint8 bytes N*3072 in CHW order, labels), or None when absent."""
-    names = [f"data_batch_{i}.bin" for i in range(1, 6)]
-    for folder in (root, os.path.join(root, "cifar-10-batches-bin")):
-        parts = []
-        for n in names:
-            path = os.path.join(folder, n)
-            if os.path.exists(path):
-                with open(path, "rb") as f:
-                    parts.append(f.read())
-            elif os.path.exists(path + ".gz"):
-                with gzip.open(path + ".gz", "rb") as f:
-                    parts.append(f.read())
-        if len(parts) == 5:
-            return b"".join(parts)
-    for tgz in (root, os.path.join(root, "cifar-10-binary.tar.gz")):
-        if os.path.isfile(tgz) and tgz.endswith(".tar.gz"):
-            with tarfile.open(tgz, "r:gz") as tar:
-                members = {os.path.basename(m.name): m for m in tar.getmembers()}
-                if all(n in members for n in names):
-                    return b"".join(tar.extractfile(members[n]).read() for n in names)
-    return None
-
-
-def load_data(torch):
-    """(images uint8 [N, 3, 32, 32] on the CPU, labels int64 [N], description)."""
-    raw = read_cifar10_binary(cifar_root())
-    if raw is not None:
-        records = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(-1, 3073)
-        return records[:, 1:].reshape(-1, 3, 32, 32).clone(), records[:, 0].long().clone(), "cifar10:" + cifar_root()
-    g = torch.Generator().manual_seed(0)
-    images = torch.randint(0, 256, (EPOCH_IMAGES, 3, 32, 32), dtype=torch.uint8, generator=g)
-    labels = torch.arange(EPOCH_IMAGES) % 10
-    return images, labels, "random"
-
-
-class PilDataset:
-    """torchvision.datasets.CIFAR10's behaviour over our arrays: a PIL image per sample, then the transform."""
-
-    def __init__(self, images, labels, transform):
-        self.images = images.permute(0, 2, 3, 1).contiguous().numpy()  # HWC, as CIFAR10.data
-        self.labels = labels.tolist()
-        self.transform = transform
-
-    def __len__(self):
-        return len(self.labels)
-
-    def __getitem__(self, i):
-        from PIL import Image
-        return self.transform(Image.fromarray(self.images[i])), self.labels[i]
-
-
-def gpu_augment(torch, images, idx, mean, std, channels_last=True):
-    """Random crop (padding 4) + flip + normalize for a batch gathered from the resident uint8 dataset."""
-    F = torch.nn.functional
-    b = idx.numel()
-    c, size = images.shape[1], images.shape[2]
-    x = F.pad(images[idx], (4, 4, 4, 4))  # [B, C, size+8, size+8] uint8, zero padding
-    dev = x.device
-    dy = torch.randint(0, 9, (b, 1), device=dev)
-    dx = torch.randint(0, 9, (b, 1), device=dev)
-    flip = torch.rand(b, 1, device=dev) < 0.5
-    ar = torch.arange(size, device=dev)
-    rows = dy + ar  # [B, size]
-    cols = torch.where(flip, dx + ar.flip(0), dx + ar)
-    bi = torch.arange(b, device=dev)[:, None, None, None]
-    ci = torch.arange(c, device=dev)[None, :, None, None]
-    out = x[bi, ci, rows[:, None, :, None], cols[:, None, None, :]]
-    out = out.float().div_(255).sub_(mean).div_(std)
-    return out.contiguous(memory_format=torch.channels_last) if channels_last else out.contiguous()
 
 
 def run_cpu_case(torch, args, name, batch, images, labels, data_desc):

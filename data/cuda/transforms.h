@@ -35,9 +35,9 @@ struct AugmentBatchArgs {
   float* out = nullptr;                // device; [batch, C, H, W] in out_layout
   Layout out_layout = Layout::NCHW;    // NHWC: channels last, what an NHWC model takes without a transpose
   std::int32_t* out_labels = nullptr;  // device; [batch], written when `labels` is set
-  // A CUDA graph's step state (apps/step_state.h), or null: the kernel reads the epoch from device_epoch
-  // instead of `epoch`, and starts gather and sample_ids at entry *device_offset. A replay of the captured
-  // step then augments the next step's batch with the next epoch's draws.
+  // A CUDA graph's step state (apps/train/step_state.h), or null: the kernel reads the epoch from
+  // device_epoch instead of `epoch`, and starts gather and sample_ids at entry *device_offset. A replay of
+  // the captured step then augments the next step's batch with the next epoch's draws.
   const std::uint64_t* device_epoch = nullptr;
   const std::int64_t* device_offset = nullptr;
 };

@@ -9,7 +9,7 @@
 //
 // offset_base (a device address, or null): the offset used is *offset_base + offset, read by the kernel. A
 // CUDA graph replays its kernels with the arguments they were captured with, so the step's first offset
-// comes from the step state (apps/step_state.h) and `offset` is the call's index within the step.
+// comes from the step state (apps/train/step_state.h) and `offset` is the call's index within the step.
 
 #include <cstdint>
 

@@ -9,9 +9,9 @@
 // nothing yet (torch's momentum_buffer is None).
 //
 // `device_lr`: when not null, the kernel reads the learning rate from this device address (one double, e.g.
-// the step state of a captured CUDA graph, apps/step_state.h) instead of options.lr, so a replayed graph
-// applies each step's rate. The arithmetic is the same: for the same value the result is bitwise the same.
-// options.lr is still validated (the caller passes the value it wrote there).
+// the step state of a captured CUDA graph, apps/train/step_state.h) instead of options.lr, so a replayed
+// graph applies each step's rate. The arithmetic is the same: for the same value the result is bitwise the
+// same. options.lr is still validated (the caller passes the value it wrote there).
 
 #include <cstdint>
 

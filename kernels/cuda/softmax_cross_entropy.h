@@ -27,7 +27,7 @@ namespace engine::cuda {
 
 // step_losses, loss_slot (device addresses, or null), slots: the mean loss is also written to
 // step_losses[*loss_slot] when 0 <= *loss_slot < slots: a CUDA graph's step reads its slot from the step
-// state (apps/step_state.h), so each replay's loss lands in its own entry of the epoch's array.
+// state (apps/train/step_state.h), so each replay's loss lands in its own entry of the epoch's array.
 void softmax_cross_entropy(cudaStream_t stream, const float* logits, const std::int32_t* labels, int n, int k,
                            double label_smoothing, float* loss, float* dlogits, double* loss_sum,
                            std::int64_t* correct, double dloss = 1.0, float* step_losses = nullptr,

@@ -1,13 +1,15 @@
-// A mistyped flag is answered with the nearest one the program knows (apps/cli_errors.h; issue 28).
-#include "apps/cli_errors.h"
+// A mistyped flag is answered with the nearest one the program knows (apps/cli/cli_errors.h; issue 28).
+#include "apps/cli/cli_errors.h"
 
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "apps/ddp.h"
-#include "apps/train_config.h"
+#include "apps/ddp_flags.h"
+#include "apps/train/ddp.h"
+#include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 
 namespace engine::apps {
 namespace {

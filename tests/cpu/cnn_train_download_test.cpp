@@ -1,4 +1,4 @@
-// cnn_train --download (apps/data_download.h, data/download.h): the C++ table of files agrees with
+// cnn_train --download (apps/train/data_download.h, data/download.h): the C++ table of files agrees with
 // scripts/download-data.sh; an unreachable source fails fast with exit 2, naming the URL and the file, and
 // leaves no partial file; two CPU ranks download MNIST from a local file:// mirror (ENGINE_DATA_MIRROR) once
 // and train on it (skipped where the MNIST files are not on this machine); the datasets that cannot be

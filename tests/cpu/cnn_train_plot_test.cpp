@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/epoch_log.h"
-#include "apps/training_plot.h"
+#include "apps/train/epoch_log.h"
+#include "apps/train/training_plot.h"
 #include "optim/safetensors.h"
 #include "tests/common/environment.h"
 #include "tests/cpu/cnn_train_test_util.h"

@@ -1,6 +1,7 @@
 // dist::CommSupervisor, the NCCL process group's policy, driven by a fake communicator and fake stream
 // markers: what a creation, a collective, a failure and a teardown do with the statuses NCCL returns
-// (issue 14, defects 1, 3, 4 and 5 of the NCCL process group).
+// (issue 14, defects 1, 3, 4 and 5 of the NCCL process group). The fakes are in comm_supervisor_fakes.h; the
+// teardown's cases (defect 5) in comm_supervisor_teardown_test.cpp.
 #include "dist/comm_supervisor.h"
 
 #include <atomic>
@@ -17,142 +18,14 @@
 
 #include "core/error.h"
 #include "dist/process_group.h"
-
-#if ENGINE_HAVE_CUDA
-#include "dist/nccl_process_group.h"
-#endif
+#include "tests/cpu/comm_supervisor_fakes.h"
 
 namespace engine::dist {
 namespace {
 
 using namespace std::chrono_literals;
 using State = CommStatus::State;
-
-// What the fake communicator saw. `inside` counts the calls running now: a call that starts while another
-// runs is an overlap (the race an unlocked ncclCommAbort had with the main thread's NCCL calls), a call
-// after the abort or destroy freed the communicator is a use after free.
-struct FakeNccl {
-  std::atomic<int> aborts{0}, destroys{0}, async_calls{0}, main_async_calls{0};
-  std::atomic<int> inside{0}, overlaps{0}, used_after_free{0};
-  std::atomic<bool> freed{false};
-  std::chrono::microseconds call_time{0};     // widens the windows where calls could overlap
-  std::chrono::milliseconds destroy_time{0};  // a teardown that takes long
-  std::thread::id main_thread = std::this_thread::get_id();
-
-  std::mutex mutex;                     // guards the two below
-  std::deque<CommStatus> async_script;  // ncclCommGetAsyncError's answers, then async_default
-  CommStatus async_default = CommStatus::ready();
-
-  std::atomic<State> stream{State::Ready};  // every marker's answer: the stream's work done or not
-
-  std::atomic<int> exit_status{-1};
-  std::mutex messages_mutex;
-  std::vector<std::string> reported;  // the watchdog's lines
-
-  void enter() {
-    if (inside.fetch_add(1) != 0) ++overlaps;
-    if (freed.load()) ++used_after_free;
-    std::this_thread::sleep_for(call_time);
-  }
-  void leave() { --inside; }
-  void script(std::vector<CommStatus> answers) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    async_script.assign(answers.begin(), answers.end());
-  }
-  // True when the watchdog reported a line containing `part`.
-  bool said(const std::string& part) {
-    const std::lock_guard<std::mutex> lock(messages_mutex);
-    for (const std::string& m : reported) {
-      if (m.find(part) != std::string::npos) return true;
-    }
-    return false;
-  }
-};
-
-class FakeCommunicator final : public Communicator {
- public:
-  explicit FakeCommunicator(std::shared_ptr<FakeNccl> f) : f_(std::move(f)) {}
-  CommStatus async_status() override {
-    f_->enter();
-    ++f_->async_calls;
-    if (std::this_thread::get_id() == f_->main_thread) ++f_->main_async_calls;
-    CommStatus s;
-    {
-      const std::lock_guard<std::mutex> lock(f_->mutex);
-      if (f_->async_script.empty()) {
-        s = f_->async_default;
-      } else {
-        s = f_->async_script.front();
-        f_->async_script.pop_front();
-      }
-    }
-    f_->leave();
-    return s;
-  }
-  void abort() override {
-    f_->enter();
-    ++f_->aborts;
-    f_->freed = true;
-    f_->leave();
-  }
-  void destroy() override {
-    f_->enter();
-    std::this_thread::sleep_for(f_->destroy_time);
-    ++f_->destroys;
-    f_->freed = true;
-    f_->leave();
-  }
-
- private:
-  std::shared_ptr<FakeNccl> f_;
-};
-
-class FakeMarker final : public Marker {
- public:
-  explicit FakeMarker(std::shared_ptr<FakeNccl> f) : f_(std::move(f)) {}
-  void record(void*) override {}
-  CommStatus query() override {
-    const State s = f_->stream.load();
-    return s == State::Failed ? CommStatus::failed("CUDA error: an illegal memory access")
-                              : CommStatus{s, {}};
-  }
-
- private:
-  std::shared_ptr<FakeNccl> f_;
-};
-
-// Options for a supervisor of rank 1 of 2 whose watchdog records its exit status instead of exiting.
-CommSupervisorOptions fake_options(const std::shared_ptr<FakeNccl>& f, std::chrono::milliseconds timeout) {
-  CommSupervisorOptions o;
-  o.timeout = timeout;
-  o.poll_interval = 100us;
-  o.watch_interval = 2ms;
-  o.abort_grace = 2000ms;
-  o.describe = [](std::string_view what, const std::string& why) {
-    return "rank 1 of 2 (nccl): " + std::string(what) + " failed: " + why;
-  };
-  o.make_marker = [f] { return std::make_unique<FakeMarker>(f); };
-  o.exit_process = [f](int status) { f->exit_status = status; };
-  o.report = [f](const std::string& line) {
-    const std::lock_guard<std::mutex> lock(f->messages_mutex);
-    f->reported.push_back(line);
-  };
-  return o;
-}
-
-CommSupervisor::Created made(const std::shared_ptr<FakeNccl>& f, CommStatus status) {
-  return {std::make_unique<FakeCommunicator>(f), std::move(status)};
-}
-
-void create_ready(CommSupervisor& s, const std::shared_ptr<FakeNccl>& f) {
-  s.create("ncclCommInitRankConfig", [&] { return made(f, CommStatus::ready()); });
-}
-
-bool wait_for_exit(const FakeNccl& f, std::chrono::milliseconds limit = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (f.exit_status.load() < 0 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
-  return f.exit_status.load() >= 0;
-}
+using namespace comm_fakes;  // the fakes of this suite (comm_supervisor_fakes.h)
 
 // --- Defect 1: a creation that answers ncclInProgress (a non-blocking communicator) is polled, not refused.
 
@@ -377,89 +250,6 @@ TEST(CommSupervisorDeathTest, WatchdogEndsTheProcessWithPeerFailureStatus) {
       ::testing::ExitedWithCode(kPeerFailureExitStatus),
       "rank 1 of 2 \\(nccl\\): all_reduce\\(avg\\) of float32\\[2\\] failed: not finished after 20 ms");
 }
-
-// --- Defect 5: destroy (which waits for queued kernels) only after a clean finish; abort otherwise.
-
-TEST(CommSupervisor, ShutdownAfterACleanFinishDestroys) {
-  auto f = std::make_shared<FakeNccl>();
-  CommSupervisor s(fake_options(f, 5000ms));
-  create_ready(s, f);
-  s.collective("all_reduce(avg) of float32[3]", nullptr, [] { return CommStatus::ready(); });
-  s.synchronize(nullptr);
-  s.shutdown(false);
-  EXPECT_EQ(f->destroys.load(), 1);
-  EXPECT_EQ(f->aborts.load(), 0);
-}
-
-TEST(CommSupervisor, ShutdownWithWorkStillQueuedAbortsAtOnce) {
-  auto f = std::make_shared<FakeNccl>();
-  CommSupervisor s(fake_options(f, 60000ms));
-  create_ready(s, f);
-  f->stream = State::InProgress;  // a peer died: this work never finishes
-  s.collective("all_reduce(avg) of float32[3]", nullptr, [] { return CommStatus::ready(); });
-  const auto start = std::chrono::steady_clock::now();
-  s.shutdown(false);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  EXPECT_EQ(f->aborts.load(), 1);
-  EXPECT_EQ(f->destroys.load(), 0);
-}
-
-TEST(CommSupervisor, ShutdownOnAnErrorPathOrAfterAnAsyncErrorAborts) {
-  for (const bool async_error : {false, true}) {
-    auto f = std::make_shared<FakeNccl>();
-    CommSupervisor s(fake_options(f, 60000ms));
-    create_ready(s, f);
-    if (async_error) {
-      const std::lock_guard<std::mutex> lock(f->mutex);
-      f->async_default = CommStatus::failed("NCCL async error: remote process exited");
-    }
-    s.shutdown(/*error_path=*/!async_error);
-    EXPECT_EQ(f->aborts.load(), 1) << (async_error ? "async error" : "error path");
-    EXPECT_EQ(f->destroys.load(), 0);
-  }
-}
-
-TEST(CommSupervisor, DestructionDuringAnExceptionAborts) {
-  auto f = std::make_shared<FakeNccl>();
-  try {
-    CommSupervisor s(fake_options(f, 60000ms));
-    create_ready(s, f);
-    throw std::runtime_error("the training loop failed");
-  } catch (const std::runtime_error&) {
-  }
-  EXPECT_EQ(f->aborts.load(), 1);
-  EXPECT_EQ(f->destroys.load(), 0);
-}
-
-TEST(CommSupervisor, ShutdownAfterAFailureDoesNotTouchTheCommunicatorAgain) {
-  auto f = std::make_shared<FakeNccl>();
-  CommSupervisor s(fake_options(f, 20ms));
-  create_ready(s, f);
-  f->stream = State::InProgress;
-  s.collective("all_reduce(avg) of float32[3]", nullptr, [] { return CommStatus::ready(); });
-  EXPECT_THROW(s.synchronize(nullptr), Error);
-  wait_for_exit(*f, 100ms);
-  s.shutdown(false);
-  EXPECT_EQ(f->aborts.load(), 1);
-  EXPECT_EQ(f->destroys.load(), 0);
-  EXPECT_EQ(f->used_after_free.load(), 0);
-}
-
-// The watchdog stays up through the teardown: a destroy that hangs ends the process too.
-TEST(CommSupervisor, TeardownThatHangsIsEndedByTheWatchdog) {
-  auto f = std::make_shared<FakeNccl>();
-  f->destroy_time = 300ms;
-  CommSupervisor s(fake_options(f, 30ms));
-  create_ready(s, f);
-  s.shutdown(false);
-  EXPECT_EQ(f->exit_status.load(), kPeerFailureExitStatus);
-  EXPECT_TRUE(f->said("the communicator's teardown failed: not finished after 30 ms"));
-}
-
-#if ENGINE_HAVE_CUDA
-// Defect 3 at its root: the communicator is created blocking, whatever NCCL_COMM_BLOCKING says.
-TEST(NcclConfig, CommunicatorIsBlocking) { EXPECT_EQ(nccl_comm_config().blocking, 1); }
-#endif
 
 }  // namespace
 }  // namespace engine::dist

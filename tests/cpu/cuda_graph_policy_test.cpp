@@ -1,8 +1,8 @@
-// --cuda-graph (apps/cuda_graph_policy.h): the one list of what keeps a training step eager, what on, auto
-// and off do with it, the flag's parsing, the partial-batch rule and its sample counts, and the CPU refusals
-// of the device step state's pointers (dropout offset, loss slot, loader positions). The graphs themselves
-// run in tests/gpu/cuda_graph_train_test.cpp.
-#include "apps/cuda_graph_policy.h"
+// --cuda-graph (apps/train/cuda_graph_policy.h): the one list of what keeps a training step eager, what on,
+// auto and off do with it, the flag's parsing, the partial-batch rule and its sample counts, and the CPU
+// refusals of the device step state's pointers (dropout offset, loss slot, loader positions). The graphs
+// themselves run in tests/gpu/cuda_graph_train_test.cpp.
+#include "apps/train/cuda_graph_policy.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -12,7 +12,8 @@
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
-#include "apps/train_config.h"
+#include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "kernels/ops/dropout.h"

@@ -1,8 +1,8 @@
-// The dataset catalog (apps/dataset_catalog.h) and the enum flags (apps/flag_choice.h): every entry is
-// complete, names resolve as the flags expect, the catalog agrees with data/download.h on what can be
-// downloaded, and a flag with a fixed set of values parses into its enum or fails naming flag and values.
+// The dataset catalog (apps/train/dataset_catalog.h) and the enum flags (apps/train/flag_choice.h): every
+// entry is complete, names resolve as the flags expect, the catalog agrees with data/download.h on what can
+// be downloaded, and a flag with a fixed set of values parses into its enum or fails naming flag and values.
 
-#include "apps/dataset_catalog.h"
+#include "apps/train/dataset_catalog.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -11,9 +11,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "apps/ddp.h"
-#include "apps/train_config.h"
-#include "apps/trainer.h"
+#include "apps/ddp_flags.h"
+#include "apps/train/ddp.h"
+#include "apps/train/train_config.h"
+#include "apps/train/trainer.h"
+#include "apps/train_flags.h"
 #include "data/data_home.h"
 #include "data/download.h"
 #include "data/idx.h"

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/recipe.h"
+#include "apps/train/recipe.h"
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "optim/param_groups.h"

@@ -1,15 +1,17 @@
-// cnn_train's defaults per model (apps/model_defaults.h; issue 28): every model has a batch size and a rate,
+// cnn_train's defaults per model (apps/train/model_defaults.h; issue 28): every model has a batch size and a
+// rate,
 // --model (or the dataset's default model) picks them, a flag given wins, --recipe sets its own, --help says
 // them.
-#include "apps/model_defaults.h"
+#include "apps/train/model_defaults.h"
 
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "apps/recipe.h"
-#include "apps/train_config.h"
+#include "apps/train/recipe.h"
+#include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 #include "core/error.h"
 #include "layers/models.h"
 

@@ -1,6 +1,7 @@
-// cnn_train's progress bar (apps/progress_bar.h; issue 28): rate, running loss and time left on a terminal;
-// nothing in a log, nor under mpirun or srun (whose ranks may write to a pseudo-terminal that ends in a log).
-#include "apps/progress_bar.h"
+// cnn_train's progress bar (apps/train/progress_bar.h; issue 28): rate, running loss and time left on a
+// terminal; nothing in a log, nor under mpirun or srun (whose ranks may write to a pseudo-terminal that ends
+// in a log).
+#include "apps/train/progress_bar.h"
 
 #include <cmath>
 #include <map>

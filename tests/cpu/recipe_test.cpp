@@ -1,16 +1,17 @@
-// --recipe airbench94 (apps/recipe.h): the values it presets (airbench94.py's, translated to a mean loss), a
-// flag given on the command line winning over it, its refusal of datasets it does not fit, its parameter
-// groups selecting what airbench freezes and scales in the airbench model, and --help showing it.
+// --recipe airbench94 (apps/train/recipe.h): the values it presets (airbench94.py's, translated to a mean
+// loss), a flag given on the command line winning over it, its refusal of datasets it does not fit, its
+// parameter groups selecting what airbench freezes and scales in the airbench model, and --help showing it.
 
-#include "apps/recipe.h"
+#include "apps/train/recipe.h"
 
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "apps/model_defaults.h"
-#include "apps/train_config.h"
+#include "apps/train/model_defaults.h"
+#include "apps/train/train_config.h"
+#include "apps/train_flags.h"
 #include "layers/models.h"
 #include "optim/param_groups.h"
 #include "tests/common/error_of.h"

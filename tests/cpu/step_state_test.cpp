@@ -1,7 +1,8 @@
-// The device step state's contents (apps/step_state.h): which value each field takes at a step, the same
-// values the eager loop passes as arguments today (data::Loader::next's batch offset, Trainer::train_epoch's
-// loss slot, Dropout's offsets), and the refusals of the learning rate in device memory on the CPU.
-#include "apps/step_state.h"
+// The device step state's contents (apps/train/step_state.h): which value each field takes at a step, the
+// same values the eager loop passes as arguments today (data::Loader::next's batch offset,
+// Trainer::train_epoch's loss slot, Dropout's offsets), and the refusals of the learning rate in device
+// memory on the CPU.
+#include "apps/train/step_state.h"
 
 #include <cmath>
 #include <limits>
@@ -10,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/step_state_buffer.h"
+#include "apps/train/step_state_buffer.h"
 #include "core/error.h"
 #include "kernels/ops/sgd.h"
 #include "layers/models.h"
@@ -56,10 +57,10 @@ TEST(StepState, ConsecutiveStepsAdvanceAsTheEagerLoopDoes) {
   EXPECT_EQ(offset, 18u);
 }
 
-// The Trainer's loop with graphs (apps/trainer.cpp): per epoch, loader batches k = 0.. of full batches (the
-// partial one dropped), first = the batches a mid-epoch resume skipped; the optimizer step and the dropout
-// offset run on across epochs, the batch offset and loss slot start again. Every state is inside the epoch's
-// arrays (the index list on the device, the step losses), and no two steps of an epoch share a slot.
+// The Trainer's loop with graphs (apps/train/trainer.cpp): per epoch, loader batches k = 0.. of full batches
+// (the partial one dropped), first = the batches a mid-epoch resume skipped; the optimizer step and the
+// dropout offset run on across epochs, the batch offset and loss slot start again. Every state is inside the
+// epoch's arrays (the index list on the device, the step losses), and no two steps of an epoch share a slot.
 TEST(StepState, StepsAcrossEpochsAndAResumeStayInsideTheEpochsArrays) {
   const std::int64_t samples = 100, batch = 16;  // 6 full batches, 4 samples dropped
   const std::int64_t full = samples / batch;

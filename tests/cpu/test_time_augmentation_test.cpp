@@ -1,7 +1,7 @@
 // --tta's plan (which views, with what weights) and its running weighted mean of logits
-// (apps/test_time_augmentation.h), checked against the weighted mean computed directly in double.
+// (apps/train/test_time_augmentation.h), checked against the weighted mean computed directly in double.
 
-#include "apps/test_time_augmentation.h"
+#include "apps/train/test_time_augmentation.h"
 
 #include <cmath>
 #include <cstddef>

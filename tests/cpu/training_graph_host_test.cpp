@@ -1,5 +1,5 @@
-// The host side of a replayed CUDA-graph step (apps/training_graph.h): what one eager step advances on the
-// host (dropout offset, BatchNorm's num_batches_tracked, the optimizer's step count) is measured, applied
+// The host side of a replayed CUDA-graph step (apps/train/training_graph.h): what one eager step advances on
+// the host (dropout offset, BatchNorm's num_batches_tracked, the optimizer's step count) is measured, applied
 // after each replay instead of running the step's host code, and restored after a failed capture. Checked
 // here against real eager steps of cnn3 (three BatchNorms, one Dropout) on the CPU.
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/training_graph.h"
+#include "apps/train/training_graph.h"
 #include "core/error.h"
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"

@@ -1,9 +1,9 @@
-// --whiten-init (apps/whiten_init.h): the first Conv2d of a model, run forward on the normalized training
-// images, gives outputs whose second moment is diag(lambda / (lambda + eps)) (the whitening, seen through the
-// layer itself), its second half the negatives; the refusals name the flag; cnn_train refuses a model whose
-// first convolution cannot whiten.
+// --whiten-init (apps/train/whiten_init.h): the first Conv2d of a model, run forward on the normalized
+// training images, gives outputs whose second moment is diag(lambda / (lambda + eps)) (the whitening, seen
+// through the layer itself), its second half the negatives; the refusals name the flag; cnn_train refuses a
+// model whose first convolution cannot whiten.
 
-#include "apps/whiten_init.h"
+#include "apps/train/whiten_init.h"
 
 #include <memory>
 #include <random>

@@ -25,8 +25,8 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
-#include "apps/train_config.h"
-#include "apps/trainer.h"
+#include "apps/train/train_config.h"
+#include "apps/train/trainer.h"
 #include "core/allocator.h"
 #include "core/cuda_check.h"
 #include "optim/safetensors.h"

@@ -1,7 +1,7 @@
-// CUDA graphs (core/cuda_graph.h) with the device step state (apps/step_state_buffer.h) and the allocator's
-// graph pools (core/caching_allocator.h), on a real device: a replayed graph reading its learning rate from
-// the step state equals eager steps bit for bit; memory a capture touched is not handed out while the graph
-// lives; a capture that the body breaks falls back with a reason; kernel nodes are counted.
+// CUDA graphs (core/cuda_graph.h) with the device step state (apps/train/step_state_buffer.h) and the
+// allocator's graph pools (core/caching_allocator.h), on a real device: a replayed graph reading its learning
+// rate from the step state equals eager steps bit for bit; memory a capture touched is not handed out while
+// the graph lives; a capture that the body breaks falls back with a reason; kernel nodes are counted.
 #include "core/cuda_graph.h"
 
 #include <cstddef>
@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/step_state.h"
-#include "apps/step_state_buffer.h"
+#include "apps/train/step_state.h"
+#include "apps/train/step_state_buffer.h"
 #include "core/allocator.h"
 #include "core/caching_allocator.h"
 #include "core/cuda_check.h"

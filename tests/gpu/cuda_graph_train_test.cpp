@@ -1,4 +1,4 @@
-// The whole training step as one CUDA graph (apps/training_graph.h, issue 17 item 4), on a real device:
+// The whole training step as one CUDA graph (apps/train/training_graph.h, issue 17 item 4), on a real device:
 //  - a cnn_train-like loop (the GPU-resident loader with crop-flip augmentation, vgg6 with Dropout and
 //    BatchNorm, the loss, SGD with momentum and a rate that changes every step), one eager warm-up step, then
 //    the captured step replayed, equals a plain eager loop bit for bit in deterministic mode: weights,
@@ -19,8 +19,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/step_state.h"
-#include "apps/training_graph.h"
+#include "apps/train/step_state.h"
+#include "apps/train/training_graph.h"
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "core/stream.h"
@@ -60,7 +60,7 @@ data::Dataset random_dataset() {
 
 // One training process: its stream, deterministic handles, vgg6 (Dropout 0.5 in the classifier, BatchNorm),
 // SGD, the GPU-resident loader with crop-flip, an array of the epoch's step losses; with `graphs`, the
-// TrainingGraph whose step state every step reads (as apps/trainer.cpp wires it).
+// TrainingGraph whose step state every step reads (as apps/train/trainer.cpp wires it).
 struct TrainRun {
   Stream stream{0};
   cuda::CudaHandles handles{0, stream.get(), cuda::training_handles_options(/*deterministic=*/true, false)};

@@ -1,0 +1,66 @@
+#include "apps/train/train_data.h"
+
+#include <fmt/format.h>
+
+#include "apps/train/dataset_catalog.h"
+#include "core/error.h"
+#include "data/transforms.h"
+
+namespace engine::apps {
+
+namespace {
+
+// Keeps the first n samples (official order); n = 0 keeps all.
+void limit(data::Dataset& d, std::int64_t n, const char* flag, const std::string& what) {
+  if (n == 0) return;
+  ENGINE_CHECK(n <= d.size(), "{} {}: the {} set has only {} samples", flag, n, what, d.size());
+  d.labels.resize(static_cast<std::size_t>(n));
+  d.images.resize(static_cast<std::size_t>(n * d.image_bytes()));
+}
+
+void set_normalization(const DatasetEntry& dataset, TrainData& t) {
+  if (!dataset.mean.empty()) {
+    t.mean = dataset.mean;
+    t.std = dataset.std;
+    return;
+  }
+  const data::ChannelStats stats = data::channel_mean_std(t.train.size() > 0 ? t.train : t.test);
+  t.mean = stats.mean;
+  t.std = stats.std;
+}
+
+}  // namespace
+
+TrainData load_train_data(const TrainConfig& c) {
+  const DatasetEntry& dataset = dataset_entry(c.dataset);
+  const std::string root = dataset_root(c.dataset, c.data_dir);
+  TrainData t;
+  t.train = dataset.load(root, data::Split::Train);
+  t.test = dataset.load(root, data::Split::Test);
+  const std::int64_t full_train = t.train.size(), full_test = t.test.size();
+  limit(t.train, c.limit_train, "--limit-train", "training");
+  limit(t.test, c.limit_test, "--limit-test", "test");
+  ENGINE_CHECK(c.batch_size <= t.train.size() / c.world_size,
+               "--batch-size {} is larger than the training set ({} samples{})", c.batch_size, t.train.size(),
+               c.world_size > 1 ? fmt::format(" over {} processes", c.world_size) : std::string());
+  set_normalization(dataset, t);
+  t.description = fmt::format("{} from {} ({} of {} train, {} of {} test)", c.dataset, root, t.train.size(),
+                              full_train, t.test.size(), full_test);
+  return t;
+}
+
+TrainData load_test_data(const TrainConfig& c) {
+  const DatasetEntry& dataset = dataset_entry(c.dataset);
+  const std::string root = dataset_root(c.dataset, c.data_dir);
+  TrainData t;
+  t.test = dataset.load(root, data::Split::Test);
+  const std::int64_t full_test = t.test.size();
+  limit(t.test, c.limit_test, "--limit-test", "test");
+  if (dataset.mean.empty()) t.train = dataset.load(root, data::Split::Train);  // its statistics normalize
+  set_normalization(dataset, t);
+  t.train = data::Dataset();
+  t.description = fmt::format("{} from {} ({} of {} test)", c.dataset, root, t.test.size(), full_test);
+  return t;
+}
+
+}  // namespace engine::apps
