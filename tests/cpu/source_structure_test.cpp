@@ -38,7 +38,10 @@ const std::map<std::string, std::vector<std::string>>& arrows() {
       {"optim", {"layers"}},
       {"dist", {"layers"}},
       {"data", {"kernels/cpu", "kernels/cuda"}},
-      {"apps/train", {"dist", "data", "optim"}},
+      // The TensorBoard event writer (engine_tensorboard, on main beside this change): a leaf over data, for
+      // the training library's --tensorboard and the programs.
+      {"apps/tensorboard", {"data"}},
+      {"apps/train", {"dist", "data", "optim", "apps/tensorboard"}},
       {"apps/cli", {"apps/train"}},
       {"apps", {"apps/train", "apps/cli"}},  // the programs
       {"benchmarks", {"apps/train", "apps/cli"}},
@@ -72,7 +75,7 @@ std::vector<std::string> sources(std::initializer_list<const char*> extensions) 
 // The room of a path: apps/<folder> and kernels/<folder> are rooms of their own; else the top folder.
 std::string room_of(const std::string& path) {
   const auto first = path.find('/');
-  const std::string top = path.substr(0, first);
+  std::string top = path.substr(0, first);
   if (top != "apps" && top != "kernels") return top;
   const auto second = path.find('/', first + 1);
   return second == std::string::npos ? top : path.substr(0, second);
