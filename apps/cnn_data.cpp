@@ -20,7 +20,7 @@
 
 #include "apps/cli/choice_option.h"
 #include "apps/cli/cli_errors.h"
-#include "apps/data_grid.h"
+#include "apps/pictures/data_grid.h"
 #include "apps/train/dataset_catalog.h"
 #include "core/error.h"
 #include "data/image_codec.h"

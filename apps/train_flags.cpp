@@ -1,6 +1,7 @@
 #include "apps/train_flags.h"
 
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -162,6 +163,24 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--eval-only", c.eval_only, "evaluate this checkpoint on the test set and exit");
   app.add_option("--metrics", c.metrics, "write one JSON line per epoch to this file");
   app.add_option("--plot", c.plot, "write loss and accuracy curves per epoch to this PNG (needs gnuplot)");
+  app.add_option(
+      "--tensorboard", c.tensorboard,
+      "write TensorBoard event files into this folder (tensorboard --logdir DIR): the numbers of each "
+      "epoch, the loss every --tensorboard-every steps, weight and gradient histograms, a sample grid");
+  app.add_option("--tensorboard-every", c.tensorboard_every,
+                 "with --tensorboard: the loss every N optimizer steps")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  app.add_option("--trace", c.trace,
+                 "write a trace of --trace-steps training steps to this .json (Chrome trace-event format: "
+                 "ui.perfetto.dev or chrome://tracing): each layer's forward and backward, the loss, the "
+                 "optimizer, the wait for data");
+  app.add_option("--trace-steps", c.trace_steps, "with --trace: how many steps, after the first")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+  app.add_option("--confusion", c.confusion,
+                 "after training, draw the confusion matrix on the test set to this PNG (its numbers go to "
+                 "--metrics)");
+  app.add_option("--misclassified", c.misclassified,
+                 "after training, draw the test images the model gets wrong, with both classes, to this PNG");
   add_choice_option(
       app, "--precision", c.precision, kPrecisionChoices,
       "float32 math: tf32 (PyTorch's default: TF32 tensor cores for convolutions on a GPU, fp32 "
@@ -203,6 +222,13 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   ENGINE_CHECK(!c.nesterov || (c.momentum > 0.0), "--nesterov needs --momentum > 0");
   ENGINE_CHECK(c.plot.empty() || c.plot.size() < 4 || c.plot.substr(c.plot.size() - 4) == ".png",
                "--plot '{}': the file name must end in .png", c.plot);
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--confusion", c.confusion},
+                                   {"--misclassified", c.misclassified}}) {
+    ENGINE_CHECK(path.empty() || (path.size() > 4 && path.substr(path.size() - 4) == ".png"),
+                 "{} '{}': the file name must end in .png", flag, path);
+  }
+  ENGINE_CHECK(c.trace.empty() || (c.trace.size() > 5 && c.trace.substr(c.trace.size() - 5) == ".json"),
+               "--trace '{}': the file name must end in .json", c.trace);
   c.schedule_config().validate();  // --step-epochs syntax, milestones, warmup
   for (const std::string& rule : c.param_groups) optim::parse_param_group_rule(rule);  // the syntax, early
   ENGINE_CHECK(

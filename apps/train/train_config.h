@@ -107,6 +107,12 @@ struct TrainConfig {
   std::string eval_only;
   std::string metrics;
   std::string plot;
+  std::string tensorboard;              // --tensorboard DIR: event files (apps/train/tensorboard_log.h)
+  std::int64_t tensorboard_every = 10;  // --tensorboard-every N: the training loss every N optimizer steps
+  std::string trace;                    // --trace FILE.json: a trace of --trace-steps steps (core/trace.h)
+  std::int64_t trace_steps = 4;
+  std::string confusion;      // --confusion FILE.png: the final model's confusion matrix on the test set
+  std::string misclassified;  // --misclassified FILE.png: the test images it gets wrong
   bool deterministic = false;
   Precision precision = Precision::Tf32;
   CudaGraphMode cuda_graph = CudaGraphMode::Auto;  // --cuda-graph (apps/train/cuda_graph_policy.h)

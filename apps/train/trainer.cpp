@@ -8,6 +8,7 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/checkpoint_match.h"
 #include "apps/train/cuda_graph_policy.h"
+#include "apps/train/gnuplot.h"
 #include "apps/train/trainer_internal.h"
 #include "apps/train/training_plot.h"
 #include "apps/train/whiten_init.h"
@@ -108,8 +109,11 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   void* stream = device_->context().stream;
   StepDeviceRefs refs;  // the step state's device addresses when steps are CUDA graphs
   if (!eval_only) {
+    // --trace needs eager steps: a replayed graph runs no layer's code, so nothing would open a span.
+    ENGINE_CHECK(c.trace.empty() || c.cuda_graph != CudaGraphMode::On,
+                 "--trace and --cuda-graph on exclude each other (a replayed graph has no per-layer spans)");
     graph_plan_ = plan_cuda_graph(
-        c.cuda_graph,
+        c.trace.empty() ? c.cuda_graph : CudaGraphMode::Off,
         CudaGraphFacts{.cuda_device = device.is_cuda(),
                        .gpu_resident_data = c.gpu_resident_data,
                        .gloo = hooks_.gloo,
@@ -171,6 +175,13 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
       step_losses_device_ = Tensor::zeros({train_loader_->num_batches()}, DType::F32, device, stream);
   }
   accumulators_ = Tensor::zeros({16}, DType::U8, device, stream);
+  ENGINE_CHECK((c.confusion.empty() && c.misclassified.empty()) || c.world_size == 1,
+               "--confusion and --misclassified need one process (each rank sees only its share of the test "
+               "set): run them with --eval-only on the checkpoint, on one process");
+  if (c.is_main() && !c.tensorboard.empty() && !eval_only) {
+    tensorboard_ = std::make_unique<TensorboardLog>(c.tensorboard, sgd_->steps() + 1, c.tensorboard_every);
+    if (sgd_->steps() == 0) tensorboard_->samples(data_.train);
+  }
   if (c.is_main()) {
     // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).
     const std::string math = device.is_cuda() || autocast_bf16(c.precision)

@@ -45,12 +45,14 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/cuda_graph_policy.h"
 #include "apps/train/epoch_log.h"
+#include "apps/train/tensorboard_log.h"
 #include "apps/train/test_time_augmentation.h"
 #include "apps/train/train_config.h"
 #include "apps/train/train_data.h"
 #include "apps/train/train_device.h"
 #include "apps/train/training_graph.h"
 #include "core/error.h"
+#include "core/trace.h"
 #include "data/loader.h"
 #include "layers/model.h"
 #include "layers/models.h"
@@ -169,6 +171,12 @@ class Trainer {
   void save(std::int64_t epochs_done);
   void check_losses(std::int64_t epoch, std::int64_t first,
                     std::int64_t steps);  // CUDA: steps [first, steps)
+  // --trace: opens the recorder before a traced step, closes it and writes the file after the last one.
+  void trace_begin();
+  void trace_end();
+  // --confusion, --misclassified: one more pass over the test set keeping each prediction
+  // (trainer_pictures.cpp); --metrics gets the matrix's numbers.
+  void write_evaluation_pictures();
   // Captures `step` (one whole training step) into graph_ and runs it; a failure falls back to eager steps
   // (--cuda-graph auto, one rank) or ends the run naming the reason.
   void capture_step(const std::function<void()>& step, std::int64_t epoch, std::int64_t position);
@@ -202,6 +210,11 @@ class Trainer {
   EpochTotals resumed_totals_;       // rank 0: that epoch's sums over all ranks before the checkpoint
   std::string resumed_from_;         // the checkpoint loaded for training, or ""
   std::string mid_epoch_file_;       // the newest mid-epoch checkpoint written (removed after the next save)
+  std::unique_ptr<TensorboardLog> tensorboard_;  // rank 0, --tensorboard
+  std::vector<float> host_step_losses_;          // CPU: this epoch's losses, per batch, for --tensorboard
+  std::unique_ptr<trace::Recorder> trace_;       // --trace, while its steps run
+  std::int64_t traced_steps_ = 0;
+  std::int64_t run_batches_ = 0;  // batches this run has trained (--trace skips the first)
   // --cuda-graph (apps/train/cuda_graph_policy.h, apps/train/training_graph.h). Declared last: destroyed
   // first, after its last replay, while the model, optimizer and loaders it points into still exist.
   CudaGraphPlan graph_plan_;

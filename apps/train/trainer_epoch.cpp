@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
@@ -10,9 +11,11 @@
 #include "apps/train/progress_bar.h"
 #include "apps/train/step_state.h"
 #include "apps/train/stop_signal.h"
+#include "apps/train/trace_plot.h"
 #include "apps/train/trainer.h"
 #include "apps/train/trainer_internal.h"
 #include "core/error.h"
+#include "core/trace.h"
 #include "optim/param_groups.h"
 
 namespace engine::apps {
@@ -91,6 +94,35 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t 
   }
 }
 
+void Trainer::trace_begin() {
+  if (trace_) return;
+  const bool cuda = device_->context().device.is_cuda();
+  trace_ = std::make_unique<trace::Recorder>(cuda ? static_cast<cudaStream_t>(device_->context().stream)
+                                                  : nullptr);
+  trace::set_active(trace_.get());
+}
+
+void Trainer::trace_end() {
+  trace::set_active(nullptr);
+  if (config_.is_main()) {
+    trace_->write_json(config_.trace, fmt::format("rank {}", config_.rank), config_.rank);
+    print_line(
+        fmt::format("cnn_train: wrote a trace of {} step(s) to {} (open it in ui.perfetto.dev or "
+                    "chrome://tracing)",
+                    traced_steps_, config_.trace));
+    // The picture beside it (FILE.json -> FILE.png); without gnuplot a warning, the trace stands.
+    const std::string png = config_.trace.substr(0, config_.trace.size() - 5) + ".png";
+    try {
+      write_trace_plot(trace_->spans(), png);
+      print_line(fmt::format("cnn_train: drew the first traced step's timeline to {}", png));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "cnn_train: warning: {}; the trace itself was written\n", e.what());
+    }
+  }
+  trace_.reset();
+  traced_steps_ = config_.trace_steps;  // one trace per run
+}
+
 EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, EpochMetrics& m) {
   const bool lr_per_step = schedule_->config().unit == optim::ScheduleUnit::Step;
   double lr = lr_per_step ? schedule_->lr_at_step(sgd_->steps()) : schedule_->lr(epoch);
@@ -119,10 +151,15 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
       step_acc.slots = step_losses_device_.numel();
     }
     const Tensor logits = model_->forward(batch.images, layers::Mode::Train);
-    const Tensor loss = train_loss_.forward(ctx, logits, batch.labels, step_acc);
+    Tensor loss;
+    {
+      const trace::TraceScope traced("loss", [] { return std::string("loss (softmax cross-entropy)"); });
+      loss = train_loss_.forward(ctx, logits, batch.labels, step_acc);
+    }
     if (loss.device().is_cpu()) {
       const float value = loss.data<float>()[0];
       bar.add_loss(value);  // on the CPU the loss is on the host for free
+      if (tensorboard_) host_step_losses_.push_back(value);
       if (!std::isfinite(value)) {
         bar.clear();
         throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
@@ -133,9 +170,15 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
       step_losses_.flat_range(steps, {1}).copy_from(loss, stream);  // queued; checked once per epoch
     }
     if (data_parallel_) data_parallel_->before_backward(ends_step);
-    model_->backward(train_loss_.backward(1.0 / static_cast<double>(group_size)));
+    Tensor dlogits;
+    {
+      const trace::TraceScope traced("loss", [] { return std::string("loss backward"); });
+      dlogits = train_loss_.backward(1.0 / static_cast<double>(group_size));
+    }
+    model_->backward(dlogits);
     if (data_parallel_) data_parallel_->after_backward();
     if (ends_step) {
+      const trace::TraceScope traced("optimizer", [] { return std::string("SGD step"); });
       sgd_->step(lr);
       if (ema_) ema_->after_step(sgd_->steps());
     }
@@ -170,13 +213,31 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
           },
           epoch, position);
     } else {
+      // --trace: the run's second step on (the first allocates and plans), --trace-steps of them.
+      const bool traced = !config_.trace.empty() && run_batches_ >= 1 && traced_steps_ < config_.trace_steps;
+      if (traced) trace_begin();
+      const std::size_t step_span =
+          traced
+              ? trace_->begin(
+                    fmt::format("step {} (epoch {}, batch {})", sgd_->steps() + 1, epoch + 1, k + 1), "step")
+              : 0;
       data::Batch batch;
-      ENGINE_CHECK(train_loader_->next(batch), "the training loader ended before batch {} of {} (a bug)",
-                   k + 1, loader_batches);
+      bool got = false;
+      {
+        const trace::TraceScope waiting(
+            "data", [] { return std::string("next batch"); }, trace::Track::kData);
+        got = train_loader_->next(batch);
+      }
+      ENGINE_CHECK(got, "the training loader ended before batch {} of {} (a bug)", k + 1, loader_batches);
       train_batch(batch, group_size, ends_step);
       batch_samples = batch.size();
       ++graph_eager_steps_;
+      if (traced) {
+        trace_->end(step_span);
+        if (++traced_steps_ == config_.trace_steps) trace_end();
+      }
     }
+    ++run_batches_;
     ++steps;
     samples += batch_samples;
     bar.update(steps, samples);
@@ -206,7 +267,19 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
   if (ema_ && ema_->config().lookahead) ema_->finish_epoch();  // airbench: the average goes into the weights
   device_->synchronize();
   bar.clear();
+  if (trace_) trace_end();  // the epoch ended before --trace-steps: what was traced
   check_losses(epoch, first, steps);
+  if (tensorboard_ && config_.accumulate == 1) {  // one loss per optimizer step
+    const std::int64_t step_before = sgd_->steps() - (steps - first);
+    if (step_losses_.defined()) {
+      tensorboard_->step_losses(step_before + 1,
+                                std::span<const float>(step_losses_.data<float>() + first,
+                                                       static_cast<std::size_t>(steps - first)));
+    } else {
+      tensorboard_->step_losses(step_before + 1, host_step_losses_);
+    }
+  }
+  host_step_losses_.clear();
   m.epoch = epoch + 1;
   m.lr = lr;
   m.steps = steps;

@@ -65,6 +65,7 @@ double Trainer::run() {
                              device_->label(), with_thousands(test.samples), test.loss_sum / n, acc,
                              seconds_since(start)));
       print_line(fmt::format("Test Acc: {:.2f}%", acc));
+      if (!c.confusion.empty() || !c.misclassified.empty()) write_evaluation_pictures();
     }
     return acc;
   }
@@ -120,6 +121,7 @@ double Trainer::run() {
       }
       if (!c.plot.empty())
         plot_or_warn(whole_history(), c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
+      if (tensorboard_) tensorboard_->epoch(m, sgd_->steps(), *model_);
     }
     if (stopping) {
       if (data_parallel_) data_parallel_->any_rank(false);  // nobody leaves before rank 0's file is complete
@@ -136,6 +138,7 @@ double Trainer::run() {
                static_cast<double>(std::max<std::int64_t>(test.samples, 1));
   }
   if (c.is_main()) print_line(fmt::format("Test Acc: {:.2f}%", last_acc));
+  if (c.is_main() && (!c.confusion.empty() || !c.misclassified.empty())) write_evaluation_pictures();
   return last_acc;
 }
 

@@ -11,9 +11,6 @@
 
 namespace engine::apps {
 
-// The gnuplot executable on PATH, or "" when there is none.
-std::string find_gnuplot();
-
 // Writes `png_path`: gnuplot draws into a temporary file beside it, which is renamed over `png_path` only
 // when gnuplot succeeded, so a failure never replaces a good image with a blank one. Throws engine::Error
 // when gnuplot is missing (naming the Debian package), fails, or writes nothing.

@@ -1,8 +1,9 @@
-// The run's pictures (apps/confusion_matrix.h, apps/data_grid.h): the confusion matrix's counts, recall, JSON
-// and bad classes; its heat map (the diagonal dark, an empty cell white, the counts written); the captioned
-// contact sheet of chosen samples (the misclassified test images), its size and its refusals.
+// The run's pictures (apps/pictures/confusion_matrix.h, apps/pictures/data_grid.h): the confusion matrix's
+// counts, recall, JSON and bad classes; its heat map (the diagonal dark, an empty cell white, the counts
+// written); the captioned contact sheet of chosen samples (the misclassified test images), its size and its
+// refusals.
 
-#include "apps/confusion_matrix.h"
+#include "apps/pictures/confusion_matrix.h"
 
 #include <algorithm>
 #include <set>
@@ -12,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/data_grid.h"
+#include "apps/pictures/data_grid.h"
 #include "tests/common/error_of.h"
 
 namespace engine::apps {

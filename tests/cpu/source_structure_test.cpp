@@ -41,7 +41,8 @@ const std::map<std::string, std::vector<std::string>>& arrows() {
       // The TensorBoard event writer (engine_tensorboard, on main beside this change): a leaf over data, for
       // the training library's --tensorboard and the programs.
       {"apps/tensorboard", {"data"}},
-      {"apps/train", {"dist", "data", "optim", "apps/tensorboard"}},
+      {"apps/pictures", {"data"}},
+      {"apps/train", {"dist", "data", "optim", "apps/tensorboard", "apps/pictures"}},
       {"apps/cli", {"apps/train"}},
       {"apps", {"apps/train", "apps/cli"}},  // the programs
       {"benchmarks", {"apps/train", "apps/cli"}},

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -113,11 +114,9 @@ TEST(TensorboardEventWriter, AFlippedByteOrATruncatedRecordIsRefusedByOffset) {
     path = writer.path();
     writer.scalar("a", 1.0, 1);
   }
-  std::string bytes;
-  {
-    std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::ostringstream read;
+  read << std::ifstream(path, std::ios::binary).rdbuf();
+  const std::string bytes = read.str();
   const std::size_t second = 12 + read_event_records(path)[0].size() + 4;  // the scalar's record
   std::string flipped = bytes;
   flipped[second + 14] = static_cast<char>(flipped[second + 14] ^ 0x10);

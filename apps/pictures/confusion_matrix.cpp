@@ -1,11 +1,11 @@
-#include "apps/confusion_matrix.h"
+#include "apps/pictures/confusion_matrix.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "apps/canvas.h"
+#include "apps/pictures/canvas.h"
 #include "core/error.h"
 
 namespace engine::apps {

@@ -1,11 +1,11 @@
-#include "apps/data_grid.h"
+#include "apps/pictures/data_grid.h"
 
 #include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "apps/canvas.h"
+#include "apps/pictures/canvas.h"
 #include "core/error.h"
 
 namespace engine::apps {

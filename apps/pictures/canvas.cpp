@@ -1,4 +1,4 @@
-#include "apps/canvas.h"
+#include "apps/pictures/canvas.h"
 
 #include <algorithm>
 #include <cmath>
