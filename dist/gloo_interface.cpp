@@ -85,7 +85,7 @@ std::string gloo_bind_address(const TcpStore& store, std::chrono::milliseconds t
   std::string interface = value;
   interface = interface.substr(0, interface.find(','));
   const std::string chosen_by = fmt::format("GLOO_SOCKET_IFNAME={}", value);
-  const std::string address = interface_ipv4(interface, "GLOO_SOCKET_IFNAME");
+  std::string address = interface_ipv4(interface, "GLOO_SOCKET_IFNAME");
   check_reaches_store(address, store, chosen_by + " (" + interface + ")",
                       std::min(timeout, std::chrono::milliseconds(10000)));
   return address;

@@ -39,10 +39,9 @@ struct SilentListener {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-    ::listen(fd, 8);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
+    const bool listening = ::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd, 8) == 0 &&
+                           ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    port = listening ? ntohs(a.sin_port) : 0;
   }
   ~SilentListener() { ::close(fd); }
   int fd = -1;
@@ -58,6 +57,7 @@ TEST(PeerProbe, NamesTheRanksThatAreGoneOrSilent) {
   TcpStore store0("127.0.0.1", port, /*is_server=*/true, milliseconds(5000));
   TcpStore store1("127.0.0.1", port, /*is_server=*/false, milliseconds(5000));
   SilentListener silent;
+  ASSERT_GT(silent.port, 0) << "could not listen on 127.0.0.1";
   publish(store0, 2, "2 stoppedhost 127.0.0.1 " + std::to_string(silent.port));
   publish(store0, 3, "3 deadhost 127.0.0.1 " + std::to_string(find_free_port()));  // nobody listens there
 

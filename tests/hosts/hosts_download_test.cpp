@@ -25,7 +25,7 @@ using testing::with_args;
 
 // The MNIST folder (tests/common/environment.h) when it holds the 4 official .gz files; else "".
 std::string mnist_gz_source() {
-  const std::string dir = engine::testing::mnist_dir();
+  std::string dir = engine::testing::mnist_dir();
   if (dir.empty()) return {};
   for (const data::DownloadFile& f : data::dataset_files("mnist")) {
     if (!fs::exists(fs::path(dir) / f.name)) return {};

@@ -47,35 +47,29 @@ class VirtualHosts {
 
   VirtualHosts() : prefix_("ehost" + std::to_string(::getpid()) + "_") {
     remove_stale();
-    for (int k = 0; k < kHosts; ++k) {
-      const std::filesystem::path etc = "/etc/netns/" + ns(k);
-      std::filesystem::create_directories(etc);
-      std::ofstream(etc / "hosts") << "127.0.0.1 localhost\n"
-                                   << address(0) << " node0\n"
-                                   << address(1) << " node1\n";
-      made_.push_back(k);
-      sh("ip netns add " + ns(k) + " && ip -n " + ns(k) + " link set lo up");
-    }
-    const std::string v0 = link(0), v1 = link(1);
-    sh("ip link add " + v0 + " type veth peer name " + v1);
-    for (int k = 0; k < kHosts; ++k) {
-      sh("ip link set " + link(k) + " netns " + ns(k));
-      sh("ip -n " + ns(k) + " addr add " + address(k) + "/24 dev " + link(k));
-      sh("ip -n " + ns(k) + " link set " + link(k) + " up");
+    try {
+      for (int k = 0; k < kHosts; ++k) {
+        const std::filesystem::path etc = "/etc/netns/" + ns(k);
+        std::filesystem::create_directories(etc);
+        std::ofstream(etc / "hosts") << "127.0.0.1 localhost\n"
+                                     << address(0) << " node0\n"
+                                     << address(1) << " node1\n";
+        made_.push_back(k);
+        sh("ip netns add " + ns(k) + " && ip -n " + ns(k) + " link set lo up");
+      }
+      sh("ip link add " + link(0) + " type veth peer name " + link(1));
+      for (int k = 0; k < kHosts; ++k) {
+        sh("ip link set " + link(k) + " netns " + ns(k));
+        sh("ip -n " + ns(k) + " addr add " + address(k) + "/24 dev " + link(k));
+        sh("ip -n " + ns(k) + " link set " + link(k) + " up");
+      }
+    } catch (...) {
+      remove();  // no destructor runs after a constructor throws
+      throw;
     }
   }
 
-  ~VirtualHosts() {
-    for (const int k : made_) {
-      for (const pid_t pid : pids(k)) {
-        ::kill(pid, SIGKILL);
-        ::kill(pid, SIGCONT);
-      }
-      std::system(("ip netns del " + ns(k) + " >/dev/null 2>&1").c_str());
-      std::error_code ec;
-      std::filesystem::remove_all("/etc/netns/" + ns(k), ec);
-    }
-  }
+  ~VirtualHosts() { remove(); }
   VirtualHosts(const VirtualHosts&) = delete;
   VirtualHosts& operator=(const VirtualHosts&) = delete;
 
@@ -116,6 +110,21 @@ class VirtualHosts {
   }
 
  private:
+  // Kills what runs on the hosts, removes them (the veth pair goes with its namespaces) and their /etc files.
+  void remove() {
+    for (const int k : made_) {
+      for (const pid_t pid : pids(k)) {
+        ::kill(pid, SIGKILL);
+        ::kill(pid, SIGCONT);
+      }
+      std::system(("ip netns del " + ns(k) + " >/dev/null 2>&1").c_str());
+      std::error_code ec;
+      std::filesystem::remove_all("/etc/netns/" + ns(k), ec);
+    }
+    made_.clear();
+    std::system(("ip link del " + link(0) + " >/dev/null 2>&1").c_str());  // if it never left this namespace
+  }
+
   static void sh(const std::string& command) {
     if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
   }
