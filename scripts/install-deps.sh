@@ -16,6 +16,7 @@ packages=(
   openmpi-bin
   patchelf
   ccache
+  libonnx-dev libprotobuf-dev libonnx-testdata
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
@@ -25,6 +26,9 @@ packages=(
 # patchelf: scripts/fetch-gpu-deps.sh gives the GPU machine's .deps libraries their $ORIGIN run paths.
 # (debootstrap, for scripts/gpu-rehearse.sh alone, is installed by that script where it runs.)
 # ccache: scripts/build.sh compiles through it, so a second clone or a rebuild after a change reuses objects.
+# libonnx-dev, libprotobuf-dev: onnx.proto's C++ classes and the ONNX checker, for --model FILE.onnx and
+#   --export-onnx (layers/onnx/; optional at configure time, like CUDA). libonnx-testdata: ONNX's own node
+#   tests (data/node/test_*), run by tests/cpu/onnx_conformance_test.cpp.
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 
 sudo_cmd=()
