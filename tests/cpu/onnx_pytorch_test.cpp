@@ -2,7 +2,8 @@
 // pooling), defined and exported by PyTorch with the lines of README's "Your own model", read by the engine,
 // which computes its inference logits and takes two SGD steps (momentum 0.9, weight decay 5e-4) on a batch;
 // PyTorch then checks both from the same initial state (scripts/onnx_torch_check.py holds the tolerance's
-// reasoning). Skipped, saying how to enable it, where python3 cannot import torch (CI) or without libonnx-dev.
+// reasoning). Skipped, saying how to enable it, where python3 cannot import torch (CI) or without
+// libonnx-dev.
 
 #include <cstdio>
 #include <string>
