@@ -235,6 +235,7 @@ Model build_model(std::string_view name, int in_channels, int num_classes, int h
     return onnx::import_model(std::string(name), {.sample_shape = {in_channels, height, width},
                                                   .num_classes = num_classes,
                                                   .bound_inputs = {},
+                                                  .first_output_only = false,
                                                   .make_batchnorm = make_batchnorm});
   }
   const ZooEntry* entry = nullptr;

@@ -107,7 +107,7 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
                "ONNX model '{}': opset {} is not supported (opsets {} to {} are)", what, opset,
                detail::kMinOpset, detail::kMaxOpset);
   const pb::GraphProto& g = model.graph();
-  ENGINE_CHECK(g.output_size() == 1,
+  ENGINE_CHECK(g.output_size() == 1 || (options.first_output_only && g.output_size() > 1),
                "ONNX model '{}': the graph has {} outputs; the engine trains one (the logits)", what,
                g.output_size());
 

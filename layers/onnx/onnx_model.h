@@ -43,6 +43,10 @@ struct ImportOptions {
   // Graph inputs other than the first, bound to values (ONNX's node tests feed weights as inputs). They
   // act as initializers of those names.
   std::map<std::string, HostTensor> bound_inputs;
+  // Graph outputs past the first are left unread instead of refused (ONNX's node tests of
+  // BatchNormalization in training mode, MaxPool with indices and Dropout with its mask, which the engine's
+  // layers keep inside: those tests compare the first output).
+  bool first_output_only = false;
   // How BatchNormalization nodes become layers (dist::SyncBatchNorm2d under --sync-bn); empty: BatchNorm2d.
   BatchNormFactory make_batchnorm;
 };

@@ -99,9 +99,12 @@ class OnnxBadFiles : public ::testing::Test {
 #if ENGINE_HAVE_ONNX
 TEST_F(OnnxBadFiles, ASmallValidModelKeepsItsNamesAndValuesAndTrains) {
   const std::string bytes = small_model().SerializeAsString();
-  Model m = onnx::import_model_bytes(
-      bytes, "m.onnx",
-      {.sample_shape = {3, 8, 8}, .num_classes = 10, .bound_inputs = {}, .make_batchnorm = {}});
+  Model m = onnx::import_model_bytes(bytes, "m.onnx",
+                                     {.sample_shape = {3, 8, 8},
+                                      .num_classes = 10,
+                                      .bound_inputs = {},
+                                      .first_output_only = false,
+                                      .make_batchnorm = {}});
   m.finalize(testing::cpu_context(DType::F64), 3);
   std::vector<std::string> names;
   for (const Parameter& p : m.parameters()) names.push_back(p.name);
@@ -171,16 +174,20 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
   EXPECT_NE(import_error(op).find("node '/relu/Relu' (Softsign): op Softsign is not supported"),
             std::string::npos);
 
-  EXPECT_NE(
-      import_error(small_model(),
-                   {.sample_shape = {1, 28, 28}, .num_classes = 0, .bound_inputs = {}, .make_batchnorm = {}})
-          .find("takes samples [3, 8, 8] but the data gives [1, 28, 28]"),
-      std::string::npos);
-  EXPECT_NE(
-      import_error(small_model(),
-                   {.sample_shape = {3, 8, 8}, .num_classes = 100, .bound_inputs = {}, .make_batchnorm = {}})
-          .find("100 classes"),
-      std::string::npos);
+  EXPECT_NE(import_error(small_model(), {.sample_shape = {1, 28, 28},
+                                         .num_classes = 0,
+                                         .bound_inputs = {},
+                                         .first_output_only = false,
+                                         .make_batchnorm = {}})
+                .find("takes samples [3, 8, 8] but the data gives [1, 28, 28]"),
+            std::string::npos);
+  EXPECT_NE(import_error(small_model(), {.sample_shape = {3, 8, 8},
+                                         .num_classes = 100,
+                                         .bound_inputs = {},
+                                         .first_output_only = false,
+                                         .make_batchnorm = {}})
+                .find("100 classes"),
+            std::string::npos);
 }
 
 // Every prefix of a valid file: an engine::Error or a model, never a crash (ASan runs this too).
