@@ -77,7 +77,7 @@ std::vector<const pb::NodeProto*> reachable_in_order(const pb::GraphProto& g, co
   std::map<const pb::NodeProto*, int> state;
   std::vector<const pb::NodeProto*> order;
   std::vector<std::pair<const pb::NodeProto*, int>> stack;
-  if (producer.count(output)) stack.push_back({producer.at(output), 0});
+  if (producer.count(output)) stack.emplace_back(producer.at(output), 0);
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next == 0) state[node] = 1;
@@ -88,7 +88,7 @@ std::vector<const pb::NodeProto*> reachable_in_order(const pb::GraphProto& g, co
       const int s = state[p->second];
       ENGINE_CHECK(s != 1, "ONNX model '{}': the graph has a cycle through node '{}' ({})", what,
                    p->second->name(), p->second->op_type());
-      if (s == 0) stack.push_back({p->second, 0});
+      if (s == 0) stack.emplace_back(p->second, 0);
       continue;
     }
     state[node] = 2;

@@ -54,7 +54,7 @@ std::string small_net_onnx(const std::string& dir, int classes) {
   root->emplace<layers::Linear>(8, classes);
   layers::Model model("small_net", std::move(root), {3, 32, 32});  // the folder loader's size
   model.finalize(layers::testing::cpu_context(), 11);
-  const std::string path = dir + "/small_net_" + std::to_string(classes) + ".onnx";
+  std::string path = dir + "/small_net_" + std::to_string(classes) + ".onnx";
   layers::onnx::export_model(model, path);
   return path;
 }
