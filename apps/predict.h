@@ -22,6 +22,10 @@ class Predictor {
   // grey: converted (resized, colour to grey)"), or "" when the file is the model's input as it is.
   std::vector<float> classify(const std::string& path, std::string* conversion = nullptr);
   std::string class_name(std::size_t c) const;
+  // The model with the checkpoint's weights (cnn_export_onnx writes it), and the input normalization.
+  const layers::Model& model() const { return *model_; }
+  const std::vector<float>& mean() const { return mean_; }
+  const std::vector<float>& std() const { return std_; }
 
  private:
   std::unique_ptr<layers::Model> model_;

@@ -11,6 +11,7 @@
 #include "apps/train/recipe.h"
 #include "core/error.h"
 #include "layers/models.h"
+#include "layers/onnx/onnx_model.h"
 #include "optim/param_groups.h"
 
 namespace engine::apps {
@@ -23,6 +24,9 @@ std::string check_dataset(const std::string& v) {
 }
 
 std::string check_model(const std::string& v) {
+  // A model from a file (layers/onnx/onnx_model.h): read, and refused with its reasons, once the data is
+  // known.
+  if (layers::onnx::is_onnx_path(v)) return {};
   for (const std::string& name : layers::model_names()) {
     if (v == name) return {};
   }
@@ -104,8 +108,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                    " into --data-dir (or the default folder) when missing; distributed: local rank 0 of each "
                    "node downloads while the others wait");
   app.add_option("--model", c.model,
-                 "vgg6, cnn3, mnist_cnn, resnet18 or airbench (default: " + defaults_by_dataset(model_of) +
-                     "; on --resume/--eval-only: the checkpoint's)")
+                 "vgg6, cnn3, mnist_cnn, resnet18, airbench, or an ONNX file FILE.onnx (default: " +
+                     defaults_by_dataset(model_of) + "; on --resume/--eval-only: the checkpoint's)")
       ->check(check_model);
   app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));

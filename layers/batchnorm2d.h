@@ -40,6 +40,8 @@ class BatchNorm2d : public Layer {
 
   std::string_view kind() const override { return statistics_->layer_kind(); }
   int num_features() const { return num_features_; }
+  double eps() const { return eps_; }
+  double momentum() const { return momentum_; }  // PyTorch's meaning: the batch's weight
   const Tensor& running_mean() const { return buffer_slots()[running_mean_].value; }
   const Tensor& running_var() const { return buffer_slots()[running_var_].value; }
   std::int64_t num_batches_tracked() const { return counter_slots()[num_batches_tracked_].value; }

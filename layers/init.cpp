@@ -30,6 +30,7 @@ void set_dirac(const ParamSlot& slot, std::vector<double>& v) {
 }  // namespace
 
 std::vector<double> initial_values(const ParamSlot& slot, std::uint64_t seed, std::size_t param_index) {
+  if (!slot.given.empty()) return slot.given;  // a model file's value (Layer::set_initial_values)
   const auto n = static_cast<std::size_t>(shape_numel(slot.shape));
   std::vector<double> v(n);
   switch (slot.init) {

@@ -40,6 +40,28 @@ std::size_t Layer::add_buffer(std::string name, Shape shape, double fill) {
   return buffers_.size() - 1;
 }
 
+void Layer::set_initial_values(std::string_view local_name, std::vector<double> values) {
+  ENGINE_CHECK(!context_, "{}: initial values are set before the model is finalized", describe());
+  auto fits = [&](const Shape& shape) {
+    LAYER_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape),
+                "'{}' has shape {}: {} initial values do not fit", local_name, shape_str(shape),
+                values.size());
+  };
+  for (ParamSlot& slot : params_) {
+    if (slot.name != local_name) continue;
+    fits(slot.shape);
+    slot.given = std::move(values);
+    return;
+  }
+  for (BufferSlot& slot : buffers_) {
+    if (slot.name != local_name) continue;
+    fits(slot.shape);
+    slot.given = std::move(values);
+    return;
+  }
+  LAYER_CHECK(false, "has no parameter or buffer named '{}'", local_name);
+}
+
 std::size_t Layer::add_counter(std::string name) {
   ENGINE_CHECK(!context_, "{}: counters are registered before the model is finalized", describe());
   counters_.push_back(CounterSlot{std::move(name), 0});

@@ -68,18 +68,20 @@ struct ParamSlot {
   std::string name;  // local: "weight", "bias"
   Shape shape;
   ParamInit init = ParamInit::Zeros;
-  std::int64_t fan_in = 0;  // for FanInUniform
-  Tensor value;             // view into the model's flat parameter buffer (undefined until finalize)
-  Tensor grad;              // view into the model's flat gradient buffer, same offset
-  Tensor value_bf16;        // view into the model's bf16 mirror, same offset (bf16 autocast only)
-  std::size_t index = 0;    // position in Model::parameters()
+  std::int64_t fan_in = 0;    // for FanInUniform
+  Tensor value;               // view into the model's flat parameter buffer (undefined until finalize)
+  Tensor grad;                // view into the model's flat gradient buffer, same offset
+  Tensor value_bf16;          // view into the model's bf16 mirror, same offset (bf16 autocast only)
+  std::size_t index = 0;      // position in Model::parameters()
+  std::vector<double> given;  // initial values from a model file (layers/onnx/); empty: `init` decides
 };
 
 struct BufferSlot {
   std::string name;  // local: "running_mean"
   Shape shape;
-  double fill = 0.0;  // initial value of every element
-  Tensor value;       // view into the model's flat buffer of buffers (undefined until finalize)
+  double fill = 0.0;          // initial value of every element
+  Tensor value;               // view into the model's flat buffer of buffers (undefined until finalize)
+  std::vector<double> given;  // initial values from a model file; empty: every element is `fill`
 };
 
 // An int64 a layer keeps on the host. PyTorch stores BatchNorm's num_batches_tracked as a 0-dim int64 buffer;
@@ -123,6 +125,11 @@ class Layer {
   const std::vector<CounterSlot>& counter_slots() const { return counters_; }
   // Sub-layers in registration order, under the names PyTorch's equivalent module gives them.
   virtual std::vector<NamedChild> children() const { return {}; }
+
+  // Initial values for this layer's parameter or buffer `local_name` ("weight", "running_var"), in place of
+  // its initialization: a model read from a file (ONNX initializers) starts from the file's values. Before
+  // the model is finalized; throws naming the layer when there is no such slot or the count is wrong.
+  void set_initial_values(std::string_view local_name, std::vector<double> values);
 
   // The shapes of the last forward call (empty before the first).
   const Shape& last_input_shape() const { return input_shape_; }

@@ -15,6 +15,7 @@ class MaxPool2d final : public Layer {
   std::string_view kind() const override { return "MaxPool2d"; }
   int kernel_size() const { return kernel_; }
   int stride() const { return stride_; }
+  int padding() const { return padding_; }
   // The last forward's argmax [N, C, P, Q] (int32); undefined before one, and after its backward.
   const Tensor& saved_argmax() const { return argmax_; }
 

@@ -176,7 +176,9 @@ void Model::finalize(const ExecutionContext& context, std::uint64_t init_seed) {
       slot.value = flat_buffers_.flat_range(b.offset, slot.shape);
       b.value = slot.value;
       store(host_buffers, b.offset,
-            std::vector<double>(static_cast<std::size_t>(shape_numel(slot.shape)), slot.fill));
+            slot.given.empty()
+                ? std::vector<double>(static_cast<std::size_t>(shape_numel(slot.shape)), slot.fill)
+                : slot.given);
     }
     layer.bind(context_, hook_);
   };

@@ -16,6 +16,7 @@
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/mul.h"
+#include "layers/onnx/onnx_model.h"
 #include "layers/relu.h"
 #include "layers/residual.h"
 #include "layers/sequential.h"
@@ -227,6 +228,16 @@ std::vector<std::string> model_names() {
 
 Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width,
                   const BatchNormFactory& make_batchnorm) {
+  if (onnx::is_onnx_path(name)) {  // a model from a file: layers/onnx/onnx_model.h
+    ENGINE_CHECK(in_channels > 0 && num_classes > 0 && height > 0 && width > 0,
+                 "{}: bad sizes: in_channels {}, num_classes {}, input {}x{}", name, in_channels, num_classes,
+                 height, width);
+    return onnx::import_model(std::string(name), {.sample_shape = {in_channels, height, width},
+                                                  .num_classes = num_classes,
+                                                  .bound_inputs = {},
+                                                  .first_output_only = false,
+                                                  .make_batchnorm = make_batchnorm});
+  }
   const ZooEntry* entry = nullptr;
   for (const ZooEntry& e : kZoo) {
     if (name == e.name) entry = &e;

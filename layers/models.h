@@ -37,7 +37,8 @@ namespace engine::layers {
 // depend on it.
 using BatchNormFactory = std::function<std::unique_ptr<Layer>(int num_features, double eps, double momentum)>;
 
-// The names build_model knows.
+// The names build_model knows. It also takes the path of an ONNX file ("my_net.onnx"): the model read
+// from it (layers/onnx/onnx_model.h), checked against the input size and the class count.
 std::vector<std::string> model_names();
 
 // A model for inputs [N, in_channels, height, width] with num_classes outputs; not finalized (call

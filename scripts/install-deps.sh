@@ -17,6 +17,7 @@ packages=(
   iproute2 util-linux python3
   patchelf
   ccache
+  libonnx-dev libprotobuf-dev libonnx-testdata protobuf-compiler
 )
 # Sanitizer runtime for the ASan/UBSan preset (gcc's libasan/libubsan come with build-essential).
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
@@ -28,6 +29,11 @@ packages=(
 # ccache: scripts/build.sh compiles through it, so a second clone or a rebuild after a change reuses objects.
 # iproute2 (ip, tc), util-linux (unshare), python3 (http.server): tests/hosts/, two hosts made of network
 # namespaces, a rate-limited link, and an HTTP data mirror on one of them.
+# libonnx-dev, libprotobuf-dev: onnx.proto's C++ classes and the ONNX checker, for --model FILE.onnx and
+#   cnn_export_onnx (layers/onnx/; optional at configure time, like CUDA). libonnx-testdata: ONNX's own node
+#   tests (data/node/test_*), run by tests/cpu/onnx_conformance_test.cpp.
+# protobuf-compiler: protoc, for TensorBoard's event messages (apps/tensorboard/event.proto; optional at
+#   configure time: without it --tensorboard is refused and its tests skip).
 # openmpi-bin: mpirun, for the test that launches cnn_train's ranks with it (tests/cpu/cnn_train_launchers_test.cpp).
 
 sudo_cmd=()

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "layers/onnx/onnx_model.h"
 
 namespace engine::apps {
 
@@ -27,6 +28,10 @@ const std::vector<ModelDefaults>& model_defaults_table() {
 }
 
 const ModelDefaults& model_defaults(std::string_view model) {
+  // A model from an ONNX file: nothing is known of it, so the settings of the most common CIFAR recipe
+  // (batch 128 and lr 0.1, ResNet's); --batch-size and --lr are the user's to tune.
+  static const ModelDefaults onnx_file = {.model = "an ONNX file", .batch_size = 128, .lr = 0.1};
+  if (layers::onnx::is_onnx_path(model)) return onnx_file;
   for (const ModelDefaults& d : model_defaults_table()) {
     if (d.model == model) return d;
   }

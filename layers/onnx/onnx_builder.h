@@ -1,0 +1,86 @@
+#pragma once
+// Internal to layers/onnx/: the state of one import, shared by the graph walk (onnx_import.cpp) and the
+// per-op conversions (onnx_ops.cpp).
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layers/graph.h"
+#include "layers/onnx/onnx_proto.h"
+
+namespace engine::layers::onnx::detail {
+
+// What a tensor name of the ONNX graph stands for while the graph is built.
+struct Value {
+  int id = -1;            // the Graph's value id; -1 for a constant not (yet) in the graph
+  bool constant = false;  // an initializer, a bound input or a Constant node's output
+  HostTensor data;        // a constant's values
+  Shape shape;            // the engine's shape of a run-time value, with the file's batch size
+};
+
+class Builder {
+ public:
+  Builder(std::string what, std::int64_t opset, const ImportOptions& options)
+      : what_(std::move(what)), opset_(opset), options_(options), graph_(std::make_unique<Graph>()) {}
+
+  const std::string& what() const { return what_; }
+  std::int64_t opset() const { return opset_; }
+  const ImportOptions& options() const { return options_; }
+  Graph& graph() { return *graph_; }
+  std::unique_ptr<Graph> take_graph() { return std::move(graph_); }
+
+  // "ONNX model 'f.onnx': node '/conv1/Conv' (Conv): " — the prefix of every message about a node.
+  std::string where(const pb::NodeProto& node) const;
+  [[noreturn]] void refuse(const pb::NodeProto& node, const std::string& message) const;
+
+  void define(const std::string& name, Value v) { values_[name] = std::move(v); }
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  const Value& value_of(const std::string& name) const { return values_.at(name); }
+  const Value& value(const pb::NodeProto& node, int input) const;  // refuses a missing input
+  bool has_input(const pb::NodeProto& node, int input) const;      // present and not ""
+  // A run-time value's id and shape (refuses a constant), or a constant's values (refuses a run-time value).
+  const Value& runtime(const pb::NodeProto& node, int input) const;
+  const HostTensor& constant(const pb::NodeProto& node, int input) const;
+  // A weight: a constant, claimed by this node alone (a second claim is a tied weight, refused).
+  const HostTensor& weight(const pb::NodeProto& node, int input);
+
+  // Adds `layer` reading the node's input `input_name` and defines `output`. `params` are the layer's local
+  // slot names and the ONNX tensors that initialize them; the child is named after their common prefix
+  // ("layer1.0.conv1" for "layer1.0.conv1.weight"), so state-dict names are the file's.
+  void add_layer(const pb::NodeProto& node, std::unique_ptr<Layer> layer, const std::string& input_name,
+                 const std::vector<std::pair<std::string, std::string>>& params,
+                 const std::vector<HostTensor>& values, const std::string& output);
+  // output = a + b of two values (run-time, or a constant of the same shape).
+  void add_sum(const pb::NodeProto& node, const std::string& a, const std::string& b,
+               const std::string& output);
+  void alias(const std::string& output, const std::string& input) { values_[output] = values_.at(input); }
+
+  // Nodes that read `name` (in the reachable graph), for the pattern matches; set by the graph walk.
+  std::map<std::string, std::vector<const pb::NodeProto*>> consumers;
+  std::set<const pb::NodeProto*> consumed;  // nodes folded into an earlier node's layer by a pattern
+
+ private:
+  int graph_value(const pb::NodeProto& node, const std::string& name);
+  std::string child_name(const pb::NodeProto& node,
+                         const std::vector<std::pair<std::string, std::string>>& params) const;
+
+  std::string what_;
+  std::int64_t opset_;
+  const ImportOptions& options_;
+  std::unique_ptr<Graph> graph_;
+  std::map<std::string, Value> values_;
+  std::set<std::string> claimed_weights_;
+  std::set<std::string> child_names_;
+  int unnamed_ = 0;
+};
+
+// Adds the layers of one node (or of a pattern starting at it) to the builder; refuses what it cannot.
+void convert_node(Builder& b, const pb::NodeProto& node);
+// The op types convert_node knows, for messages.
+std::string supported_ops();
+
+}  // namespace engine::layers::onnx::detail

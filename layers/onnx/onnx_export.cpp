@@ -1,0 +1,239 @@
+// Writing a model as ONNX, in inference form: every layer of the engine's tree becomes the ONNX nodes that
+// compute its Eval-mode forward (BatchNorm with its running statistics, Dropout left out), at opset 17, the
+// newest Debian's ONNX checker knows. GELU is written in its Erf form (the Gelu op is opset 20).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/gelu.h"
+#include "layers/global_avgpool.h"
+#include "layers/graph.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/mul.h"
+#include "layers/onnx/onnx_proto.h"
+#include "layers/relu.h"
+#include "layers/residual.h"
+#include "layers/sequential.h"
+
+namespace engine::layers::onnx {
+
+namespace pb = detail::pb;
+
+namespace {
+
+inline constexpr std::int64_t kExportOpset = 17;
+
+HostTensor host_values(const Tensor& t) {
+  const Tensor h = t.to(Device::cpu());
+  HostTensor out;
+  out.shape = t.shape();
+  if (h.dtype() == DType::F64) {
+    out.values = h.to_vector<double>();
+  } else {
+    const std::vector<float> v = h.to_vector<float>();
+    out.values.assign(v.begin(), v.end());
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  Writer(const Model& model, pb::GraphProto& graph) : model_(model), g_(graph) {}
+
+  std::string emit(const Layer& layer, const std::string& x) {
+    const std::string& p = layer.path();
+    if (const auto* s = dynamic_cast<const Sequential*>(&layer)) {
+      std::string y = x;
+      for (const NamedChild& c : s->children()) y = emit(*c.layer, y);
+      return y;
+    }
+    if (const auto* r = dynamic_cast<const Residual*>(&layer)) {
+      std::string a = x;
+      for (const NamedChild& c : r->main_branch().children()) a = emit(*c.layer, a);
+      std::string b = x;
+      for (const NamedChild& c : r->shortcut().children()) b = emit(*c.layer, b);
+      return node("Relu", p + "/relu", {node("Add", p + "/add", {a, b})});
+    }
+    if (const auto* graph = dynamic_cast<const Graph*>(&layer)) return emit_graph(*graph, x);
+    if (const auto* c = dynamic_cast<const Conv2d*>(&layer)) {
+      const int k = c->options().padding;
+      pb::NodeProto& n = add_node("Conv", p, {x, param(layer, "weight")});
+      if (c->has_bias()) n.add_input(param(layer, "bias"));
+      ints(n, "kernel_shape", {c->options().kernel_size, c->options().kernel_size});
+      ints(n, "strides", {c->options().stride, c->options().stride});
+      ints(n, "pads", {k, k, k, k});
+      return n.output(0);
+    }
+    if (const auto* bn = dynamic_cast<const BatchNorm2d*>(&layer)) {
+      pb::NodeProto& n = add_node("BatchNormalization", p,
+                                  {x, param(layer, "weight"), param(layer, "bias"),
+                                   buffer(layer, "running_mean"), buffer(layer, "running_var")});
+      floats(n, "epsilon", bn->eps());
+      floats(n, "momentum", 1.0 - bn->momentum());
+      return n.output(0);
+    }
+    if (const auto* m = dynamic_cast<const MaxPool2d*>(&layer)) {
+      pb::NodeProto& n = add_node("MaxPool", p, {x});
+      ints(n, "kernel_shape", {m->kernel_size(), m->kernel_size()});
+      ints(n, "strides", {m->stride(), m->stride()});
+      ints(n, "pads", {m->padding(), m->padding(), m->padding(), m->padding()});
+      return n.output(0);
+    }
+    if (const auto* l = dynamic_cast<const Linear*>(&layer)) {
+      pb::NodeProto& n = add_node("Gemm", p, {x, param(layer, "weight")});
+      if (l->parameter_slots().size() > 1) n.add_input(param(layer, "bias"));
+      pb::AttributeProto* a = n.add_attribute();
+      a->set_name("transB");
+      a->set_type(pb::AttributeProto::INT);
+      a->set_i(1);
+      return n.output(0);
+    }
+    if (dynamic_cast<const ReLU*>(&layer) != nullptr) return node("Relu", p, {x});
+    if (dynamic_cast<const GELU*>(&layer) != nullptr) return erf_gelu(p, x);
+    if (dynamic_cast<const GlobalAvgPool*>(&layer) != nullptr)
+      return node("Flatten", p + "/flatten", {node("GlobalAveragePool", p, {x})});
+    if (dynamic_cast<const Flatten*>(&layer) != nullptr) return node("Flatten", p, {x});
+    if (const auto* m = dynamic_cast<const Mul*>(&layer))
+      return node("Mul", p, {x, scalar(p + ".scale", m->scale())});
+    if (dynamic_cast<const Dropout*>(&layer) != nullptr) return x;  // inference form: the identity
+    ENGINE_FAIL("export to ONNX: {} of model '{}' has no ONNX form in the writer", layer.describe(),
+                model_.name());
+  }
+
+ private:
+  std::string emit_graph(const Graph& graph, const std::string& x) {
+    std::map<int, std::string> names{{0, x}};
+    const std::string p = graph.path().empty() ? "graph" : graph.path();
+    auto name_of = [&](int v) -> std::string {
+      if (const auto it = names.find(v); it != names.end()) return it->second;
+      Shape shape;
+      const std::vector<double>* c = graph.constant_values(v, &shape);
+      ENGINE_CHECK(c != nullptr, "export to ONNX: graph value {} is unknown (a bug)", v);
+      names[v] = initializer(fmt::format("{}.constant_{}", p, v), HostTensor{*c, shape});
+      return names[v];
+    };
+    for (const Graph::NodeView& n : graph.nodes()) {
+      names[n.output] = n.layer != nullptr
+                            ? emit(*n.layer, name_of(n.inputs[0]))
+                            : node("Add", p + "/" + n.name, {name_of(n.inputs[0]), name_of(n.inputs[1])});
+    }
+    return name_of(graph.output());
+  }
+
+  // y = 0.5 * x * (1 + erf(x / sqrt 2)), as PyTorch writes nn.GELU before opset 20.
+  std::string erf_gelu(const std::string& p, const std::string& x) {
+    const std::string d = node("Div", p + "/div", {x, scalar(p + ".sqrt2", std::sqrt(2.0))});
+    const std::string e = node("Add", p + "/add", {node("Erf", p + "/erf", {d}), scalar(p + ".one", 1.0)});
+    return node("Mul", p + "/half", {node("Mul", p + "/mul", {x, e}), scalar(p + ".half", 0.5)});
+  }
+
+  pb::NodeProto& add_node(const std::string& op, const std::string& name,
+                          const std::vector<std::string>& inputs) {
+    pb::NodeProto& n = *g_.add_node();
+    n.set_op_type(op);
+    n.set_name(name.empty() ? op : name);
+    for (const std::string& in : inputs) n.add_input(in);
+    n.add_output(fmt::format("{}_{}", n.name(), counter_++));
+    return n;
+  }
+  std::string node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs) {
+    return add_node(op, name, inputs).output(0);
+  }
+  static void ints(pb::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+    pb::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto::INTS);
+    for (const std::int64_t x : v) a->add_ints(x);
+  }
+  static void floats(pb::NodeProto& n, const std::string& name, double v) {
+    pb::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto::FLOAT);
+    a->set_f(static_cast<float>(v));
+  }
+  std::string initializer(const std::string& name, const HostTensor& t) {
+    *g_.add_initializer() = detail::make_tensor(name, t);
+    return name;
+  }
+  std::string scalar(const std::string& name, double v) { return initializer(name, HostTensor{{v}, {}}); }
+  // The state-dict name of the layer's parameter or buffer `local`, written once as an initializer.
+  std::string param(const Layer& layer, const std::string& local) {
+    for (const ParamSlot& s : layer.parameter_slots()) {
+      if (s.name == local) return initializer(model_.parameters().at(s.index).name, host_values(s.value));
+    }
+    ENGINE_FAIL("export to ONNX: {} has no parameter '{}' (a bug)", layer.describe(), local);
+  }
+  std::string buffer(const Layer& layer, const std::string& local) {
+    for (const Buffer& b : model_.buffers()) {
+      if (b.layer == &layer && b.name.size() > local.size() &&
+          b.name.compare(b.name.size() - local.size(), local.size(), local) == 0)
+        return initializer(b.name, host_values(b.value));
+    }
+    ENGINE_FAIL("export to ONNX: {} has no buffer '{}' (a bug)", layer.describe(), local);
+  }
+
+  const Model& model_;
+  pb::GraphProto& g_;
+  int counter_ = 0;
+};
+
+void set_shape(pb::ValueInfoProto& v, const std::string& name, const Shape& shape) {
+  v.set_name(name);
+  pb::TypeProto_Tensor* t = v.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(pb::TensorProto::FLOAT);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    pb::TensorShapeProto_Dimension* d = t->mutable_shape()->add_dim();
+    if (i == 0)
+      d->set_dim_param("N");
+    else
+      d->set_dim_value(shape[i]);
+  }
+}
+
+}  // namespace
+
+void export_model(const Model& model, const std::string& path) {
+  ENGINE_CHECK(model.finalized(), "export to ONNX: model '{}' is not finalized", model.name());
+  ENGINE_CHECK(!model.sample_shape().empty(), "export to ONNX: model '{}' has no known input shape",
+               model.name());
+  pb::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("cnn_engine");
+  pb::OperatorSetIdProto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kExportOpset);
+  pb::GraphProto& g = *m.mutable_graph();
+  g.set_name(model.name());
+  Shape in{1};
+  in.insert(in.end(), model.sample_shape().begin(), model.sample_shape().end());
+  set_shape(*g.add_input(), "input", in);
+  Writer w(model, g);
+  const std::string y = w.emit(model.root(), "input");
+  pb::NodeProto& out = *g.add_node();
+  out.set_op_type("Identity");
+  out.set_name("logits");
+  out.add_input(y);
+  out.add_output("logits");
+  set_shape(*g.add_output(), "logits", model.output_shape(in));
+  detail::run_checker(m, path);
+  // Written next to the target and renamed over it: a reader never sees half a file.
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    ENGINE_CHECK(f.good(), "export to ONNX: cannot write '{}'", tmp);
+    ENGINE_CHECK(m.SerializeToOstream(&f), "export to ONNX: writing '{}' failed", tmp);
+    f.close();
+    ENGINE_CHECK(f.good(), "export to ONNX: writing '{}' failed (disk full?)", tmp);
+  }
+  ENGINE_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "export to ONNX: cannot rename '{}' to '{}'", tmp,
+               path);
+}
+
+}  // namespace engine::layers::onnx

@@ -1,0 +1,333 @@
+// The ONNX ops the engine trains, each mapped onto an existing layer; everything else is refused naming the
+// node, the op or attribute, and what is supported (docs/ONNX.md lists the same).
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/gelu.h"
+#include "layers/global_avgpool.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/mul.h"
+#include "layers/onnx/onnx_builder.h"
+#include "layers/relu.h"
+
+namespace engine::layers::onnx::detail {
+
+namespace {
+
+const pb::AttributeProto* find_attr(const pb::NodeProto& node, const std::string& name) {
+  for (const pb::AttributeProto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+std::int64_t attr_int(const pb::NodeProto& node, const std::string& name, std::int64_t fallback) {
+  const pb::AttributeProto* a = find_attr(node, name);
+  return a ? a->i() : fallback;
+}
+
+double attr_float(const pb::NodeProto& node, const std::string& name, double fallback) {
+  const pb::AttributeProto* a = find_attr(node, name);
+  return a ? static_cast<double>(a->f()) : fallback;
+}
+
+std::string attr_string(const pb::NodeProto& node, const std::string& name, const std::string& fallback) {
+  const pb::AttributeProto* a = find_attr(node, name);
+  return a ? a->s() : fallback;
+}
+
+std::vector<std::int64_t> attr_ints(const pb::NodeProto& node, const std::string& name) {
+  const pb::AttributeProto* a = find_attr(node, name);
+  return a ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end()) : std::vector<std::int64_t>{};
+}
+
+// Refuses every attribute of the node outside `known`.
+void only_attributes(const Builder& b, const pb::NodeProto& node, const std::set<std::string>& known) {
+  for (const pb::AttributeProto& a : node.attribute()) {
+    if (known.count(a.name()) == 0) b.refuse(node, fmt::format("attribute '{}' is not supported", a.name()));
+  }
+}
+
+// Outputs past the first (BatchNormalization's running statistics in training mode, MaxPool's indices,
+// Dropout's mask) must reach nothing: the engine's layers keep those inside.
+void only_first_output(const Builder& b, const pb::NodeProto& node) {
+  for (int i = 1; i < node.output_size(); ++i) {
+    if (!node.output(i).empty() && b.consumers.count(node.output(i)) > 0) {
+      b.refuse(node,
+               fmt::format("its output {} '{}' is read by another node; only the first output is supported",
+                           i, node.output(i)));
+    }
+  }
+}
+
+// One value for a list attribute that must be the same along both spatial axes (and both sides for pads).
+int square(const Builder& b, const pb::NodeProto& node, const std::string& name, int fallback,
+           const std::string& supported) {
+  const std::vector<std::int64_t> v = attr_ints(node, name);
+  if (v.empty()) return fallback;
+  for (const std::int64_t x : v) {
+    if (x != v[0] || x < 0 || x > 1'000'000) {
+      b.refuse(node,
+               fmt::format("attribute {} = [{}] is not supported ({})", name, fmt::join(v, ", "), supported));
+    }
+  }
+  return static_cast<int>(v[0]);
+}
+
+void spatial_common(const Builder& b, const pb::NodeProto& node) {
+  const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    b.refuse(node,
+             fmt::format("attribute auto_pad = {} is not supported (NOTSET with explicit pads, or VALID)",
+                         auto_pad));
+  }
+  for (const std::int64_t d : attr_ints(node, "dilations")) {
+    if (d != 1)
+      b.refuse(node, fmt::format("attribute dilations = [{}] is not supported (1 only)",
+                                 fmt::join(attr_ints(node, "dilations"), ", ")));
+  }
+}
+
+void check_kernel_shape(const Builder& b, const pb::NodeProto& node, int kernel) {
+  const std::vector<std::int64_t> ks = attr_ints(node, "kernel_shape");
+  if (ks.size() != 2 || ks[0] != ks[1] || (kernel > 0 && ks[0] != kernel)) {
+    b.refuse(node, fmt::format("attribute kernel_shape = [{}] is not supported (square 2-d kernels only)",
+                               fmt::join(ks, ", ")));
+  }
+}
+
+void conv(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
+  spatial_common(b, node);
+  if (attr_int(node, "group", 1) != 1) {
+    b.refuse(node,
+             fmt::format("attribute group = {} is not supported (group 1 only)", attr_int(node, "group", 1)));
+  }
+  const HostTensor& w = b.weight(node, 1);
+  if (w.shape.size() != 4 || w.shape[2] != w.shape[3]) {
+    b.refuse(node, fmt::format("weight '{}' {} is not supported (2-d convolutions with square kernels only)",
+                               node.input(1), shape_str(w.shape)));
+  }
+  if (find_attr(node, "kernel_shape")) check_kernel_shape(b, node, static_cast<int>(w.shape[2]));
+  const Value& x = b.runtime(node, 0);
+  Conv2dOptions o;
+  o.out_channels = static_cast<int>(w.shape[0]);
+  o.in_channels = static_cast<int>(w.shape[1]);
+  o.kernel_size = static_cast<int>(w.shape[2]);
+  o.stride = square(b, node, "strides", 1, "equal strides along both axes");
+  o.padding = square(b, node, "pads", 0, "the same padding on every side");
+  o.bias = b.has_input(node, 2);
+  if (x.shape.size() == 4 && x.shape[1] != o.in_channels) {
+    b.refuse(node, fmt::format("weight '{}' {} needs {} input channels, the input has {}", node.input(1),
+                               shape_str(w.shape), o.in_channels, x.shape[1]));
+  }
+  std::vector<std::pair<std::string, std::string>> params{{"weight", node.input(1)}};
+  std::vector<HostTensor> values{w};
+  if (o.bias) {
+    params.emplace_back("bias", node.input(2));
+    values.push_back(b.weight(node, 2));
+  }
+  b.add_layer(node, std::make_unique<Conv2d>(o), node.input(0), params, values, node.output(0));
+}
+
+void batchnorm(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node, {"epsilon", "momentum", "training_mode", "spatial"});
+  if (attr_int(node, "spatial", 1) != 1) b.refuse(node, "attribute spatial = 0 is not supported");
+  only_first_output(b, node);
+  const HostTensor& scale = b.weight(node, 1);
+  const int c = static_cast<int>(scale.values.size());
+  // ONNX's momentum weighs the old running value (0.9); PyTorch's (0.1) the batch's.
+  const double momentum = 1.0 - attr_float(node, "momentum", 0.9);
+  const double eps = attr_float(node, "epsilon", 1e-5);
+  std::unique_ptr<Layer> layer = b.options().make_batchnorm ? b.options().make_batchnorm(c, eps, momentum)
+                                                            : std::make_unique<BatchNorm2d>(c, eps, momentum);
+  b.add_layer(node, std::move(layer), node.input(0),
+              {{"weight", node.input(1)},
+               {"bias", node.input(2)},
+               {"running_mean", node.input(3)},
+               {"running_var", node.input(4)}},
+              {scale, b.weight(node, 2), b.weight(node, 3), b.weight(node, 4)}, node.output(0));
+}
+
+void maxpool(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node,
+                  {"kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "storage_order"});
+  spatial_common(b, node);
+  only_first_output(b, node);
+  if (attr_int(node, "ceil_mode", 0) != 0)
+    b.refuse(node, "attribute ceil_mode = 1 is not supported (floor only)");
+  if (attr_int(node, "storage_order", 0) != 0) b.refuse(node, "attribute storage_order = 1 is not supported");
+  check_kernel_shape(b, node, 0);
+  b.runtime(node, 0);
+  const int k = static_cast<int>(attr_ints(node, "kernel_shape")[0]);
+  const int stride = square(b, node, "strides", 1, "equal strides along both axes");
+  const int pad = square(b, node, "pads", 0, "the same padding on every side");
+  if (2 * pad > k) b.refuse(node, fmt::format("attribute pads = {} is more than half the kernel {}", pad, k));
+  b.add_layer(node, std::make_unique<MaxPool2d>(k, stride, pad), node.input(0), {}, {}, node.output(0));
+}
+
+// An average pool over the whole plane is the engine's global average pool; other windows are refused.
+void averagepool(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node, {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad"});
+  spatial_common(b, node);
+  check_kernel_shape(b, node, 0);
+  const Value& x = b.runtime(node, 0);
+  const std::int64_t k = attr_ints(node, "kernel_shape")[0];
+  const bool whole = x.shape.size() == 4 && x.shape[2] == k && x.shape[3] == k;
+  if (!whole || square(b, node, "pads", 0, "no padding") != 0) {
+    b.refuse(node,
+             fmt::format("kernel_shape [{0}, {0}] on an input {1} is not supported: the engine pools over "
+                         "the whole plane only (kernel = height = width, no pads)",
+                         k, shape_str(x.shape)));
+  }
+  b.add_layer(node, std::make_unique<GlobalAvgPool>(), node.input(0), {}, {}, node.output(0));
+}
+
+void flatten_to_2d(Builder& b, const pb::NodeProto& node) {
+  b.runtime(node, 0);
+  b.add_layer(node, std::make_unique<Flatten>(), node.input(0), {}, {}, node.output(0));
+}
+
+void reshape(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node, {"allowzero"});
+  const Value& x = b.runtime(node, 0);
+  if (!b.has(node.input(1)) || !b.value(node, 1).constant) {
+    b.refuse(node,
+             "a shape computed at run time is not supported (export with a static shape, or use "
+             "torch.flatten(x, 1))");
+  }
+  const HostTensor& shape = b.constant(node, 1);
+  const bool batch_first = shape.values.size() == 2 && (shape.values[0] == 0 || shape.values[0] == -1 ||
+                                                        shape.values[0] == static_cast<double>(x.shape[0]));
+  std::int64_t rest = 1;
+  for (std::size_t i = 1; i < x.shape.size(); ++i) rest *= x.shape[i];
+  if (!batch_first || !(shape.values[1] == -1 || shape.values[1] == static_cast<double>(rest))) {
+    b.refuse(node, fmt::format("shape [{}] is not supported: only [N, -1] (flatten to 2-d) is",
+                               fmt::join(shape.values, ", ")));
+  }
+  b.add_layer(node, std::make_unique<Flatten>(), node.input(0), {}, {}, node.output(0));
+}
+
+// Linear from a [out, in] (transposed: false) or [in, out] (transposed: true) weight.
+void linear(Builder& b, const pb::NodeProto& node, const HostTensor& w, bool transposed,
+            const std::string& wname, const HostTensor* bias, const std::string& bname,
+            const std::string& output) {
+  if (w.shape.size() != 2)
+    b.refuse(node, fmt::format("weight '{}' {} is not 2-d", wname, shape_str(w.shape)));
+  const Value& x = b.runtime(node, 0);
+  if (x.shape.size() != 2) {
+    b.refuse(node, fmt::format("input {} is not supported: only 2-d inputs [N, features] (flatten first)",
+                               shape_str(x.shape)));
+  }
+  const std::int64_t in = transposed ? w.shape[0] : w.shape[1], out = transposed ? w.shape[1] : w.shape[0];
+  HostTensor weight{w.values, {out, in}};
+  if (transposed) {
+    for (std::int64_t i = 0; i < in; ++i)
+      for (std::int64_t o = 0; o < out; ++o)
+        weight.values[static_cast<std::size_t>(o * in + i)] = w.values[static_cast<std::size_t>(i * out + o)];
+  }
+  std::vector<std::pair<std::string, std::string>> params{{"weight", wname}};
+  std::vector<HostTensor> values{weight};
+  if (bias != nullptr) {
+    if (bias->values.size() != static_cast<std::size_t>(out) ||
+        (bias->shape.size() == 2 && bias->shape[0] != 1)) {
+      b.refuse(node, fmt::format("bias '{}' {} is not supported: a bias of {} values ([{}] or [1, {}]) is",
+                                 bname, shape_str(bias->shape), out, out, out));
+    }
+    params.emplace_back("bias", bname);
+    values.push_back(HostTensor{bias->values, {out}});
+  }
+  b.add_layer(node, std::make_unique<Linear>(static_cast<int>(in), static_cast<int>(out), bias != nullptr),
+              node.input(0), params, values, output);
+}
+
+void gemm(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node, {"alpha", "beta", "transA", "transB"});
+  for (const char* a : {"alpha", "beta"}) {
+    if (attr_float(node, a, 1.0) != 1.0) {
+      b.refuse(node, fmt::format("attribute {} = {} is not supported (1 only)", a, attr_float(node, a, 1.0)));
+    }
+  }
+  if (attr_int(node, "transA", 0) != 0) b.refuse(node, "attribute transA = 1 is not supported (0 only)");
+  const bool has_bias = b.has_input(node, 2);
+  const HostTensor& w = b.weight(node, 1);
+  linear(b, node, w, attr_int(node, "transB", 0) == 0, node.input(1), has_bias ? &b.weight(node, 2) : nullptr,
+         has_bias ? node.input(2) : "", node.output(0));
+}
+
+// MatMul by a constant [in, out], and the Add of a constant [out] after it (PyTorch's nn.Linear on inputs
+// that are not 2-d, or the exporter's choice).
+void matmul(Builder& b, const pb::NodeProto& node) {
+  only_attributes(b, node, {});
+  const HostTensor& w = b.weight(node, 1);
+  const auto it = b.consumers.find(node.output(0));
+  if (it != b.consumers.end() && it->second.size() == 1 && it->second[0]->op_type() == "Add") {
+    const pb::NodeProto& add = *it->second[0];
+    const int other = add.input(0) == node.output(0) ? 1 : 0;
+    if (b.has(add.input(other)) && b.value(add, other).constant) {
+      b.consumed.insert(&add);
+      linear(b, node, w, true, node.input(1), &b.weight(add, other), add.input(other), add.output(0));
+      return;
+    }
+  }
+  linear(b, node, w, true, node.input(1), nullptr, "", node.output(0));
+}
+
+}  // namespace
+
+void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_elementwise.cpp
+
+std::string supported_ops() {
+  return "Conv, BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool (whole plane), "
+         "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Mul and Div by a scalar "
+         "constant, Dropout, Identity, Constant";
+}
+
+void convert_node(Builder& b, const pb::NodeProto& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    b.refuse(node, fmt::format("domain '{}' is not supported (the default ONNX domain only)", node.domain()));
+  }
+  const std::string& op = node.op_type();
+  if (op == "Conv") return conv(b, node);
+  if (op == "BatchNormalization") return batchnorm(b, node);
+  if (op == "MaxPool") return maxpool(b, node);
+  if (op == "AveragePool") return averagepool(b, node);
+  if (op == "GlobalAveragePool") {
+    only_attributes(b, node, {});
+    b.runtime(node, 0);
+    return b.add_layer(node, std::make_unique<GlobalAvgPool>(), node.input(0), {}, {}, node.output(0));
+  }
+  if (op == "Flatten") {
+    only_attributes(b, node, {"axis"});
+    if (attr_int(node, "axis", 1) != 1) {
+      b.refuse(node, fmt::format("attribute axis = {} is not supported (1 only)", attr_int(node, "axis", 1)));
+    }
+    return flatten_to_2d(b, node);
+  }
+  if (op == "Reshape") return reshape(b, node);
+  if (op == "Gemm") return gemm(b, node);
+  if (op == "MatMul") return matmul(b, node);
+  if (op == "Relu") {
+    only_attributes(b, node, {});
+    b.runtime(node, 0);
+    return b.add_layer(node, std::make_unique<ReLU>(), node.input(0), {}, {}, node.output(0));
+  }
+  if (op == "Gelu") {
+    only_attributes(b, node, {"approximate"});
+    if (attr_string(node, "approximate", "none") != "none") {
+      b.refuse(node, fmt::format("attribute approximate = {} is not supported (none: the exact erf form)",
+                                 attr_string(node, "approximate", "none")));
+    }
+    b.runtime(node, 0);
+    return b.add_layer(node, std::make_unique<GELU>(), node.input(0), {}, {}, node.output(0));
+  }
+  return convert_elementwise(b, node);
+}
+
+}  // namespace engine::layers::onnx::detail

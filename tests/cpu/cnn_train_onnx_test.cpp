@@ -1,0 +1,143 @@
+// cnn_train on a model read from an ONNX file (--model FILE.onnx), as a user would run it: training,
+// checkpoints and an exact --resume, --eval-only, two CPU ranks with SyncBN following one process, and
+// cnn_export_onnx writing the trained model back out. The file is written by the engine's exporter from a
+// small residual net built here. Skips in builds without libonnx-dev.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/global_avgpool.h"
+#include "layers/linear.h"
+#include "layers/onnx/onnx_model.h"
+#include "layers/relu.h"
+#include "layers/residual.h"
+#include "layers/sequential.h"
+#include "tests/cpu/cnn_train_test_util.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::apps {
+namespace {
+
+using testing::file_bytes;
+using testing::run_train;
+using testing::with_args;
+
+std::unique_ptr<layers::Sequential> conv_bn(int in, int out) {
+  auto s = std::make_unique<layers::Sequential>();
+  s->emplace<layers::Conv2d>(layers::Conv2dOptions{.in_channels = in,
+                                                   .out_channels = out,
+                                                   .kernel_size = 3,
+                                                   .stride = 1,
+                                                   .padding = 1,
+                                                   .bias = false,
+                                                   .identity_init = false});
+  s->emplace<layers::BatchNorm2d>(out);
+  return s;
+}
+
+// conv-bn-relu, a residual block (conv-bn-relu-conv-bn + identity), global average pool, linear: written
+// as ONNX with `classes` outputs.
+std::string small_net_onnx(const std::string& dir, int classes) {
+  auto root = std::make_unique<layers::Sequential>();
+  root->add(conv_bn(3, 8), "stem");
+  root->emplace<layers::ReLU>();
+  auto main = conv_bn(8, 8);
+  main->emplace<layers::ReLU>();
+  main->add(conv_bn(8, 8));
+  root->emplace<layers::Residual>(std::move(main), nullptr);
+  root->emplace<layers::GlobalAvgPool>();
+  root->emplace<layers::Linear>(8, classes);
+  layers::Model model("small_net", std::move(root), {3, 32, 32});  // the folder loader's size
+  model.finalize(layers::testing::cpu_context(), 11);
+  std::string path = dir + "/small_net_" + std::to_string(classes) + ".onnx";
+  layers::onnx::export_model(model, path);
+  return path;
+}
+
+std::vector<std::string> onnx_run(const std::string& root, const std::string& ckpt, const std::string& model,
+                                  int batch, int epochs) {
+  return with_args({"--cpu"}, testing::tiny_folder_args(root, ckpt, model, batch, epochs));
+}
+
+class CnnTrainOnnx : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  }
+};
+
+TEST_F(CnnTrainOnnx, TrainsResumesEvaluatesAndExports) {
+  const std::string root = testing::tiny_folder_dataset("onnx_train");
+  const std::string files = testing::temp_dir("onnx_files"), straight = testing::temp_dir("onnx_straight"),
+                    first = testing::temp_dir("onnx_first"), second = testing::temp_dir("onnx_second");
+  const std::string net = small_net_onnx(files, 3);
+
+  const testing::RunResult r = run_train(onnx_run(root, straight, net, 8, 2));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Epoch 2 |"), std::string::npos) << r.output;
+  // The checkpoint holds the file's names: stem.0.weight, 2.conv... as the exporter wrote them.
+  const optim::SafetensorsFile ckpt = optim::SafetensorsFile::read(straight + "/epoch2.safetensors");
+  EXPECT_EQ(ckpt.metadata().at("model"), net);
+
+  // 1 epoch, then --resume for the second: byte-identical to 2 epochs straight.
+  ASSERT_EQ(run_train(onnx_run(root, first, net, 8, 1)).exit_code, 0);
+  const testing::RunResult resumed =
+      run_train(with_args(onnx_run(root, second, net, 8, 2), {"--resume", first + "/last.safetensors"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(file_bytes(straight + "/epoch2.safetensors") == file_bytes(second + "/epoch2.safetensors"));
+
+  const testing::RunResult eval = run_train({"--cpu", "--dataset", "folder:" + root, "--batch-size", "8",
+                                             "--eval-only", straight + "/epoch2.safetensors"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("Test Acc: "), std::string::npos) << eval.output;
+
+  // The trained model written out again, and read back by cnn_train.
+  const std::string out = files + "/trained.onnx";
+  const testing::RunResult exported = testing::run_program(
+      "cnn_export_onnx", {"--checkpoint", straight + "/epoch2.safetensors", "--output", out});
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_EQ(run_train(onnx_run(root, testing::temp_dir("onnx_again"), out, 8, 1)).exit_code, 0);
+}
+
+// Two ranks of batch 4 with SyncBN take the step of one process of batch 8 (as the zoo models do:
+// tests/cpu/cnn_train_ddp_test.cpp, whose tolerance this shares: float32 sums in other orders).
+TEST_F(CnnTrainOnnx, TwoRanksWithSyncBnFollowOneProcess) {
+  const std::string root = testing::tiny_folder_dataset("onnx_ddp");
+  const std::string files = testing::temp_dir("onnx_ddp_files"), one = testing::temp_dir("onnx_ddp_one"),
+                    two = testing::temp_dir("onnx_ddp_two");
+  const std::string net = small_net_onnx(files, 3);
+  const std::vector<std::string> limits = {"--limit-train", "8", "--limit-test", "6"};
+  const testing::RunResult single = run_train(with_args(onnx_run(root, one, net, 8, 1), limits));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const testing::RunResult ddp =
+      run_train(with_args(onnx_run(root, two, net, 4, 1), with_args(limits, {"--nproc", "2", "--sync-bn"})));
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  const std::vector<testing::TensorDifference> diffs =
+      testing::checkpoint_differences(one + "/epoch1.safetensors", two + "/epoch1.safetensors");
+  EXPECT_GT(diffs.size(), 10U);
+  for (const testing::TensorDifference& d : diffs) {
+    EXPECT_LE(d.worst, 1e-5 * d.scale)
+        << d.name << ": largest difference " << d.worst << " of values up to " << d.scale;
+  }
+}
+
+TEST_F(CnnTrainOnnx, RefusesAMissingFileAndAWrongClassCount) {
+  const std::string root = testing::tiny_folder_dataset("onnx_bad");
+  const std::string files = testing::temp_dir("onnx_bad_files");
+  const testing::RunResult missing =
+      run_train(onnx_run(root, testing::temp_dir("onnx_bad_a"), files + "/missing.onnx", 8, 1));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find(files + "/missing.onnx"), std::string::npos) << missing.output;
+  const testing::RunResult classes =
+      run_train(onnx_run(root, testing::temp_dir("onnx_bad_b"), small_net_onnx(files, 10), 8, 1));
+  EXPECT_NE(classes.exit_code, 0);
+  EXPECT_NE(classes.output.find("the data has 3 classes"), std::string::npos) << classes.output;
+}
+
+}  // namespace
+}  // namespace engine::apps

@@ -1,0 +1,209 @@
+// The importer on hand-made ONNX files: a small valid model keeps its initializers' names and values; every
+// bad file of ../shared/BAD_INPUTS.md's "Model files (ONNX)" gets an engine::Error naming what is wrong
+// (the node, op type and attribute for what the engine cannot train), and every truncation of a valid file
+// gives an error or a model, never a crash. Skips in builds without libonnx-dev.
+
+#if ENGINE_HAVE_ONNX
+#include <onnx/onnx_pb.h>
+#endif
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "layers/onnx/onnx_model.h"
+#include "tests/common/error_of.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::layers {
+namespace {
+
+#if ENGINE_HAVE_ONNX
+namespace pb = ::onnx;
+
+void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& dims,
+                int count) {
+  pb::TensorProto& t = *g.add_initializer();
+  t.set_name(name);
+  t.set_data_type(pb::TensorProto::FLOAT);
+  for (const std::int64_t d : dims) t.add_dims(d);
+  for (int i = 0; i < count; ++i) t.add_float_data(0.01F * static_cast<float>(i % 7) - 0.02F);
+}
+
+pb::NodeProto& add_node(pb::GraphProto& g, const std::string& op, const std::string& name,
+                        const std::vector<std::string>& in, const std::string& out) {
+  pb::NodeProto& n = *g.add_node();
+  n.set_op_type(op);
+  n.set_name(name);
+  for (const std::string& s : in) n.add_input(s);
+  n.add_output(out);
+  return n;
+}
+
+void set_ints(pb::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+  pb::AttributeProto& a = *n.add_attribute();
+  a.set_name(name);
+  a.set_type(pb::AttributeProto::INTS);
+  for (const std::int64_t x : v) a.add_ints(x);
+}
+
+// x [N, 3, 8, 8] -> conv 3x3 (4 filters, pad 1) -> relu -> + conv output (a residual sum) -> global average
+// pool -> flatten -> gemm to 10 classes.
+pb::ModelProto small_model() {
+  pb::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  pb::GraphProto& g = *m.mutable_graph();
+  pb::ValueInfoProto& x = *g.add_input();
+  x.set_name("x");
+  auto* shape = x.mutable_type()->mutable_tensor_type();
+  shape->set_elem_type(pb::TensorProto::FLOAT);
+  shape->mutable_shape()->add_dim()->set_dim_param("N");
+  for (const int d : {3, 8, 8}) shape->mutable_shape()->add_dim()->set_dim_value(d);
+  add_tensor(g, "conv.weight", {4, 3, 3, 3}, 108);
+  add_tensor(g, "conv.bias", {4}, 4);
+  add_tensor(g, "fc.weight", {10, 4}, 40);
+  add_tensor(g, "fc.bias", {10}, 10);
+  pb::NodeProto& conv = add_node(g, "Conv", "/conv/Conv", {"x", "conv.weight", "conv.bias"}, "c");
+  set_ints(conv, "pads", {1, 1, 1, 1});
+  set_ints(conv, "kernel_shape", {3, 3});
+  add_node(g, "Relu", "/relu/Relu", {"c"}, "r");
+  add_node(g, "Add", "/Add", {"r", "c"}, "s");
+  add_node(g, "GlobalAveragePool", "/pool", {"s"}, "p");
+  add_node(g, "Flatten", "/flatten", {"p"}, "f");
+  pb::NodeProto& fc = add_node(g, "Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, "y");
+  pb::AttributeProto& t = *fc.add_attribute();
+  t.set_name("transB");
+  t.set_type(pb::AttributeProto::INT);
+  t.set_i(1);
+  g.add_output()->set_name("y");
+  return m;
+}
+
+std::string import_error(const pb::ModelProto& m, onnx::ImportOptions options = {}) {
+  const std::string bytes = m.SerializeAsString();
+  return engine::testing::error_of([&] { onnx::import_model_bytes(bytes, "m.onnx", options); });
+}
+#endif
+
+class OnnxBadFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!onnx::onnx_available())
+      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  }
+};
+
+#if ENGINE_HAVE_ONNX
+TEST_F(OnnxBadFiles, ASmallValidModelKeepsItsNamesAndValuesAndTrains) {
+  const std::string bytes = small_model().SerializeAsString();
+  Model m = onnx::import_model_bytes(bytes, "m.onnx",
+                                     {.sample_shape = {3, 8, 8},
+                                      .num_classes = 10,
+                                      .bound_inputs = {},
+                                      .first_output_only = false,
+                                      .make_batchnorm = {}});
+  m.finalize(testing::cpu_context(DType::F64), 3);
+  std::vector<std::string> names;
+  for (const Parameter& p : m.parameters()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv.weight", "conv.bias", "fc.weight", "fc.bias"}));
+  EXPECT_DOUBLE_EQ(testing::host_values(m.parameters()[2].value)[3], static_cast<double>(0.01F * 3 - 0.02F));
+  // The residual sum's backward against central differences.
+  const Tensor x = testing::random_tensor({2, 3, 8, 8}, DType::F64, 4);
+  const Tensor labels = testing::random_labels(2, 10, 5);
+  testing::ModelCheck check;
+  check.kind = testing::CheckKind::Coordinates;
+  check.group_depth = 0;
+  check.options.step = 1e-6;
+  check.options.tolerance = 1e-6;
+  const engine::testing::GradCheckResult r = testing::check_model_gradients(m, x, labels, check);
+  EXPECT_TRUE(r.ok) << r.report;
+  EXPECT_GT(r.checked, 0U);
+}
+
+TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
+  EXPECT_NE(import_error(pb::ModelProto()).find("empty"), std::string::npos);
+  EXPECT_NE(engine::testing::error_of([] {
+              onnx::import_model_bytes("not an onnx model at all", "t.onnx");
+            }).find("not an ONNX model"),
+            std::string::npos);
+  EXPECT_NE(engine::testing::error_of([] {
+              onnx::import_model("/nonexistent/m.onnx");
+            }).find("/nonexistent/m.onnx"),
+            std::string::npos);
+
+  pb::ModelProto opset = small_model();
+  opset.mutable_opset_import(0)->set_version(21);
+  EXPECT_NE(import_error(opset).find("opset 21 is not supported"), std::string::npos);
+
+  pb::ModelProto cycle = small_model();
+  cycle.mutable_graph()->mutable_node(1)->set_input(0, "s");  // relu reads the sum that reads relu
+  EXPECT_NE(import_error(cycle).find("cycle"), std::string::npos) << import_error(cycle);
+
+  pb::ModelProto dangling = small_model();
+  dangling.mutable_graph()->mutable_node(1)->set_input(0, "ghost");
+  EXPECT_NE(import_error(dangling).find("'/relu/Relu' (Relu) reads 'ghost'"), std::string::npos);
+
+  pb::ModelProto size = small_model();
+  size.mutable_graph()->mutable_initializer(0)->add_float_data(1.0F);
+  EXPECT_NE(import_error(size).find("initializer 'conv.weight': 109 values for shape [4, 3, 3, 3]"),
+            std::string::npos)
+      << import_error(size);
+
+  pb::ModelProto twice = small_model();
+  twice.mutable_graph()->mutable_node(2)->set_output(0, "r");
+  EXPECT_NE(import_error(twice).find("two nodes write 'r'"), std::string::npos);
+
+  pb::ModelProto groups = small_model();
+  pb::AttributeProto& g = *groups.mutable_graph()->mutable_node(0)->add_attribute();
+  g.set_name("group");
+  g.set_type(pb::AttributeProto::INT);
+  g.set_i(2);
+  EXPECT_NE(import_error(groups).find("node '/conv/Conv' (Conv): attribute group = 2 is not supported"),
+            std::string::npos);
+
+  pb::ModelProto dilation = small_model();
+  set_ints(*dilation.mutable_graph()->mutable_node(0), "dilations", {2, 2});
+  EXPECT_NE(import_error(dilation).find("(Conv): attribute dilations = [2, 2] is not supported"),
+            std::string::npos);
+
+  pb::ModelProto op = small_model();
+  op.mutable_graph()->mutable_node(1)->set_op_type("Softsign");
+  EXPECT_NE(import_error(op).find("node '/relu/Relu' (Softsign): op Softsign is not supported"),
+            std::string::npos);
+
+  EXPECT_NE(import_error(small_model(), {.sample_shape = {1, 28, 28},
+                                         .num_classes = 0,
+                                         .bound_inputs = {},
+                                         .first_output_only = false,
+                                         .make_batchnorm = {}})
+                .find("takes samples [3, 8, 8] but the data gives [1, 28, 28]"),
+            std::string::npos);
+  EXPECT_NE(import_error(small_model(), {.sample_shape = {3, 8, 8},
+                                         .num_classes = 100,
+                                         .bound_inputs = {},
+                                         .first_output_only = false,
+                                         .make_batchnorm = {}})
+                .find("100 classes"),
+            std::string::npos);
+}
+
+// Every prefix of a valid file: an engine::Error or a model, never a crash (ASan runs this too).
+TEST_F(OnnxBadFiles, EveryTruncationIsAnErrorOrAModel) {
+  const std::string bytes = small_model().SerializeAsString();
+  int errors = 0;
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    try {
+      onnx::import_model_bytes(bytes.substr(0, n), "cut.onnx");
+    } catch (const Error&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, static_cast<int>(bytes.size()) / 2);
+}
+#endif
+
+}  // namespace
+}  // namespace engine::layers

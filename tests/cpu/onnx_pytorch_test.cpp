@@ -1,0 +1,66 @@
+// A real client of ONNX import: a CNN that is not in the zoo (a residual branch, GELU, global average
+// pooling), defined and exported by PyTorch with the lines of README's "Your own model", read by the engine,
+// which computes its inference logits and takes two SGD steps (momentum 0.9, weight decay 5e-4) on a batch;
+// PyTorch then checks both from the same initial state (scripts/onnx_torch_check.py holds the tolerance's
+// reasoning). Skipped, saying how to enable it, where python3 cannot import torch (CI) or without
+// libonnx-dev.
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "layers/onnx/onnx_model.h"
+#include "layers/softmax_cross_entropy.h"
+#include "optim/safetensors.h"
+#include "optim/sgd.h"
+#include "tests/common/environment.h"
+#include "tests/common/pytorch_tools.h"
+#include "tests/common/safetensors_records.h"
+#include "tests/common/scratch_dirs.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::layers {
+namespace {
+
+TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch");  // scripts/onnx_torch_check.py's imports
+  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
+  const std::string dir = engine::testing::scratch_dir("onnx_torch_", "net").string();
+  const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();
+  const std::string exported =
+      engine::testing::command_output(torch.python + " " + script + " export " + dir + " 2>&1; echo rc=$?");
+  ASSERT_NE(exported.find("onnx_torch_check: exported"), std::string::npos) << exported;
+
+  onnx::ImportOptions options;
+  options.sample_shape = {3, 32, 32};
+  options.num_classes = 10;
+  Model m = onnx::import_model(dir + "/net.onnx", options);
+  m.finalize(testing::cpu_context(DType::F32), 1);
+  const Tensor x = testing::random_tensor({4, 3, 32, 32}, DType::F32, 22, -2.0, 2.0);
+  const Tensor labels = testing::random_labels(4, 10, 23);
+  engine::testing::SafetensorsRecords r;
+  r.add_state("state.", m);
+  r.add("in.x", x);
+  r.add("in.labels", labels);
+  r.add("out.logits", m.forward(x, Mode::Inference));
+  SoftmaxCrossEntropy loss;
+  optim::Sgd sgd(m, optim::SgdConfig{.momentum = 0.9, .weight_decay = 5e-4});
+  for (int step = 0; step < 2; ++step) {
+    loss.forward(m.context(), m.forward(x, Mode::Train), labels);
+    m.backward(loss.backward());
+    sgd.step(0.05);
+  }
+  r.add_state("out.after.", m);
+  const std::string path = dir + "/engine.safetensors";
+  optim::write_safetensors(path, r.list, {});
+  const std::string out =
+      engine::testing::command_output(torch.python + " " + script + " compare " + path + " 2>&1; echo rc=$?");
+  std::printf("%s\n", out.c_str());
+  EXPECT_NE(out.find("onnx_torch_check: OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace engine::layers
