@@ -64,10 +64,10 @@ note() { notes_of[$1]="${notes_of[$1]:-}$2 "; }
 print_table() {
   echo
   echo "== faults: seed $seed, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null)"
-  printf '| %-22s | %9s | %9s | %5s | %s\n' fault trials survived lost notes
-  printf '|%s|%s|%s|%s|\n' ------------------------ ----------- ----------- -------
+  printf '| %-18s | %9s | %9s | %5s | %s |\n' fault trials survived lost notes
+  printf '|%s|%s|%s|%s|%s|\n' -------------------- ----------: ----------: ------: -------
   for kind in "${table_rows[@]}"; do
-    printf '| %-22s | %9s | %9s | %5s | %s\n' "$kind" "${trials_of[$kind]}" "${survived_of[$kind]:-0}" \
+    printf '| %-18s | %9s | %9s | %5s | %s |\n' "$kind" "${trials_of[$kind]}" "${survived_of[$kind]:-0}" \
       "${lost_of[$kind]:-0}" "${notes_of[$kind]:-}"
   done
 }
