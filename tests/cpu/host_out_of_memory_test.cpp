@@ -31,6 +31,10 @@ TEST(HostOutOfMemory, OperatorNewSaysHowManyBytesWereAsked) {
 }
 
 TEST(HostOutOfMemory, AHostTensorSaysHowManyBytesWereAsked) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP()
+      << "under AddressSanitizer a petabyte request is its report (allocation-size-too-big), not ours";
+#endif
   try {
     const Tensor t = Tensor::empty({static_cast<std::int64_t>(kPetabyte / 4)}, DType::F32);
     ADD_FAILURE() << "a petabyte tensor was allocated";
