@@ -49,6 +49,19 @@ set_target_properties(engine::lapacke PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "
 # OpenMP (gcc's libgomp, the runtime Debian's oneDNN is built on): the threaded loops of kernels/cpu_fast.
 engine_require_package(OpenMP build-essential COMPONENTS CXX)
 
+# libjpeg-turbo's TurboJPEG API decodes JPEG (data/jpeg_decoder.h): stb_image 2.27's JPEG decoder reads out of
+# bounds on a scan that ends early (nothings/stb#1293). Found directly, as oneDNN.
+find_path(TURBOJPEG_INCLUDE_DIR turbojpeg.h)
+find_library(TURBOJPEG_LIBRARY NAMES turbojpeg)
+if(NOT TURBOJPEG_INCLUDE_DIR OR NOT TURBOJPEG_LIBRARY)
+  message(FATAL_ERROR "cnn_engine: TurboJPEG not found. Install the Debian package 'libturbojpeg0-dev' "
+                      "(scripts/install-deps.sh installs everything the build needs; on a GPU machine, "
+                      "scripts/fetch-gpu-deps.sh packs it).")
+endif()
+add_library(engine::turbojpeg INTERFACE IMPORTED GLOBAL)
+set_target_properties(engine::turbojpeg PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}"
+                                                   INTERFACE_LINK_LIBRARIES "${TURBOJPEG_LIBRARY}")
+
 # stb ships headers only (plus libstb.so, which we do not need: one translation unit defines the code).
 find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)
 if(NOT STB_INCLUDE_DIR)

@@ -13,11 +13,12 @@
 
 #include "core/error.h"
 #include "data/file_io.h"
+#include "data/jpeg_decoder.h"
 
 namespace engine::data {
 namespace {
 
-constexpr std::int64_t kMaxSide = 1 << 14;  // = STBI_MAX_DIMENSIONS in data/stb_image_impl.cpp
+constexpr std::int64_t kMaxSide = 1 << 14;  // = STBI_MAX_DIMENSIONS in data/stb_image_impl.cpp, for JPEG too
 
 enum class Format { Png, Jpeg, Bmp };
 
@@ -116,45 +117,6 @@ void check_complete(std::span<const std::uint8_t> b, Format format, const std::s
   }
 }
 
-// stb_image 2.27 (Debian bookworm) writes past a 257-entry array when a JPEG Huffman table (DHT) declares
-// more than 256 codes (found by tests/fuzz/fuzz_image). Walk every marker segment, including those between
-// the scans of a progressive JPEG, and reject such a table before stb sees it. The walk mirrors stb's reading
-// of DHT: tables follow each other until the segment length is used up, bytes past the end read as 0.
-void check_jpeg_tables(std::span<const std::uint8_t> b, const std::string& source) {
-  const std::size_t n = b.size();
-  auto at = [&](std::size_t i) -> std::size_t { return i < n ? b[i] : 0; };
-  std::size_t pos = 2;  // after SOI
-  while (pos < n) {
-    if (b[pos] != 0xff) {  // entropy-coded data (or garbage stb will reject): look for the next marker
-      ++pos;
-      continue;
-    }
-    std::size_t m = pos + 1;
-    while (m < n && b[m] == 0xff) ++m;  // fill bytes
-    if (m >= n) break;
-    const std::uint8_t marker = b[m];
-    if (marker == 0x00 || marker == 0x01 || marker == 0xd8 || (marker >= 0xd0 && marker <= 0xd7)) {
-      pos = m + 1;  // a stuffed FF, TEM, SOI or a restart marker: no length
-      continue;
-    }
-    if (marker == 0xd9) break;  // EOI
-    const std::size_t length = at(m + 1) << 8 | at(m + 2);
-    if (marker == 0xc4) {
-      std::int64_t left = static_cast<std::int64_t>(length) - 2;
-      std::size_t p = m + 3;
-      while (left > 0) {
-        std::size_t codes = 0;
-        for (std::size_t i = 1; i <= 16; ++i) codes += at(p + i);
-        ENGINE_CHECK(codes <= 256, "{}: corrupt JPEG: a Huffman table declares {} codes, more than 256",
-                     source, codes);
-        p += 17 + codes;
-        left -= static_cast<std::int64_t>(17 + codes);
-      }
-    }
-    pos = m + 1 + std::max<std::size_t>(length, 2);
-  }
-}
-
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
@@ -197,6 +159,20 @@ void append_bytes(void* context, void* data, int size) {
   out->insert(out->end(), p, p + size);
 }
 
+// PNG and BMP through stb_image, as interleaved bytes (JPEG goes to libjpeg-turbo: data/jpeg_decoder.h).
+std::vector<std::uint8_t> decode_with_stb(std::span<const std::uint8_t> bytes, const std::string& source,
+                                          Format format, int channels, int width, int height) {
+  int w = 0, h = 0, file_channels = 0;
+  std::unique_ptr<stbi_uc, StbiFree> decoded(
+      stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &file_channels, channels));
+  ENGINE_CHECK(decoded != nullptr, "{}: cannot decode {}: {}", source, format_name(format),
+               stbi_failure_reason());
+  ENGINE_CHECK(w == width && h == height, "{}: decoded {} has size {}x{}, its header said {}x{}", source,
+               format_name(format), w, h, width, height);
+  const auto* first = decoded.get();
+  return {first, first + static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * channels};
+}
+
 }  // namespace
 
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& source, int channels,
@@ -212,34 +188,42 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
                source, bytes.size());
   const int len = static_cast<int>(bytes.size());
 
-  if (format == Format::Jpeg)
-    check_jpeg_tables(bytes, source);  // before any stb call: stbi_info reads DHT too
-
-  int w = 0, h = 0, file_channels = 0;
-  ENGINE_CHECK(stbi_info_from_memory(bytes.data(), len, &w, &h, &file_channels),
-               "{}: corrupt or truncated {} header ({})", source, format_name(format), stbi_failure_reason());
+  // The file's size first (a forged header must not allocate), then its completeness, then the pixels.
+  int w = 0, h = 0;
+  if (format == Format::Jpeg) {
+    const JpegHeader header = jpeg_header(bytes, source);
+    w = header.width;
+    h = header.height;
+    ENGINE_CHECK(w <= kMaxSide && h <= kMaxSide, "{}: JPEG of {}x{} pixels: more than {} a side", source, w,
+                 h, kMaxSide);
+  } else {
+    int file_channels = 0;
+    ENGINE_CHECK(stbi_info_from_memory(bytes.data(), len, &w, &h, &file_channels),
+                 "{}: corrupt or truncated {} header ({})", source, format_name(format),
+                 stbi_failure_reason());
+  }
+  // stb's BMP header reader accepts a width of 0; resizing such a picture divides by zero (found by
+  // fuzz_image).
+  ENGINE_CHECK(w > 0 && h > 0, "{}: {} header declares {}x{} pixels", source, format_name(format), w, h);
   ENGINE_CHECK(std::int64_t{w} * h <= max_pixels,
                "{}: {} of {}x{} pixels is larger than the {} pixels allowed", source, format_name(format), w,
                h, max_pixels);
   check_complete(bytes, format, source);
-
-  std::unique_ptr<stbi_uc, StbiFree> decoded(
-      stbi_load_from_memory(bytes.data(), len, &w, &h, &file_channels, channels));
-  ENGINE_CHECK(decoded != nullptr, "{}: cannot decode {}: {}", source, format_name(format),
-               stbi_failure_reason());
-  ENGINE_CHECK(w > 0 && h > 0, "{}: decoded {} has size {}x{}", source, format_name(format), w, h);
+  const std::vector<std::uint8_t> decoded = format == Format::Jpeg
+                                                ? decode_jpeg(bytes, source, channels, JpegHeader{0, h, w})
+                                                : decode_with_stb(bytes, source, format, channels, w, h);
 
   Image image;
   image.channels = channels;
   image.height = height > 0 ? height : h;
   image.width = width > 0 ? width : w;
   if (image.height == h && image.width == w) {
-    image.pixels = planar(decoded.get(), h, w, channels);
+    image.pixels = planar(decoded.data(), h, w, channels);
     return image;
   }
   std::vector<std::uint8_t> resized(static_cast<std::size_t>(image.height * image.width * channels));
   const int ok =
-      stbir_resize_uint8_generic(decoded.get(), w, h, 0, resized.data(), static_cast<int>(image.width),
+      stbir_resize_uint8_generic(decoded.data(), w, h, 0, resized.data(), static_cast<int>(image.width),
                                  static_cast<int>(image.height), 0, channels, STBIR_ALPHA_CHANNEL_NONE, 0,
                                  STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR, nullptr);
   ENGINE_CHECK(ok, "{}: resizing {}x{} to {}x{} failed", source, w, h, image.width, image.height);
@@ -252,7 +236,10 @@ ImageInfo image_info(std::span<const std::uint8_t> bytes, const std::string& sou
   const Format format = detect_format(bytes, source);
   ENGINE_CHECK(bytes.size() <= static_cast<std::size_t>(INT32_MAX), "{}: {} bytes is too large for an image",
                source, bytes.size());
-  if (format == Format::Jpeg) check_jpeg_tables(bytes, source);
+  if (format == Format::Jpeg) {
+    const JpegHeader header = jpeg_header(bytes, source);
+    return {header.channels, header.height, header.width};
+  }
   int w = 0, h = 0, channels = 0;
   ENGINE_CHECK(stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels),
                "{}: corrupt or truncated {} header ({})", source, format_name(format), stbi_failure_reason());

@@ -1,8 +1,9 @@
 #pragma once
 // One image in memory (C x H x W bytes, the Dataset layout) and its conversion from and to PNG/JPEG/BMP
-// bytes, with stb_image, stb_image_resize and stb_image_write (compiled once, in data/stb_image_impl.cpp).
+// bytes, with stb_image (PNG, BMP), libjpeg-turbo (JPEG: data/jpeg_decoder.h), stb_image_resize and
+// stb_image_write (stb compiled once, in data/stb_image_impl.cpp).
 //
-// Decoding converts to the requested channel count (1: luminance, 3: RGB, 4: RGBA; stb's conversion) and,
+// Decoding converts to the requested channel count (1: luminance, 3: RGB, 4: RGBA; the decoder's) and,
 // when a size is given, resizes with a triangle filter (bilinear when upsampling, area-weighted when
 // downsampling, edges clamped, no gamma). Only PNG, JPEG and BMP are accepted, recognised by their signature
 // bytes; truncated files are rejected even where stb would fill the missing pixels with zeros.

@@ -1,11 +1,11 @@
 // The one translation unit that compiles stb's image decoder, encoder and resizer (header-only libraries from
 // Debian's libstb-dev). Everything else calls them through data/image_codec.h.
 //
-// The decoder is limited to the formats we accept (PNG, JPEG, BMP) and to 16384 pixels a side: less code fed
-// with untrusted bytes, and no multi-gigabyte allocation from a forged header.
+// The decoder is limited to PNG and BMP (JPEG is decoded by libjpeg-turbo, data/jpeg_decoder.h: stb 2.27's
+// JPEG decoder reads out of bounds on a scan that ends early) and to 16384 pixels a side: less code fed with
+// untrusted bytes, and no multi-gigabyte allocation from a forged header. Encoding JPEG stays with stb.
 
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
 #define STBI_MAX_DIMENSIONS (1 << 14)
 #define STBI_NO_STDIO  // we read files ourselves, with checked reads

@@ -55,6 +55,18 @@ class StopSignalForwarding {
   std::array<struct sigaction, 3> previous_{};
 };
 
+// True when `pid` is stopped (state T or t in /proc/PID/stat, after the parenthesised command name).
+bool is_stopped(pid_t pid) {
+  char text[512] = {};
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  const char* close = n > 0 ? std::strrchr(text, ')') : nullptr;
+  return close != nullptr && close[1] == ' ' && (close[2] == 'T' || close[2] == 't');
+}
+
 struct Worker {
   int rank = 0;
   pid_t pid = -1;
@@ -325,6 +337,20 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
         for (const Worker* w : failures) {
           if (w != &cause)
             result.message += fmt::format("; then rank {} {}", w->rank, describe_status(w->status));
+        }
+        // No rank died of a signal: the one that did not answer may be among those still running. A stopped
+        // one (SIGSTOP, a debugger) is the cause: named first, as a killed one would be (scripts/faults.sh
+        // found the stopped rank unnamed, its peers' timeouts reported as the failure).
+        if (cause_rank(cause) > 0) {
+          for (const Worker& w : workers) {
+            if (!w.running || !is_stopped(w.pid)) continue;
+            result.message = fmt::format(
+                "rank {} (pid {}) was stopped (SIGSTOP or a debugger) and its peers "
+                "timed out waiting for it: {}",
+                w.rank, w.pid, result.message);
+            result.failed_rank = w.rank;
+            break;
+          }
         }
         terminating = true;
         kill_all(SIGTERM);

@@ -1,9 +1,12 @@
 #include "optim/checkpoint.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <set>
 #include <vector>
+
+#include <zlib.h>
 
 #include "core/error.h"
 
@@ -67,7 +70,54 @@ void copy_into(const Tensor& dst, std::span<const std::uint8_t> bytes, void* str
   view.copy_from(host, stream);
 }
 
+// zlib's crc32 takes at most 4 GiB per call.
+std::uint32_t crc32_of(std::uint32_t crc, std::span<const std::uint8_t> bytes) {
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  for (std::size_t at = 0; at < bytes.size(); at += kPiece) {
+    const std::size_t n = std::min(kPiece, bytes.size() - at);
+    crc = static_cast<std::uint32_t>(::crc32(crc, bytes.data() + at, static_cast<uInt>(n)));
+  }
+  return crc;
+}
+
+std::string hex32(std::uint32_t v) { return fmt::format("{:08x}", v); }
+
+std::uint32_t crc32_of_text(std::uint32_t crc, const std::string& text) {
+  // With its terminating zero, so "ab","c" and "a","bc" differ.
+  return crc32_of(crc, {reinterpret_cast<const std::uint8_t*>(text.c_str()), text.size() + 1});
+}
+
+// The checksum of a checkpoint: its data block, then every tensor's name, dtype, shape and offsets, then
+// every metadata entry but the checksum itself (both in name order), so a changed header value ("epoch",
+// a shape) is seen as well as a changed tensor byte; only the JSON's spacing is not covered.
+// `crc` is the data block's CRC-32.
+std::uint32_t checkpoint_crc(std::uint32_t crc, const std::map<std::string, SafetensorsFile::Entry>& entries,
+                             const std::map<std::string, std::string>& metadata) {
+  for (const auto& [name, e] : entries) {
+    crc = crc32_of_text(crc, name);
+    crc = crc32_of_text(crc, e.dtype);
+    crc = crc32_of_text(crc, fmt::format("{} {} {}", shape_str(e.shape), e.begin, e.end));
+  }
+  for (const auto& [key, value] : metadata) {
+    if (key == kChecksumKey) continue;
+    crc = crc32_of_text(crc, key);
+    crc = crc32_of_text(crc, value);
+  }
+  return crc;
+}
+
 }  // namespace
+
+bool verify_checkpoint_checksum(const SafetensorsFile& file) {
+  const auto it = file.metadata().find(kChecksumKey);
+  if (it == file.metadata().end()) return false;
+  const std::string actual = hex32(checkpoint_crc(crc32_of(0, file.data()), file.entries(), file.metadata()));
+  ENGINE_CHECK(it->second == actual,
+               "checkpoint '{}' is corrupt: its CRC-32 is {}, its metadata says {} (bytes changed on disk "
+               "or in a copy; not loaded)",
+               file.source(), actual, it->second);
+  return true;
+}
 
 void save_checkpoint(const std::string& path, const Model& model, const Sgd* sgd, const TrainingState& state,
                      const WriteOptions& options, const WeightAverage* ema) {
@@ -139,12 +189,23 @@ void save_checkpoint(const std::string& path, const Model& model, const Sgd* sgd
   metadata["sampler_seed"] = std::to_string(state.sampler_seed);
   metadata["sampler_epoch"] = std::to_string(state.sampler_epoch);
   metadata["sampler_position"] = std::to_string(state.sampler_position);
+  // The data block is the records' bytes in this order (write_safetensors): checksum it as it will be read.
+  std::uint32_t data_crc = 0;
+  std::size_t offset = 0;
+  std::map<std::string, SafetensorsFile::Entry> entries;
+  for (const TensorRecord& r : records) {
+    entries[r.name] = {r.dtype, r.shape, offset, offset + r.bytes.size()};
+    offset += r.bytes.size();
+    data_crc = crc32_of(data_crc, r.bytes);
+  }
+  metadata[kChecksumKey] = hex32(checkpoint_crc(data_crc, entries, metadata));
   write_safetensors(path, records, metadata, options);
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd, WeightAverage* ema) {
   ENGINE_CHECK(model.finalized(), "load_checkpoint '{}': model '{}' is not finalized", path, model.name());
   const SafetensorsFile file = SafetensorsFile::read(path);
+  const bool checksum_verified = verify_checkpoint_checksum(file);
   const auto& meta = file.metadata();
   if (const auto it = meta.find("model"); it != meta.end()) {
     ENGINE_CHECK(it->second == model.name(), "checkpoint '{}' is of model '{}', not '{}'", path, it->second,
@@ -203,6 +264,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
     }
   }
   LoadedCheckpoint out;
+  out.checksum_verified = checksum_verified;
   out.has_training_state = meta.count("format") == 1 && meta.at("format") == kCheckpointFormat;
   if (out.has_training_state) {
     out.state.epoch = static_cast<std::int64_t>(metadata_u64(file, "epoch"));
@@ -214,7 +276,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Model& model, Sgd* sgd
     out.state.sampler_position = metadata_u64(file, "sampler_position");  // absent before mid-epoch saves: 0
     for (const auto& [k, v] : meta) {
       if (k != "format" && k != "model" && k != "epoch" && k != "step" && k != "seed" &&
-          k != "dropout_offset" && k != "sampler_seed" && k != "sampler_epoch" && k != "sampler_position") {
+          k != "dropout_offset" && k != "sampler_seed" && k != "sampler_epoch" && k != "sampler_position" &&
+          k != kChecksumKey) {
         out.state.extra[k] = v;
       }
     }

@@ -12,7 +12,9 @@
 //       format = "cnn_engine.checkpoint.v1", model, epoch (epochs completed), step (optimizer steps taken),
 //       seed, dropout_offset, sampler_seed, sampler_epoch, sampler_position (entries of the sampler's epoch
 //       already consumed: > 0 for a checkpoint written mid-epoch), plus whatever `extra` the trainer adds
-//       (dataset, ...)
+//       (dataset, ...), and crc32: the CRC-32 (zlib's, 8 hex digits) of the tensor bytes, the tensors'
+//       names, dtypes, shapes and offsets, and the other metadata, so bytes changed on disk are seen, not
+//       loaded (files written before it have none and load unchecked, with a note)
 //
 // In PyTorch (docs/MODELS.md has the modules):
 //   sd = safetensors.torch.load_file("ckpt.safetensors")
@@ -39,6 +41,7 @@ namespace engine::optim {
 inline constexpr const char* kCheckpointFormat = "cnn_engine.checkpoint.v1";
 inline constexpr const char* kMomentumPrefix = "optim.momentum_buffer.";
 inline constexpr const char* kEmaPrefix = "optim.ema.";
+inline constexpr const char* kChecksumKey = "crc32";
 
 struct TrainingState {
   std::int64_t epoch = 0;  // epochs completed: a resumed run starts at this epoch
@@ -59,16 +62,23 @@ void save_checkpoint(const std::string& path, const layers::Model& model, const 
                      const TrainingState& state, const WriteOptions& options = {},
                      const WeightAverage* ema = nullptr);
 
+// Checks the file's crc32 against its contents. Returns true when it matches, false when the file
+// has none (written before checksums, or not by us); throws engine::Error naming the file when it differs
+// or is malformed.
+bool verify_checkpoint_checksum(const SafetensorsFile& file);
+
 struct LoadedCheckpoint {
   TrainingState state;
   bool has_training_state = false;  // the file is one of ours (format metadata present), not bare weights
   bool restored_momentum = false;
   bool restored_ema = false;
+  bool checksum_verified = false;  // false: an older file without crc32, loaded unchecked
 };
 
 // Loads the model's state (and, when `sgd` is given and the file holds momentum buffers for every parameter,
 // the optimizer's; and, when `ema` is given and the file holds an average, the average, which is then
-// marked started) from `path`. Throws engine::Error naming the file and the tensor (see the header comment).
+// marked started) from `path`. Throws engine::Error naming the file and the tensor (see the header comment),
+// or the file when its crc32 does not match its contents.
 LoadedCheckpoint load_checkpoint(const std::string& path, layers::Model& model, Sgd* sgd,
                                  WeightAverage* ema = nullptr);
 

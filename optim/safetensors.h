@@ -70,6 +70,10 @@ class SafetensorsFile {
   const std::map<std::string, Entry>& entries() const { return entries_; }
   const Entry* find(const std::string& name) const;  // nullptr when absent
   std::span<const std::uint8_t> bytes(const Entry& entry) const;
+  // The data block: every tensor's bytes, in file order.
+  std::span<const std::uint8_t> data() const {
+    return {file_.data() + data_start_, file_.size() - data_start_};
+  }
 
  private:
   std::string source_;

@@ -30,6 +30,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libstb-dev     # header-only (stb: one translation unit defines the code)
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # gloo + its runtime needs
   zlib1g-dev zlib1g                              # zlib headers, libz.so and its target
+  libturbojpeg0-dev libturbojpeg0                # libjpeg-turbo's TurboJPEG: the JPEG decoder (data/jpeg_decoder.h)
   # oneDNN (kernels/cpu_fast) and the OpenCL loader libdnnl.so.2 links (its GPU runtime, never used by the CPU
   # path, but the loader must find it). Not libgomp1: its OpenMP runtime is the compiler's (every gcc brings
   # libgomp, and the engine's -fopenmp code links that one); a second, older copy here would shadow it.

@@ -6,13 +6,14 @@
 #
 #   scripts/fuzz.sh                       every target, FUZZ_SECONDS (default 15) each
 #   FUZZ_SECONDS=300 scripts/fuzz.sh idx  one target, longer
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh     every target for that many executions (scripts/faults.sh), no time limit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-15}
 jobs=${JOBS:-$(nproc)}
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(cifar10 idx gzip image); fi
+if [ ${#targets[@]} -eq 0 ]; then targets=(cifar10 idx gzip image safetensors); fi
 
 echo "== fuzz: build (clang, ASan + UBSan + libFuzzer) in build-fuzz/"
 mkdir -p build-fuzz
@@ -29,11 +30,15 @@ mkdir -p build-fuzz/artifacts
 for t in "${targets[@]}"; do
   bin=build-fuzz/tests/fuzz/fuzz_$t
   seeds=tests/fuzz/corpus/$t
-  echo "== fuzz_$t: replay $(ls "$seeds" | wc -l) seeds, then fuzz ${seconds}s"
+  how="${seconds}s"
+  if [ -n "${FUZZ_RUNS:-}" ]; then how="$FUZZ_RUNS executions"; fi
+  echo "== fuzz_$t: replay $(ls "$seeds" | wc -l) seeds, then fuzz $how"
   "$bin" "$seeds"/* > "build-fuzz/fuzz_$t.replay.log" 2>&1 || { cat "build-fuzz/fuzz_$t.replay.log"; exit 1; }
   work=build-fuzz/corpus/$t  # new inputs go here, never into the checked-in seeds
   mkdir -p "$work"
-  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  budget=(-max_total_time="$seconds")
+  if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); fi
+  "$bin" "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
          -artifact_prefix="build-fuzz/artifacts/$t-" "$work" "$seeds" > "build-fuzz/fuzz_$t.log" 2>&1 ||
     { tail -n 60 "build-fuzz/fuzz_$t.log"; echo "fuzz_$t FAILED: input in build-fuzz/artifacts/"; exit 1; }
   grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/fuzz_$t.log" | tr '\n' ' '

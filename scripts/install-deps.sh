@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git pkg-config curl
   libgtest-dev libgmock-dev libbenchmark-dev
-  libstb-dev libgloo-dev zlib1g-dev
+  libstb-dev libturbojpeg0-dev libgloo-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libdnnl-dev
   liblapacke-dev
@@ -23,6 +23,8 @@ packages=(
 # clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for scripts/fuzz.sh.
 # clang-tidy: scripts/clang-tidy.sh (run by scripts/test.sh; the checks are in .clang-tidy).
 # liblapacke-dev: LAPACK's eigensolver for the patch-whitening initialisation (layers/patch_whitening.h).
+# libturbojpeg0-dev: libjpeg-turbo decodes JPEG (data/jpeg_decoder.h); Debian's stb_image 2.27 reads out of
+#   bounds on a JPEG whose scan ends early (nothings/stb#1293), found by tests/fuzz/fuzz_image.
 # curl: scripts/download-data.sh and cnn_train --download.
 # patchelf: scripts/fetch-gpu-deps.sh gives the GPU machine's .deps libraries their $ORIGIN run paths.
 # (debootstrap, for scripts/gpu-rehearse.sh alone, is installed by that script where it runs.)

@@ -25,6 +25,7 @@ std::optional<ResumePoint> newest_checkpoint(const std::string& dir, std::vector
       const auto& meta = file.metadata();
       const auto format = meta.find("format");
       if (format == meta.end() || format->second != optim::kCheckpointFormat) continue;
+      optim::verify_checkpoint_checksum(file);  // bytes changed on disk: skipped with a note, as unparsable
       const auto number = [&](const char* key) -> std::int64_t {
         const auto it = meta.find(key);
         return it == meta.end() ? 0 : std::stoll(it->second);

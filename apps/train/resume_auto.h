@@ -3,12 +3,13 @@
 // --max-restarts, a requeued Slurm job, a preempted run started again with the same command) continues by
 // itself, and a first start, finding none, begins from scratch.
 //
-// Every *.safetensors file in the folder is read whole and validated (a file that does not parse is skipped
-// with a note: a crash cannot leave one, checkpoints are written to a temporary name and renamed, but a
-// partial copy can); files that are not ours (PyTorch's weights, no training state) are ignored. The newest
-// is the one furthest in training: the most epochs completed, then the furthest sampler position within the
-// next epoch; a tie (epochE.safetensors and last.safetensors hold the same state) goes to the first name in
-// order, so every rank that reads the same folder picks the same file.
+// Every *.safetensors file in the folder is read whole and validated (a file that does not parse, or whose
+// crc32 does not match its bytes, is skipped with a note: a crash cannot leave one, checkpoints are written
+// to a temporary name and renamed, but a partial copy can); files that are not ours (PyTorch's weights, no
+// training state) are ignored. The newest is the one furthest in training: the most epochs completed, then
+// the furthest sampler position within the next epoch; a tie (epochE.safetensors and last.safetensors hold
+// the same state) goes to the first name in order, so every rank that reads the same folder picks the same
+// file.
 
 #include <cstdint>
 #include <optional>

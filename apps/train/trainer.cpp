@@ -94,6 +94,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     const optim::LoadedCheckpoint loaded =
         optim::load_checkpoint(checkpoint, *model_, eval_only ? nullptr : sgd_.get(), ema_.get());
     if (!eval_only) resumed_from_ = checkpoint;
+    if (loaded.has_training_state && !loaded.checksum_verified && c.is_main())
+      print_line("cnn_train: " + checkpoint +
+                 " has no crc32 (written before checkpoints had one): "
+                 "loaded without checking its bytes");
     if (!eval_only && loaded.has_training_state) restore(loaded, checkpoint);
   }
 

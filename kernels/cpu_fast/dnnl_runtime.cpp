@@ -23,7 +23,15 @@ dnnl::stream& cpu_stream() {
 Operand::Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input)
     : user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
   if (reordered_) {
-    internal_ = dnnl::memory(wanted, cpu_engine());
+    try {
+      internal_ = dnnl::memory(wanted, cpu_engine());
+    } catch (const dnnl::error& e) {
+      ENGINE_CHECK(
+          e.status != dnnl_out_of_memory,
+          "host out of memory: asked for {} bytes (oneDNN's buffer for an operand in its own layout)",
+          wanted.get_size());
+      throw;
+    }
     reorder_ = is_input ? dnnl::reorder(user_, internal_) : dnnl::reorder(internal_, user_);
   }
 }

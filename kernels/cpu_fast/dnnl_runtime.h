@@ -22,6 +22,8 @@ void run(const char* op, Fn&& fn) {
   try {
     fn();
   } catch (const dnnl::error& e) {
+    ENGINE_CHECK(e.status != dnnl_out_of_memory,
+                 "{}: host out of memory inside oneDNN ({}; its size not told)", op, e.what());
     ENGINE_FAIL("{}: oneDNN failed: {} (status {})", op, e.what(), static_cast<int>(e.status));
   }
 }

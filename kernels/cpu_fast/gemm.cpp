@@ -14,6 +14,13 @@ void sgemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::in
   const dnnl::status status =
       dnnl::sgemm(trans_a == Trans::Yes ? 'T' : 'N', trans_b == Trans::Yes ? 'T' : 'N', m, n, k, alpha, a,
                   lda, b, ldb, beta, c, ldc);
+  // Its packing buffers are oneDNN's own allocation, whose size it does not tell: the operands' sizes say
+  // what the product needed (found by scripts/faults.sh under ulimit -v, reported as "status 1").
+  ENGINE_CHECK(
+      status != dnnl::status::out_of_memory,
+      "sgemm: host out of memory inside oneDNN's dnnl_sgemm (its packing buffers for a {} x {} by {} x "
+      "{} product: the operands hold {} bytes; the size it asked is not told)",
+      m, k, k, n, 4 * (m * k + k * n + m * n));
   ENGINE_CHECK(status == dnnl::status::success,
                "sgemm: oneDNN's dnnl_sgemm failed with status {} (m {}, n {}, k {}, lda {}, ldb {}, ldc {})",
                static_cast<int>(status), m, n, k, lda, ldb, ldc);

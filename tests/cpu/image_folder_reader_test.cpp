@@ -1,6 +1,6 @@
-// Image decoding (PNG, JPEG, BMP through stb) and the class-per-folder reader, on tiny images the tests
-// encode themselves: exact pixels, channel conversion, bilinear resizing, and an engine::Error naming the
-// file for every malformed input.
+// Image decoding (PNG and BMP through stb, JPEG through libjpeg-turbo) and the class-per-folder reader, on
+// tiny images the tests encode themselves: exact pixels, channel conversion, bilinear resizing, and an
+// engine::Error naming the file for every malformed input.
 
 #include <cstdlib>
 #include <filesystem>
@@ -103,8 +103,8 @@ TEST(ImageCodec, RejectsEmptyNonImageAndTruncatedFiles) {
   EXPECT_DATA_ERROR(decode_image_file(tmp.str(), 3), tmp.str(), "is a directory");
 }
 
-// A JPEG Huffman table declaring more than 256 codes overflows an array inside stb_image 2.27 (found by
-// tests/fuzz/fuzz_image); the decoder must refuse it before stb reads it.
+// A JPEG Huffman table declaring more than 256 codes overflowed an array inside stb_image 2.27 (found by
+// tests/fuzz/fuzz_image); libjpeg-turbo, which decodes JPEG now, refuses it as a bogus table.
 TEST(ImageCodec, RejectsAJpegHuffmanTableWithTooManyCodes) {
   auto jpeg = encode_jpeg(make_rgb(8, 8, 0));
   std::size_t dht = 0;
@@ -116,7 +116,31 @@ TEST(ImageCodec, RejectsAJpegHuffmanTableWithTooManyCodes) {
   }
   ASSERT_NE(dht, 0u) << "no DHT segment in stb's JPEG";
   jpeg[dht + 5 + 15] = 250;  // the count of 16-bit codes: now more than 256 in all
-  EXPECT_DATA_ERROR(decode_image(jpeg, "evil.jpg", 3), "evil.jpg", "Huffman table declares");
+  EXPECT_DATA_ERROR(decode_image(jpeg, "evil.jpg", 3), "evil.jpg", "Bogus Huffman table");
+}
+
+// A BMP header declaring a width of 0 passes stb's header check; resizing it divided by zero (UBSan, found
+// by fuzz_image): refused by name at the header.
+TEST(ImageCodec, RejectsABmpOfWidthZero) {
+  auto bmp = encode_bmp(make_rgb(4, 4, 0));
+  for (int i = 18; i < 22; ++i) bmp[static_cast<std::size_t>(i)] = 0;  // BITMAPINFOHEADER's width
+  EXPECT_DATA_ERROR(decode_image(bmp, "flat.bmp", 1, 7, 5), "flat.bmp", "0x4 pixels");
+}
+
+// The inputs on which stb_image 2.27's JPEG Huffman decoder read out of bounds (a scan whose data ends early:
+// nothings/stb#1293, found by tests/fuzz/fuzz_image, kept in tests/fuzz/known_crashes/): refused by name,
+// through both the in-memory decoder and the file reader, at the file's size and resized.
+TEST(ImageCodec, RefusesTheJpegsThatCrashedStb) {
+  const std::filesystem::path dir = std::filesystem::path(ENGINE_SOURCE_DIR) / "tests/fuzz/known_crashes";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    SCOPED_TRACE(path);
+    EXPECT_DATA_ERROR(decode_image_file(path, 3), path);
+    EXPECT_DATA_ERROR(decode_image_file(path, 1, 7, 5), path);
+    ++seen;
+  }
+  EXPECT_GE(seen, 2) << "the known crashes are missing from " << dir;
 }
 
 // root/cat: 2 PNGs, root/dog: 1 BMP and a text file that is ignored.

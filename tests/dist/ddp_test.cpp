@@ -139,6 +139,19 @@ TEST(Ddp, AKilledRankEndsEveryProcessAndIsNamed) {
   EXPECT_NE(r.message.find("signal 9"), std::string::npos) << r.message;
 }
 
+// A stopped rank (SIGSTOP) exits nothing: its peers time out and report a peer failure, and the launcher
+// names the stopped rank as the cause (found unnamed by scripts/faults.sh), then ends it too.
+TEST(Ddp, AStoppedRankEndsEveryProcessAndIsNamed) {
+  const auto start = std::chrono::steady_clock::now();
+  const LaunchResult r = launch(3, "stop", {"victim=1", "kill_step=3", "timeout_ms=3000"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 60.0);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.failed_rank, 1) << r.message;
+  EXPECT_NE(r.message.find("rank 1 (pid "), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("was stopped (SIGSTOP or a debugger)"), std::string::npos) << r.message;
+}
+
 TEST(Ddp, AKilledRankWithoutTheLauncherStillEndsEveryProcess) {
   const SpawnResult s = spawn_torchrun_style(3, "kill", {"victim=2", "kill_step=2", "timeout_ms=5000"},
                                              std::chrono::seconds(60));

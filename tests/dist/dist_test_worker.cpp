@@ -108,14 +108,14 @@ int run(const std::string& mode, const std::map<std::string, std::string>& args)
 
   const std::int64_t batch = std::stol(arg(args, "batch", "4"));
   const int accum = std::stoi(arg(args, "accum", "1"));
-  const int steps = mode == "kill" ? 100000 : std::stoi(arg(args, "steps", "1"));
+  const int steps = mode == "kill" || mode == "stop" ? 100000 : std::stoi(arg(args, "steps", "1"));
   const int victim = std::stoi(arg(args, "victim", "-1"));
   const int kill_step = std::stoi(arg(args, "kill_step", "-1"));
   layers::SoftmaxCrossEntropy loss;
   Tensor momentum = Tensor::zeros(model.flat_parameters().shape(), DType::F64);
   const cpu::SgdOptions sgd{.lr = 0.1, .momentum = 0.9, .weight_decay = 5e-4};
   for (int step = 0; step < steps; ++step) {
-    if (step == kill_step && pg->rank() == victim) ::raise(SIGKILL);
+    if (step == kill_step && pg->rank() == victim) ::raise(mode == "stop" ? SIGSTOP : SIGKILL);
     for (int k = 0; k < accum; ++k) {
       reducer.set_sync(k == accum - 1);
       const auto seed = static_cast<std::uint64_t>(100 + step * accum + k);

@@ -3,12 +3,14 @@
 // named regression_* there are inputs the fuzzers once crashed on (kept by hand, not written here).
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "data/gzip.h"
 #include "data/image_codec.h"
+#include "optim/safetensors.h"
 
 namespace {
 
@@ -36,6 +38,14 @@ Bytes cifar_records(const std::vector<std::uint8_t>& labels) {
 
 void put_be32(Bytes& out, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
+}
+
+Bytes read_back(const std::filesystem::path& path) {
+  Bytes bytes(std::filesystem::file_size(path));
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr || std::fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) std::exit(1);
+  std::fclose(f);
+  return bytes;
 }
 
 // A one-member ustar archive (what `tar --format=ustar` writes).
@@ -131,6 +141,18 @@ int main(int argc, char** argv) {
   write(out / "image/rgb.jpg", encode_jpeg(pattern(3, 8, 8), 80));
   const Bytes png = encode_png(pattern(3, 4, 4));
   write(out / "image/truncated.png", cut(png, png.size() / 2));
+  // safetensors: a checkpoint-like file (metadata, an F32 matrix, a 0-dim I64) and a truncated copy.
+  const std::vector<float> weights = {0.5F, -1.0F, 2.0F, 0.25F, 3.0F, -0.5F};
+  const std::int64_t counter = 7;
+  const std::vector<engine::optim::TensorRecord> records = {
+      {"0.weight", "F32", {2, 3}, {reinterpret_cast<const std::uint8_t*>(weights.data()), 24}},
+      {"1.num_batches_tracked", "I64", {}, {reinterpret_cast<const std::uint8_t*>(&counter), 8}}};
+  const auto st = out / "safetensors/small.safetensors";
+  std::filesystem::create_directories(st.parent_path());
+  engine::optim::write_safetensors(st.string(), records,
+                                   {{"format", "cnn_engine.checkpoint.v1"}, {"epoch", "1"}});
+  const Bytes small = read_back(st);
+  write(out / "safetensors/truncated.safetensors", cut(small, small.size() - 5));
   std::printf("corpus written to %s\n", out.c_str());
   return 0;
 }
