@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/resume_auto.h"
+#include "apps/train/resume_auto.h"
 #include "optim/checkpoint.h"
 #include "tests/cpu/checkpoint_test_util.h"
 
