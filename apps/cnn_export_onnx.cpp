@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "apps/cli_errors.h"
+#include "apps/cli/cli_errors.h"
 #include "apps/predict.h"
 #include "layers/onnx/onnx_model.h"
 

@@ -25,9 +25,10 @@ std::int64_t x_tick_step(const std::vector<EpochMetrics>& history) {
 void write_training_plot(const std::vector<EpochMetrics>& history, const std::string& png_path,
                          const std::string& title) {
   ENGINE_CHECK(!history.empty(), "--plot {}: no epoch to plot", png_path);
-  const auto [first, last] =
+  const auto span =
       std::minmax_element(history.begin(), history.end(),
                           [](const EpochMetrics& a, const EpochMetrics& b) { return a.epoch < b.epoch; });
+  const std::int64_t first_epoch = span.first->epoch, last_epoch = span.second->epoch;
   std::string data = "# epoch train_loss test_loss train_acc test_acc\n";
   for (const EpochMetrics& m : history) {
     data += fmt::format("{} {} {} {} {}\n", m.epoch, m.train_loss, m.test_loss, m.train_acc, m.test_acc);
@@ -44,9 +45,9 @@ void write_training_plot(const std::vector<EpochMetrics>& history, const std::st
                << "set autoscale xfix\nset offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06\n"
                // One epoch (a first epoch, or the first of a resumed run without history) is a single x,
                // which gnuplot cannot autoscale: a unit range around it.
-               << (first->epoch == last->epoch
-                       ? fmt::format("set xrange [{}:{}]\n", static_cast<double>(first->epoch) - 0.5,
-                                     static_cast<double>(first->epoch) + 0.5)
+               << (first_epoch == last_epoch
+                       ? fmt::format("set xrange [{}:{}]\n", static_cast<double>(first_epoch) - 0.5,
+                                     static_cast<double>(first_epoch) + 0.5)
                        : std::string())
                << "set ylabel 'loss'\nset title 'loss'\n"
                << "plot " << gnuplot_quoted(data_path)
