@@ -29,6 +29,7 @@
 #include "apps/ddp_flags.h"
 #include "apps/train/data_download.h"
 #include "apps/train/ddp.h"
+#include "apps/train/stop_signal.h"
 #include "apps/train/train_config.h"
 #include "apps/train/trainer.h"
 #include "apps/train_flags.h"
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
       const engine::dist::LaunchOptions options = engine::apps::plan_launch(ddp, config);
       return launch(argc, argv, options);
     }
+    // A rank: stop signals go to one thread of their own (apps/train/stop_signal.h), blocked here before the
+    // process group, the loaders and OpenMP start theirs.
+    engine::apps::route_stop_signals_to_one_thread();
     rank = std::make_unique<engine::apps::DdpRank>(ddp, config, env);
     engine::apps::download_train_data(config, env, rank->process_group());  // --download
     trainer = std::make_unique<engine::apps::Trainer>(config, rank->hooks());

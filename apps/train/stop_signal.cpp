@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <pthread.h>
+#include <thread>
 #include <unistd.h>
 
 namespace engine::apps {
@@ -55,12 +58,40 @@ extern "C" void on_stop_signal(int signal) {
 
 }  // namespace
 
+static sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, s);
+  return set;
+}
+
+void route_stop_signals_to_one_thread() {
+  const sigset_t set = stop_signals();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 void install_stop_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // blocking calls (sockets, file writes) continue: the step must finish
-  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(s, &action, nullptr);
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // blocking calls (sockets, file writes) continue: the step must finish
+    for (const int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(s, &action, nullptr);
+    // Routed (the calling thread blocks them, as every thread started after it): one thread waits for them
+    // and runs the same code, outside any signal context. It lives as long as the process.
+    sigset_t current;
+    ::pthread_sigmask(SIG_BLOCK, nullptr, &current);
+    if (::sigismember(&current, SIGTERM) == 1) {
+      std::thread([] {
+        const sigset_t set = stop_signals();
+        for (;;) {
+          int signal = 0;
+          if (::sigwait(&set, &signal) == 0) on_stop_signal(signal);
+        }
+      }).detach();
+    }
+  });
 }
 
 bool stop_requested() { return g_signal.load() != 0; }

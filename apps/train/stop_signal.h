@@ -10,7 +10,16 @@
 
 namespace engine::apps {
 
+// Blocks SIGTERM, SIGINT and SIGUSR1 in the calling thread. cnn_train's ranks call it first thing, before any
+// thread starts: every thread started later (gloo's, the loader's, OpenMP's) inherits the mask, and
+// install_stop_handlers() then takes the signals on a thread of its own (sigwait), so a stop signal never
+// interrupts another thread's system call (an EINTR in the middle of a collective's transfer). Not in the
+// launcher, whose forwarding handler must run.
+void route_stop_signals_to_one_thread();
+
 // Installs the handlers (idempotent). Each first signal prints one line to stderr saying what happens next.
+// After route_stop_signals_to_one_thread(), a thread waiting for them delivers them; the handlers stay for a
+// thread that does not block them.
 void install_stop_handlers();
 
 // True once one of the signals arrived.
