@@ -106,14 +106,14 @@ std::vector<std::string> quoted_includes(const std::string& path) {
 // The rooms `room` may include: itself and everything along its arrows.
 std::set<std::string> reachable(const std::string& room) {
   std::set<std::string> seen{room};
-  std::vector<std::string> todo{room};
-  while (!todo.empty()) {
-    const std::string r = todo.back();
-    todo.pop_back();
+  std::vector<std::string> frontier{room};
+  while (!frontier.empty()) {
+    const std::string r = frontier.back();
+    frontier.pop_back();
     const auto it = arrows().find(r);
     if (it == arrows().end()) continue;
     for (const std::string& next : it->second) {
-      if (seen.insert(next).second) todo.push_back(next);
+      if (seen.insert(next).second) frontier.push_back(next);
     }
   }
   return seen;
