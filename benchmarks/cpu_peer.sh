@@ -5,14 +5,17 @@
 # counts, random data. Prints one table last: per model and round, both images/s and their ratio.
 #
 #   benchmarks/cpu_peer.sh                     build/ (BUILD_DIR), python3 (PYTHON), 2 rounds, 2 threads
-# Environment: BUILD_DIR (default build), PYTHON (a python with torch; default python3), ROUNDS (default 2),
+# Environment: BUILD_DIR (default build), PYTHON (a python with torch; default the python of PyTorch's venv that
+# scripts/install-python-deps.sh makes, scripts/python-env.sh, else python3), ROUNDS (default 2),
 # THREADS (default 2), MODELS (default "mnist_cnn cnn3 vgg6 resnet18"), BATCH (default 64), LOGS (default
-# $BUILD_DIR/cpu-peer). PyTorch is not a dependency of the project: install it yourself (pip install torch
-# --index-url https://download.pytorch.org/whl/cpu) to compare.
+# $BUILD_DIR/cpu-peer). PyTorch is not a dependency of the engine: scripts/install-python-deps.sh installs it
+# for the tests and this comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
+source scripts/python-env.sh
 python=${PYTHON:-python3}
+if [ -z "${PYTHON:-}" ] && [ -x "$ENGINE_TORCH_VENV/bin/python" ]; then python=$ENGINE_TORCH_VENV/bin/python; fi
 rounds=${ROUNDS:-2}
 threads=${THREADS:-2}
 models=${MODELS:-mnist_cnn cnn3 vgg6 resnet18}

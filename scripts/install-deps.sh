@@ -14,7 +14,7 @@ packages=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   openmpi-bin
-  iproute2 util-linux python3
+  iproute2 util-linux python3 python3-venv
   patchelf
   ccache
   libonnx-dev libprotobuf-dev libonnx-testdata protobuf-compiler
@@ -30,7 +30,8 @@ packages=(
 # (debootstrap, for scripts/gpu-rehearse.sh alone, is installed by that script where it runs.)
 # ccache: scripts/build.sh compiles through it, so a second clone or a rebuild after a change reuses objects.
 # iproute2 (ip, tc), util-linux (unshare), python3 (http.server): tests/hosts/, two hosts made of network
-# namespaces, a rate-limited link, and an HTTP data mirror on one of them.
+# namespaces, a rate-limited link, and an HTTP data mirror on one of them. python3-venv: PyTorch's virtual
+# environment (scripts/install-python-deps.sh), for the tests that check the engine against it.
 # libonnx-dev, libprotobuf-dev: onnx.proto's C++ classes and the ONNX checker, for --model FILE.onnx and
 #   cnn_export_onnx (layers/onnx/; optional at configure time, like CUDA). libonnx-testdata: ONNX's own node
 #   tests (data/node/test_*), run by tests/cpu/onnx_conformance_test.cpp.

@@ -28,8 +28,10 @@ run_ctest() {
   return 1
 }
 
-stage "the Python clients some tests run for real (scripts/install-python-deps.sh: best effort, they skip without)"
+stage "the Python clients some tests run for real: tensorboard, onnxruntime, PyTorch (scripts/install-python-deps.sh: best effort, they skip without)"
 bash scripts/install-python-deps.sh
+source scripts/python-env.sh  # ENGINE_TORCHRUN: the PyTorch tests run for real where the venv was made
+echo "PyTorch for the tests: ${ENGINE_TORCHRUN:-none (its tests skip)}"
 
 stage "format check (clang-format)"
 bash scripts/format.sh --check

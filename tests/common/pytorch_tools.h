@@ -1,10 +1,10 @@
 #pragma once
 // Finding PyTorch for the tests that check us against the real thing (its TCPStore, its torchrun, its
-// modules). CI does not install PyTorch (a multi-gigabyte download): those tests GTEST_SKIP with how to
-// enable them. Each test names every Python module its script imports (SKIP_WITHOUT_PYTHON_MODULES), and each
-// is imported for real before the test runs: torch alone was checked, so with torch installed without
-// torchvision (or safetensors, or a torchvision built for another torch) the tests failed instead of
-// skipping.
+// modules). scripts/install-python-deps.sh puts PyTorch in a venv of its own and scripts/test.sh points
+// ENGINE_TORCHRUN at it; where it could not be installed those tests GTEST_SKIP with how to enable them. Each
+// test names every Python module its script imports (SKIP_WITHOUT_PYTHON_MODULES), and each is imported for
+// real before the test runs: torch alone was checked, so with torch installed without torchvision (or
+// safetensors, or a torchvision built for another torch) the tests failed instead of skipping.
 //
 //   ENGINE_TORCHRUN=/path/to/venv/bin/torchrun   torchrun to use; the python beside it runs the scripts
 //   (else) torchrun and python3 from PATH
@@ -101,19 +101,19 @@ inline std::string pytorch_skip_reason(const std::vector<std::string>& modules) 
   std::string reason;
   if (!failures.empty()) {
     reason = fmt::format(
-        "{} cannot import what this test's scripts need ({}): skipped. To run it: python3 -m venv /tmp/tv && "
-        "/tmp/tv/bin/pip install torch torchvision --index-url https://download.pytorch.org/whl/cpu && "
-        "/tmp/tv/bin/pip install safetensors, then ENGINE_TORCHRUN=/tmp/tv/bin/torchrun",
+        "{} cannot import what this test's scripts need ({}): skipped. To run it: bash "
+        "scripts/install-python-deps.sh (PyTorch into a venv of its own), then scripts/test.sh, or ctest "
+        "with "
+        "ENGINE_TORCHRUN=<that venv>/bin/torchrun (scripts/python-env.sh names the venv)",
         python, fmt::join(failures, "; "));
   }
   return reasons.emplace(modules, reason).first->second;
 }
 
 inline constexpr const char* kHowToEnablePyTorch =
-    "torchrun was not found beside the python that imports torch, nor on PATH: skipped. To run it: python3 "
-    "-m "
-    "venv /tmp/tv && /tmp/tv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu, then "
-    "ENGINE_TORCHRUN=/tmp/tv/bin/torchrun";
+    "torchrun was not found beside the python that imports torch, nor on PATH: skipped. To run it: bash "
+    "scripts/install-python-deps.sh (PyTorch into a venv of its own), then ENGINE_TORCHRUN=<that "
+    "venv>/bin/torchrun (scripts/python-env.sh names the venv; scripts/test.sh sets it)";
 
 }  // namespace engine::testing
 
