@@ -3,8 +3,8 @@
 #   tensorboard   its EventAccumulator reads cnn_train --tensorboard's event files (tests/python/)
 #   onnxruntime   runs the models --export-onnx writes, beside the engine's own logits
 #   PyTorch       the peer and oracle: checkpoints both ways, the same steps, torchrun (single host, across
-#                 network-namespace hosts, elastic), torch.onnx.export; torch, torchvision, safetensors and
-#                 numpy go into a virtual environment of their own (scripts/python-env.sh names it), with
+#                 network-namespace hosts, elastic), torch.onnx.export; torch, torchvision, safetensors,
+#                 numpy and onnx (the exporter needs it) go into a virtual environment of their own (scripts/python-env.sh names it), with
 #                 --system-site-packages so its python sees tensorboard and onnxruntime too
 # Installed from PyPI, by scripts/test.sh (training needs none of them). Best effort: without network, or on a
 # python that refuses pip (Debian's own python3 is "externally managed" for the first two; the venv is not), it
@@ -28,10 +28,10 @@ else
 fi
 
 # The versions the PyTorch tests were last seen passing with (a newer torch may change an exporter's output).
-torch_packages=(torch==2.15.0 torchvision==0.29.2 safetensors numpy)
+torch_packages=(torch==2.15.0 torchvision==0.29.2 safetensors numpy onnx)
 if [ "${ENGINE_SKIP_TORCH:-0}" = 1 ]; then
   echo "install-python-deps: ENGINE_SKIP_TORCH=1: PyTorch not installed; its tests will skip"
-elif "$ENGINE_TORCH_VENV/bin/python" -c 'import torch, torchvision, safetensors, numpy' 2>/dev/null; then
+elif "$ENGINE_TORCH_VENV/bin/python" -c "import torch, torchvision, safetensors, numpy, onnx" 2>/dev/null; then
   echo "install-python-deps: PyTorch already imports in $ENGINE_TORCH_VENV"
 else
   echo "install-python-deps: pip install ${torch_packages[*]} into $ENGINE_TORCH_VENV (about 4.5 GB)"
