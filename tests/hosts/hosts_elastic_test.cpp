@@ -8,6 +8,7 @@
 // Skipped where torchrun is not installed.
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <regex>
@@ -65,6 +66,7 @@ TEST(HostsElastic, TorchrunContinuesOnTheRemainingHostFromTheNewestCheckpoint) {
                                            "([0-9]+) \\(([0-9]+) samples of it done\\), optimizer step [0-9]+, "
                                            "on 2 rank\\(s\\) \\(TORCHELASTIC_RESTART_COUNT=1\\)")))
       << log;
+  std::printf("%s\n", resumed.str(0).c_str());  // in CI's log: which checkpoint, position and world
   EXPECT_GE(std::stoi(resumed[1]), 20) << "the newest mid-epoch checkpoint at least";
   const int epoch = std::stoi(resumed[2]);  // counted from 1
   const std::int64_t position = std::stoll(resumed[3]);

@@ -58,9 +58,14 @@ TEST(HostsThree, TorchrunC10dRendezvousAcrossThreeHosts) {
                                  testing::program_path("cnn_train")},
                                 testing::host_run_args(root, dir, 4, 1)))));
   }
-  for (int h = 0; h < kThreeHosts; ++h)
+  std::string all;
+  for (int h = 0; h < kThreeHosts; ++h) {
     ASSERT_EQ(nodes[h]->finish(300), 0) << "torch " << torch.version << ", host " << h << "\n"
                                         << nodes[h]->output();
+    all += nodes[h]->output();
+  }
+  EXPECT_NE(all.find("3 rank(s) through gloo (started by torchrun)"), std::string::npos) << all;
+  EXPECT_NE(all.find("store torchrun's agent at node"), std::string::npos) << all;
   testing::expect_same_tensors(reference, dir + "/epoch1.safetensors");
 }
 
