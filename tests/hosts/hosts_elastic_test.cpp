@@ -61,11 +61,12 @@ TEST(HostsElastic, TorchrunContinuesOnTheRemainingHostFromTheNewestCheckpoint) {
   ASSERT_EQ(nodes[0]->finish(300), 0) << "torch " << torch.version << "\n" << nodes[0]->output();
   const std::string& log = nodes[0]->output();
   std::smatch resumed;
-  ASSERT_TRUE(std::regex_search(log, resumed,
-                                std::regex("cnn_train: resumed from " + dir +
-                                           "/step([0-9]+)\\.safetensors: epoch ([0-9]+) from sampler position "
-                                           "([0-9]+) \\(([0-9]+) samples of it done\\), optimizer step [0-9]+, "
-                                           "on 2 rank\\(s\\) \\(TORCHELASTIC_RESTART_COUNT=1\\)")))
+  ASSERT_TRUE(
+      std::regex_search(log, resumed,
+                        std::regex("cnn_train: resumed from " + dir +
+                                   "/step([0-9]+)\\.safetensors: epoch ([0-9]+) from sampler position "
+                                   "([0-9]+) \\(([0-9]+) samples of it done\\), optimizer step [0-9]+, "
+                                   "on 2 rank\\(s\\) \\(TORCHELASTIC_RESTART_COUNT=1\\)")))
       << log;
   std::printf("%s\n", resumed.str(0).c_str());  // in CI's log: which checkpoint, position and world
   EXPECT_GE(std::stoi(resumed[1]), 20) << "the newest mid-epoch checkpoint at least";
@@ -90,7 +91,8 @@ TEST(HostsElastic, TorchrunContinuesOnTheRemainingHostFromTheNewestCheckpoint) {
     new_world.set_epoch(static_cast<std::uint64_t>(epoch - 1));
     new_world.set_position(position);
     const std::vector<std::int64_t> share = new_world.indices();
-    trained.insert(trained.end(), share.begin(), share.begin() + static_cast<std::ptrdiff_t>(share.size() / 4 * 4));
+    trained.insert(trained.end(), share.begin(),
+                   share.begin() + static_cast<std::ptrdiff_t>(share.size() / 4 * 4));
   }
   std::vector<int> times(kSamples, 0);
   for (const std::int64_t i : trained) ++times[static_cast<std::size_t>(i)];

@@ -51,12 +51,12 @@ TEST(HostsThree, TorchrunC10dRendezvousAcrossThreeHosts) {
   const std::string endpoint = VirtualHosts::address(0) + ":" + std::to_string(dist::find_free_port());
   std::vector<std::unique_ptr<testing::LiveProcess>> nodes;
   for (int h = 0; h < kThreeHosts; ++h) {
-    nodes.push_back(std::make_unique<testing::LiveProcess>(
-        hosts.on_host(h, {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"},
-                      with_args({torch.torchrun, "--nnodes=3", "--nproc_per_node=1", "--rdzv-backend=c10d",
-                                 "--rdzv-id=three", "--rdzv-endpoint=" + endpoint, "--no-python",
-                                 testing::program_path("cnn_train")},
-                                testing::host_run_args(root, dir, 4, 1)))));
+    nodes.push_back(std::make_unique<testing::LiveProcess>(hosts.on_host(
+        h, {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"},
+        with_args(
+            {torch.torchrun, "--nnodes=3", "--nproc_per_node=1", "--rdzv-backend=c10d", "--rdzv-id=three",
+             "--rdzv-endpoint=" + endpoint, "--no-python", testing::program_path("cnn_train")},
+            testing::host_run_args(root, dir, 4, 1)))));
   }
   std::string all;
   for (int h = 0; h < kThreeHosts; ++h) {

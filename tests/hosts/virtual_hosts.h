@@ -46,8 +46,10 @@ class VirtualHosts {
     return "";
   }
 
-  explicit VirtualHosts(int count = kHosts) : prefix_("ehost" + std::to_string(::getpid()) + "_"), count_(count) {
-    if (count < 2 || count > 200) throw std::invalid_argument("VirtualHosts: " + std::to_string(count) + " hosts");
+  explicit VirtualHosts(int count = kHosts)
+      : prefix_("ehost" + std::to_string(::getpid()) + "_"), count_(count) {
+    if (count < 2 || count > 200)
+      throw std::invalid_argument("VirtualHosts: " + std::to_string(count) + " hosts");
     remove_stale();
     try {
       std::string names = "127.0.0.1 localhost\n";
@@ -63,8 +65,8 @@ class VirtualHosts {
         sh("ip link add " + link(0) + " type veth peer name " + link(1));
       } else {
         made_.push_back(switch_ns());
-        sh("ip netns add " + switch_ns() + " && ip -n " + switch_ns() + " link add br0 type bridge && ip -n " +
-           switch_ns() + " link set br0 up");
+        sh("ip netns add " + switch_ns() + " && ip -n " + switch_ns() +
+           " link add br0 type bridge && ip -n " + switch_ns() + " link set br0 up");
         for (int k = 0; k < count; ++k) {
           sh("ip link add " + link(k) + " type veth peer name " + port(k));
           sh("ip link set " + port(k) + " netns " + switch_ns());
