@@ -22,7 +22,7 @@ using testing::with_args;
 constexpr int kThreeHosts = 3;
 
 TEST(HostsThree, ThreeHostsOnASwitchTrainAsSixRanksOnOneHost) {
-  SKIP_WITHOUT_VIRTUAL_HOSTS();
+  SKIP_WITHOUT_VIRTUAL_HOSTS(kThreeHosts);
   const std::string root = testing::tiny_folder_dataset("hosts_three_data");
   const int world = kThreeHosts * testing::kRanksPerHost;
   const std::string reference = testing::one_host_reference(root, "hosts_three_ref", 4, 1, {}, world);
@@ -39,7 +39,7 @@ TEST(HostsThree, ThreeHostsOnASwitchTrainAsSixRanksOnOneHost) {
 
 // torchrun --nnodes=3 --nproc_per_node=1 on each host, the c10d rendezvous at host 0's address.
 TEST(HostsThree, TorchrunC10dRendezvousAcrossThreeHosts) {
-  SKIP_WITHOUT_VIRTUAL_HOSTS();
+  SKIP_WITHOUT_VIRTUAL_HOSTS(kThreeHosts);
   SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed.run");
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   if (torch.torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;

@@ -22,10 +22,11 @@ namespace engine::apps::testing {
 inline constexpr int kRanksPerHost = 2;
 inline constexpr int kWorld = engine::testing::VirtualHosts::kHosts * kRanksPerHost;
 
-#define SKIP_WITHOUT_VIRTUAL_HOSTS()                                         \
-  do {                                                                       \
-    const std::string why_ = ::engine::testing::VirtualHosts::unavailable(); \
-    if (!why_.empty()) GTEST_SKIP() << why_;                                 \
+// SKIP_WITHOUT_VIRTUAL_HOSTS() for two hosts, SKIP_WITHOUT_VIRTUAL_HOSTS(3) for three.
+#define SKIP_WITHOUT_VIRTUAL_HOSTS(...)                                                 \
+  do {                                                                                  \
+    const std::string why_ = ::engine::testing::VirtualHosts::unavailable(__VA_ARGS__); \
+    if (!why_.empty()) GTEST_SKIP() << why_;                                            \
   } while (0)
 
 // The shared tiny run on the CPU (tests/cpu/cnn_train_test_util.h), lr 0.005 for batches of 4 (as the

@@ -34,15 +34,20 @@ class VirtualHosts {
  public:
   static constexpr int kHosts = 2;  // the tests' usual count
 
-  // "" when namespaces can be made here, else why not.
-  static std::string unavailable() {
+  // "" when `count` hosts can be made here, else why not (three or more need a bridge).
+  static std::string unavailable(int count = kHosts) {
     if (::geteuid() != 0) return "the multi-host tests need root (network namespaces, veth links)";
     if (!on_path("ip") || !on_path("unshare"))
       return "the multi-host tests need iproute2's ip and util-linux's unshare (scripts/install-deps.sh)";
     const std::string probe = "ehostprobe" + std::to_string(::getpid());
     if (std::system(("ip netns add " + probe + " >/dev/null 2>&1").c_str()) != 0)
       return "cannot make a network namespace here (ip netns add failed: a container without CAP_SYS_ADMIN?)";
+    const bool bridge =
+        count < 3 ||
+        std::system(("ip -n " + probe + " link add br0 type bridge >/dev/null 2>&1").c_str()) == 0;
     std::system(("ip netns del " + probe + " >/dev/null 2>&1").c_str());
+    if (!bridge)
+      return "cannot make a bridge for three hosts here (ip link add type bridge failed: no bridge module?)";
     return "";
   }
 
