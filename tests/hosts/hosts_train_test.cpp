@@ -215,9 +215,18 @@ TEST(Hosts, TorchrunC10dRendezvousAcrossTwoHosts) {
              "--rdzv-endpoint=" + endpoint, "--no-python", testing::program_path("cnn_train")},
             testing::host_run_args(root, dir, 4, 2)))));
   }
-  for (int h = 0; h < VirtualHosts::kHosts; ++h)
+  std::string all;
+  for (int h = 0; h < VirtualHosts::kHosts; ++h) {
     ASSERT_EQ(nodes[h]->finish(300), 0) << "torch " << torch.version << ", host " << h << "\n"
                                         << nodes[h]->output();
+    all += nodes[h]->output();
+  }
+  // Rank 0 is on whichever host joined the rendezvous first; its agent serves the workers' store under the
+  // host's own name (resolved on the other host through its /etc/hosts).
+  EXPECT_NE(all.find("4 rank(s) through gloo (started by torchrun)"), std::string::npos) << all;
+  EXPECT_TRUE(all.find("store torchrun's agent at node0:") != std::string::npos ||
+              all.find("store torchrun's agent at node1:") != std::string::npos)
+      << all;
   testing::expect_same_tensors(reference, dir + "/epoch2.safetensors");
 }
 

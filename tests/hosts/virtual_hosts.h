@@ -1,13 +1,14 @@
 #pragma once
 // Real hosts on one machine for the multi-host tests: network namespaces, each with its own network stack,
-// address and host name, joined by one veth pair (a point-to-point link, which the tests can set down or
-// rate-limit with tc's tbf). Needs root (CI runs as root); elsewhere available() says why not and the tests
-// skip with that message.
+// address and host name. Two hosts are joined by one veth pair (a point-to-point link, which the tests can
+// set down or rate-limit with tc's tbf); three or more by a switch: a namespace "ehost<pid>_sw" holding a
+// bridge, each host's veth peer a port of it (nothing in this machine's own namespace is touched). Needs
+// root (CI runs as root); elsewhere unavailable() says why not and the tests skip with that message.
 //
 //   host k      namespace "ehost<pid>_<k>", address 10.77.0.<k+1>/24 on interface "eh<pid>v<k>", host name
 //               "node<k>" (each process runs in a UTS namespace of its own), and an /etc/hosts of its own
-//               (ip netns exec mounts /etc/netns/<namespace>/hosts over /etc/hosts) in which node0 and node1
-//               resolve, as a cluster's DNS would make Slurm's node names resolve.
+//               (ip netns exec mounts /etc/netns/<namespace>/hosts over /etc/hosts) in which every node<j>
+//               resolves, as a cluster's DNS would make Slurm's node names resolve.
 // Names carry this test process's id, so parallel test processes never share one; the same addresses in
 // different processes do not clash (separate network stacks). The destructor kills whatever still runs in
 // the namespaces and removes them, also when the test failed; namespaces left by a test process that was
@@ -31,34 +32,53 @@ namespace engine::testing {
 
 class VirtualHosts {
  public:
-  static constexpr int kHosts = 2;
+  static constexpr int kHosts = 2;  // the tests' usual count
 
-  // "" when namespaces can be made here, else why not.
-  static std::string unavailable() {
+  // "" when `count` hosts can be made here, else why not (three or more need a bridge).
+  static std::string unavailable(int count = kHosts) {
     if (::geteuid() != 0) return "the multi-host tests need root (network namespaces, veth links)";
     if (!on_path("ip") || !on_path("unshare"))
       return "the multi-host tests need iproute2's ip and util-linux's unshare (scripts/install-deps.sh)";
     const std::string probe = "ehostprobe" + std::to_string(::getpid());
     if (std::system(("ip netns add " + probe + " >/dev/null 2>&1").c_str()) != 0)
       return "cannot make a network namespace here (ip netns add failed: a container without CAP_SYS_ADMIN?)";
+    const bool bridge =
+        count < 3 ||
+        std::system(("ip -n " + probe + " link add br0 type bridge >/dev/null 2>&1").c_str()) == 0;
     std::system(("ip netns del " + probe + " >/dev/null 2>&1").c_str());
+    if (!bridge)
+      return "cannot make a bridge for three hosts here (ip link add type bridge failed: no bridge module?)";
     return "";
   }
 
-  VirtualHosts() : prefix_("ehost" + std::to_string(::getpid()) + "_") {
+  explicit VirtualHosts(int count = kHosts)
+      : prefix_("ehost" + std::to_string(::getpid()) + "_"), count_(count) {
+    if (count < 2 || count > 200)
+      throw std::invalid_argument("VirtualHosts: " + std::to_string(count) + " hosts");
     remove_stale();
     try {
-      for (int k = 0; k < kHosts; ++k) {
+      std::string names = "127.0.0.1 localhost\n";
+      for (int k = 0; k < count; ++k) names += address(k) + " " + hostname(k) + "\n";
+      for (int k = 0; k < count; ++k) {
         const std::filesystem::path etc = "/etc/netns/" + ns(k);
         std::filesystem::create_directories(etc);
-        std::ofstream(etc / "hosts") << "127.0.0.1 localhost\n"
-                                     << address(0) << " node0\n"
-                                     << address(1) << " node1\n";
-        made_.push_back(k);
+        std::ofstream(etc / "hosts") << names;
+        made_.push_back(ns(k));
         sh("ip netns add " + ns(k) + " && ip -n " + ns(k) + " link set lo up");
       }
-      sh("ip link add " + link(0) + " type veth peer name " + link(1));
-      for (int k = 0; k < kHosts; ++k) {
+      if (count == 2) {
+        sh("ip link add " + link(0) + " type veth peer name " + link(1));
+      } else {
+        made_.push_back(switch_ns());
+        sh("ip netns add " + switch_ns() + " && ip -n " + switch_ns() +
+           " link add br0 type bridge && ip -n " + switch_ns() + " link set br0 up");
+        for (int k = 0; k < count; ++k) {
+          sh("ip link add " + link(k) + " type veth peer name " + port(k));
+          sh("ip link set " + port(k) + " netns " + switch_ns());
+          sh("ip -n " + switch_ns() + " link set " + port(k) + " master br0 up");
+        }
+      }
+      for (int k = 0; k < count; ++k) {
         sh("ip link set " + link(k) + " netns " + ns(k));
         sh("ip -n " + ns(k) + " addr add " + address(k) + "/24 dev " + link(k));
         sh("ip -n " + ns(k) + " link set " + link(k) + " up");
@@ -73,6 +93,7 @@ class VirtualHosts {
   VirtualHosts(const VirtualHosts&) = delete;
   VirtualHosts& operator=(const VirtualHosts&) = delete;
 
+  int count() const { return count_; }
   std::string ns(int k) const { return prefix_ + std::to_string(k); }
   std::string link(int k) const { return "eh" + std::to_string(::getpid()) + "v" + std::to_string(k); }
   static std::string address(int k) { return "10.77.0." + std::to_string(k + 1); }
@@ -96,7 +117,7 @@ class VirtualHosts {
 
   // Both ends of the link limited to `rate` (tc's units: "50mbit").
   void limit_rate(const std::string& rate) const {
-    for (int k = 0; k < kHosts; ++k)
+    for (int k = 0; k < count_; ++k)
       sh("tc -n " + ns(k) + " qdisc replace dev " + link(k) + " root tbf rate " + rate +
          " burst 64kb latency 400ms");
   }
@@ -112,18 +133,24 @@ class VirtualHosts {
  private:
   // Kills what runs on the hosts, removes them (the veth pair goes with its namespaces) and their /etc files.
   void remove() {
-    for (const int k : made_) {
-      for (const pid_t pid : pids(k)) {
+    for (const std::string& name : made_) {
+      std::istringstream list(command_output("ip netns pids " + name + " 2>/dev/null"));
+      for (pid_t pid; list >> pid;) {
         ::kill(pid, SIGKILL);
         ::kill(pid, SIGCONT);
       }
-      std::system(("ip netns del " + ns(k) + " >/dev/null 2>&1").c_str());
+      std::system(("ip netns del " + name + " >/dev/null 2>&1").c_str());
       std::error_code ec;
-      std::filesystem::remove_all("/etc/netns/" + ns(k), ec);
+      std::filesystem::remove_all("/etc/netns/" + name, ec);
     }
     made_.clear();
-    std::system(("ip link del " + link(0) + " >/dev/null 2>&1").c_str());  // if it never left this namespace
+    for (int k = 0; k < count_; ++k)  // the links that never left this namespace, if any
+      std::system(("ip link del " + link(k) + " >/dev/null 2>&1").c_str());
   }
+
+  std::string switch_ns() const { return prefix_ + "sw"; }
+  // Host k's veth peer on the switch's bridge.
+  std::string port(int k) const { return "eh" + std::to_string(::getpid()) + "p" + std::to_string(k); }
 
   static void sh(const std::string& command) {
     if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
@@ -143,7 +170,8 @@ class VirtualHosts {
   }
 
   std::string prefix_;
-  std::vector<int> made_;
+  int count_;
+  std::vector<std::string> made_;  // the namespaces made, to remove
 };
 
 }  // namespace engine::testing
