@@ -64,23 +64,24 @@ Model imported_zoo(const std::string& name, int side, bool fusion, DType dtype) 
 
 TEST(OnnxGraphFusion, AnImportedZooModelFusesItsPairsAndTrainsAsUnfused) {
   if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
-  // cnn3: conv, bn, relu, pool x 3. resnet18 (16x16, for time): the stem's and each block's bn1 -> relu;
-  // each block's bn2 feeds the residual sum, not a ReLU.
-  for (const auto& [name, side, pairs] : {std::tuple{"cnn3", 32, 3}, std::tuple{"resnet18", 16, 9}}) {
-    const Tensor labels = layers::testing::random_labels(3, 10, 72);
-    {
-      Model fused = imported_zoo(name, side, true, DType::F64), plain = imported_zoo(name, side, false, DType::F64);
-      EXPECT_EQ(fused.fused_batchnorm_relu(), pairs) << name;
-      EXPECT_EQ(plain.fused_batchnorm_relu(), 0) << name;
-      const Tensor x = layers::testing::random_tensor({3, 3, side, side}, DType::F64, 71);
-      for (const Mode mode : {Mode::Train, Mode::Eval}) {
-        const StepResult a = step(fused, x, labels, mode), b = step(plain, x, labels, mode);
-        EXPECT_EQ(a.loss, b.loss) << name;
-        EXPECT_EQ(a.logits, b.logits) << name;
-        EXPECT_EQ(a.grads, b.grads) << name;
-        EXPECT_EQ(a.buffers, b.buffers) << name;
-      }
+  // float64 runs the reference's plain composition fused or not: bitwise equal. resnet18 on 8x8 (for
+  // time): the stem's and each block's bn1 -> relu; each block's bn2 feeds the residual sum, not a ReLU.
+  const Tensor labels = layers::testing::random_labels(3, 10, 72);
+  {
+    Model fused = imported_zoo("resnet18", 8, true, DType::F64), plain = imported_zoo("resnet18", 8, false, DType::F64);
+    EXPECT_EQ(fused.fused_batchnorm_relu(), 9);
+    EXPECT_EQ(plain.fused_batchnorm_relu(), 0);
+    const Tensor x = layers::testing::random_tensor({3, 3, 8, 8}, DType::F64, 71);
+    for (const Mode mode : {Mode::Train, Mode::Eval}) {
+      const StepResult a = step(fused, x, labels, mode), b = step(plain, x, labels, mode);
+      EXPECT_EQ(a.loss, b.loss);
+      EXPECT_EQ(a.logits, b.logits);
+      EXPECT_EQ(a.grads, b.grads);
+      EXPECT_EQ(a.buffers, b.buffers);
     }
+  }
+  // float32: the fused kernels (cnn3 also folds its conv biases into the BatchNorms).
+  for (const auto& [name, side, pairs] : {std::tuple{"cnn3", 32, 3}, std::tuple{"resnet18", 8, 9}}) {
     Model fused = imported_zoo(name, side, true, DType::F32), plain = imported_zoo(name, side, false, DType::F32);
     EXPECT_EQ(fused.fused_batchnorm_relu(), pairs) << name;
     const Tensor x = layers::testing::random_tensor({3, 3, side, side}, DType::F32, 71);

@@ -105,7 +105,7 @@ TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
   double scale = 0.0, worst = 0.0;
   for (std::size_t i = 0; i < ours.size(); ++i) {
     scale = std::max(scale, std::abs(static_cast<double>(ours[i])));
-    worst = std::max(worst, std::abs(static_cast<double>(ours[i]) - theirs[i]));
+    worst = std::max(worst, std::abs(static_cast<double>(ours[i]) - static_cast<double>(theirs[i])));
   }
   const int fan_in = 4096;  // cnn3's widest sum: its first linear layer (256 x 4 x 4 inputs)
   const double bound = fan_in * std::ldexp(1.0, -24) * scale;
@@ -119,7 +119,7 @@ TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
     agree_correct += top_b == test.labels[static_cast<std::size_t>(i)];
     if (top_a == top_b) continue;
     ++disagree;
-    const double margin = static_cast<double>(a[top_a]) - a[top_b];
+    const double margin = static_cast<double>(a[top_a]) - static_cast<double>(a[top_b]);
     if (margin <= 2.0 * bound) {
       ++near_ties;
     } else {
