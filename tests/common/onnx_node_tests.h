@@ -90,15 +90,17 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
 }
 
 // What differs between `got` and `want` (data set `set`), "" when within the tolerance.
-inline std::string onnx_output_diff(int set, const std::vector<double>& got, const std::vector<double>& want) {
-  if (got.size() != want.size()) return fmt::format("data set {}: {} values, {} expected", set, got.size(), want.size());
+inline std::string onnx_output_diff(int set, const std::vector<double>& got,
+                                    const std::vector<double>& want) {
+  if (got.size() != want.size())
+    return fmt::format("data set {}: {} values, {} expected", set, got.size(), want.size());
   double scale = 1.0;
   for (const double w : want) scale = std::max(scale, std::abs(w));
   const double tol = 128.0 * std::ldexp(1.0, -23) * scale;
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (!(std::abs(got[i] - want[i]) <= tol)) {
-      return fmt::format("data set {}: element {} is {}, {} expected (tolerance {:.2e})", set, i, got[i], want[i],
-                         tol);
+      return fmt::format("data set {}: element {} is {}, {} expected (tolerance {:.2e})", set, i, got[i],
+                         want[i], tol);
     }
   }
   return "";
@@ -113,9 +115,10 @@ inline std::vector<double> host_doubles(const Tensor& on_device, const Execution
 }
 
 inline Tensor device_tensor(const layers::onnx::HostTensor& t, const ExecutionContext& ctx) {
-  const Tensor host = ctx.dtype == DType::F64
-                          ? Tensor::from_vector(t.values, t.shape)
-                          : Tensor::from_vector(std::vector<float>(t.values.begin(), t.values.end()), t.shape);
+  const Tensor host =
+      ctx.dtype == DType::F64
+          ? Tensor::from_vector(t.values, t.shape)
+          : Tensor::from_vector(std::vector<float>(t.values.begin(), t.values.end()), t.shape);
   return host.to(ctx.device, ctx.stream);
 }
 
@@ -134,8 +137,8 @@ inline std::string run_sce_case(const OnnxNodeCase& c, const ExecutionContext& c
   const std::string where = fmt::format("node '{}' (SoftmaxCrossEntropyLoss): ", n.name());
   for (const ::onnx::AttributeProto& a : n.attribute()) {
     ENGINE_CHECK(a.name() == "reduction" && a.s() == "mean",
-                 "{}attribute {}{} is not supported (the engine's loss is the batch mean, no ignore_index)", where,
-                 a.name(), a.name() == "reduction" ? " = " + a.s() : "");
+                 "{}attribute {}{} is not supported (the engine's loss is the batch mean, no ignore_index)",
+                 where, a.name(), a.name() == "reduction" ? " = " + a.s() : "");
   }
   ENGINE_CHECK(n.input_size() == 2, "{}class weights (input 2) are not supported", where);
 #endif
@@ -144,8 +147,10 @@ inline std::string run_sce_case(const OnnxNodeCase& c, const ExecutionContext& c
     const layers::onnx::HostTensor scores = layers::onnx::read_tensor_file((data / "input_0.pb").string());
     const layers::onnx::HostTensor labels = layers::onnx::read_tensor_file((data / "input_1.pb").string());
     const layers::onnx::HostTensor want = layers::onnx::read_tensor_file((data / "output_0.pb").string());
-    ENGINE_CHECK(scores.shape.size() == 2, "node (SoftmaxCrossEntropyLoss): scores of {} dimensions are not "
-                 "supported (the engine's loss takes [N, classes])", scores.shape.size());
+    ENGINE_CHECK(scores.shape.size() == 2,
+                 "node (SoftmaxCrossEntropyLoss): scores of {} dimensions are not "
+                 "supported (the engine's loss takes [N, classes])",
+                 scores.shape.size());
     Tensor l = Tensor::empty({static_cast<std::int64_t>(labels.values.size())}, DType::I32);
     for (std::size_t i = 0; i < labels.values.size(); ++i)
       l.data<std::int32_t>()[i] = static_cast<std::int32_t>(labels.values[i]);

@@ -23,9 +23,10 @@
 namespace engine {
 namespace {
 
-using layers::Model;
 using layers::Mode;
-using namespace fusion_testing;  // NOLINT(google-build-using-namespace): the shared helpers of the fusion tests
+using layers::Model;
+using namespace fusion_testing;  // NOLINT(google-build-using-namespace): the shared helpers of the fusion
+                                 // tests
 
 // bn -> relu, and with `shared` also sum(bn, relu): the BatchNorm's output read by two nodes.
 Model bn_relu_graph(bool shared) {
@@ -68,7 +69,8 @@ TEST(OnnxGraphFusion, AnImportedZooModelFusesItsPairsAndTrainsAsUnfused) {
   // time): the stem's and each block's bn1 -> relu; each block's bn2 feeds the residual sum, not a ReLU.
   const Tensor labels = layers::testing::random_labels(3, 10, 72);
   {
-    Model fused = imported_zoo("resnet18", 8, true, DType::F64), plain = imported_zoo("resnet18", 8, false, DType::F64);
+    Model fused = imported_zoo("resnet18", 8, true, DType::F64),
+          plain = imported_zoo("resnet18", 8, false, DType::F64);
     EXPECT_EQ(fused.fused_batchnorm_relu(), 9);
     EXPECT_EQ(plain.fused_batchnorm_relu(), 0);
     const Tensor x = layers::testing::random_tensor({3, 3, 8, 8}, DType::F64, 71);
@@ -82,7 +84,8 @@ TEST(OnnxGraphFusion, AnImportedZooModelFusesItsPairsAndTrainsAsUnfused) {
   }
   // float32: the fused kernels (cnn3 also folds its conv biases into the BatchNorms).
   for (const auto& [name, side, pairs] : {std::tuple{"cnn3", 32, 3}, std::tuple{"resnet18", 8, 9}}) {
-    Model fused = imported_zoo(name, side, true, DType::F32), plain = imported_zoo(name, side, false, DType::F32);
+    Model fused = imported_zoo(name, side, true, DType::F32),
+          plain = imported_zoo(name, side, false, DType::F32);
     EXPECT_EQ(fused.fused_batchnorm_relu(), pairs) << name;
     const Tensor x = layers::testing::random_tensor({3, 3, side, side}, DType::F32, 71);
     for (const Mode mode : {Mode::Train, Mode::Eval}) {

@@ -69,7 +69,8 @@ TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
   for (std::int64_t step = 0; step < 40; ++step) {
     const std::vector<std::int32_t> labels(train.labels.begin() + step * batch,
                                            train.labels.begin() + (step + 1) * batch);
-    loss.forward(model.context(), model.forward(batch_of(images(train, step * batch, batch), batch), Mode::Train),
+    loss.forward(model.context(),
+                 model.forward(batch_of(images(train, step * batch, batch), batch), Mode::Train),
                  Tensor::from_vector(labels, {batch}));
     model.backward(loss.backward());
     sgd.step(0.02);
@@ -98,7 +99,8 @@ TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
   std::vector<float> theirs(ours.size());
   {
     std::ifstream f(output, std::ios::binary);
-    f.read(reinterpret_cast<char*>(theirs.data()), static_cast<std::streamsize>(theirs.size() * sizeof(float)));
+    f.read(reinterpret_cast<char*>(theirs.data()),
+           static_cast<std::streamsize>(theirs.size() * sizeof(float)));
     ASSERT_TRUE(f.good()) << "onnxruntime wrote no logits: " << ran;
   }
 
@@ -129,7 +131,8 @@ TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
   }
   std::printf(
       "onnxruntime vs engine on CIFAR-10's 10000 test images (cnn3, 40 steps): top-1 accuracy %.2f%% / "
-      "%.2f%%, %d disagreements (%d float32 near-ties, margin <= %.3g), worst logit difference %.3g of %.3g\n",
+      "%.2f%%, %d disagreements (%d float32 near-ties, margin <= %.3g), worst logit difference %.3g of "
+      "%.3g\n",
       correct / 100.0, agree_correct / 100.0, disagree, near_ties, 2.0 * bound, worst, scale);
   EXPECT_EQ(disagree, near_ties);
   EXPECT_GT(correct, 2000) << "40 steps should classify better than chance (10%): the model did not train";
