@@ -58,6 +58,24 @@ std::vector<Graph::NodeView> Graph::nodes() const {
   return out;
 }
 
+std::vector<std::pair<Layer*, Layer*>> Graph::sole_consumer_pairs() {
+  std::vector<int> readers(static_cast<std::size_t>(num_values_), 0);
+  std::vector<Node*> reader(static_cast<std::size_t>(num_values_), nullptr);
+  for (Node& n : nodes_) {
+    for (const int v : n.inputs) {
+      ++readers[static_cast<std::size_t>(v)];
+      reader[static_cast<std::size_t>(v)] = &n;
+    }
+  }
+  std::vector<std::pair<Layer*, Layer*>> pairs;
+  for (const Node& n : nodes_) {
+    const auto v = static_cast<std::size_t>(n.output);
+    if (n.layer == nullptr || n.output == output_ || readers[v] != 1 || reader[v]->layer == nullptr) continue;
+    pairs.emplace_back(n.layer.get(), reader[v]->layer.get());
+  }
+  return pairs;
+}
+
 const std::vector<double>* Graph::constant_values(int value, Shape* shape) const {
   const auto v = static_cast<std::size_t>(value);
   if (value < 0 || v >= constants_.size() || constants_[v] == nullptr) return nullptr;

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layers/layer.h"
@@ -48,6 +49,9 @@ class Graph final : public Layer {
     int output;
   };
   std::vector<NodeView> nodes() const;
+  // The (producer, consumer) layer pairs where the consumer alone reads the producer's output, which is not
+  // the graph's output: the pairs the fusion passes (layers/fusion.h) may join.
+  std::vector<std::pair<Layer*, Layer*>> sole_consumer_pairs();
   // The values and shape of constant `value`; null when it is not a constant.
   const std::vector<double>* constant_values(int value, Shape* shape) const;
 

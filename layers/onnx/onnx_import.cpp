@@ -164,8 +164,13 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
       if (!in.empty()) b.consumers[in].push_back(n);
     }
   }
+  // Constant nodes first: a pattern starting at a node (GELU's Erf form at its Div) reads constants that
+  // the topological order may place after that node (PyTorch's exporter writes the Add's 1 that way).
   for (const pb::NodeProto* n : order) {
-    if (b.consumed.count(n) == 0) detail::convert_node(b, *n);
+    if (n->op_type() == "Constant") detail::convert_node(b, *n);
+  }
+  for (const pb::NodeProto* n : order) {
+    if (n->op_type() != "Constant" && b.consumed.count(n) == 0) detail::convert_node(b, *n);
   }
   const Value& out = [&]() -> const Value& {
     ENGINE_CHECK(b.has(g.output(0).name()), "ONNX model '{}': the output '{}' was not built (a bug)", what,

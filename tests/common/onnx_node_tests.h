@@ -24,8 +24,10 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/execution_context.h"
 #include "layers/onnx/onnx_model.h"
+#include "layers/softmax_cross_entropy.h"
 
 namespace engine::testing {
 
@@ -59,7 +61,8 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
                                                    "Mul",
                                                    "Div",
                                                    "Dropout",
-                                                   "Identity"};
+                                                   "Identity",
+                                                   "SoftmaxCrossEntropyLoss"};
   if (!fs::is_directory(kOnnxNodeTestDir)) return out;
   for (const fs::directory_entry& e : fs::directory_iterator(kOnnxNodeTestDir)) {
     ::onnx::ModelProto m;
@@ -86,10 +89,84 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
   return out;
 }
 
+// What differs between `got` and `want` (data set `set`), "" when within the tolerance.
+inline std::string onnx_output_diff(int set, const std::vector<double>& got,
+                                    const std::vector<double>& want) {
+  if (got.size() != want.size())
+    return fmt::format("data set {}: {} values, {} expected", set, got.size(), want.size());
+  double scale = 1.0;
+  for (const double w : want) scale = std::max(scale, std::abs(w));
+  const double tol = 128.0 * std::ldexp(1.0, -23) * scale;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(std::abs(got[i] - want[i]) <= tol)) {
+      return fmt::format("data set {}: element {} is {}, {} expected (tolerance {:.2e})", set, i, got[i],
+                         want[i], tol);
+    }
+  }
+  return "";
+}
+
+inline std::vector<double> host_doubles(const Tensor& on_device, const ExecutionContext& ctx) {
+  const Tensor y = on_device.to(Device::cpu(), ctx.stream);
+  std::vector<double> out(static_cast<std::size_t>(y.numel()));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = ctx.dtype == DType::F64 ? y.data<double>()[i] : static_cast<double>(y.data<float>()[i]);
+  return out;
+}
+
+inline Tensor device_tensor(const layers::onnx::HostTensor& t, const ExecutionContext& ctx) {
+  const Tensor host =
+      ctx.dtype == DType::F64
+          ? Tensor::from_vector(t.values, t.shape)
+          : Tensor::from_vector(std::vector<float>(t.values.begin(), t.values.end()), t.shape);
+  return host.to(ctx.device, ctx.stream);
+}
+
+// A SoftmaxCrossEntropyLoss node test through the engine's training loss (layers/softmax_cross_entropy.h,
+// not a model node: it ends the graph and takes the labels), where the node is what that loss computes:
+// scores [N, C], labels [N], the mean over the batch, no class weights, no ignore_index. Anything else
+// throws engine::Error naming the attribute or input, like the importer's refusals. Compares output_0 (the
+// loss; the _log_prob tests' output_1 is the loss's inside).
+inline std::string run_sce_case(const OnnxNodeCase& c, const ExecutionContext& ctx) {
+  namespace fs = std::filesystem;
+#if ENGINE_HAVE_ONNX
+  ::onnx::ModelProto m;
+  std::ifstream f(c.dir / "model.onnx", std::ios::binary);
+  ENGINE_CHECK(f.good() && m.ParseFromIstream(&f), "{}: unreadable model.onnx", c.name);
+  const ::onnx::NodeProto& n = m.graph().node(0);
+  const std::string where = fmt::format("node '{}' (SoftmaxCrossEntropyLoss): ", n.name());
+  for (const ::onnx::AttributeProto& a : n.attribute()) {
+    ENGINE_CHECK(a.name() == "reduction" && a.s() == "mean",
+                 "{}attribute {}{} is not supported (the engine's loss is the batch mean, no ignore_index)",
+                 where, a.name(), a.name() == "reduction" ? " = " + a.s() : "");
+  }
+  ENGINE_CHECK(n.input_size() == 2, "{}class weights (input 2) are not supported", where);
+#endif
+  for (int set = 0; fs::is_directory(c.dir / fmt::format("test_data_set_{}", set)); ++set) {
+    const fs::path data = c.dir / fmt::format("test_data_set_{}", set);
+    const layers::onnx::HostTensor scores = layers::onnx::read_tensor_file((data / "input_0.pb").string());
+    const layers::onnx::HostTensor labels = layers::onnx::read_tensor_file((data / "input_1.pb").string());
+    const layers::onnx::HostTensor want = layers::onnx::read_tensor_file((data / "output_0.pb").string());
+    ENGINE_CHECK(scores.shape.size() == 2,
+                 "node (SoftmaxCrossEntropyLoss): scores of {} dimensions are not "
+                 "supported (the engine's loss takes [N, classes])",
+                 scores.shape.size());
+    Tensor l = Tensor::empty({static_cast<std::int64_t>(labels.values.size())}, DType::I32);
+    for (std::size_t i = 0; i < labels.values.size(); ++i)
+      l.data<std::int32_t>()[i] = static_cast<std::int32_t>(labels.values[i]);
+    layers::SoftmaxCrossEntropy loss;
+    const Tensor got = loss.forward(ctx, device_tensor(scores, ctx), l.to(ctx.device, ctx.stream));
+    const std::string diff = onnx_output_diff(set, host_doubles(got, ctx), want.values);
+    if (!diff.empty()) return diff;
+  }
+  return "";
+}
+
 // "" when every data set matches on `ctx`'s device and dtype, else what differs; throws engine::Error when
 // the importer refuses.
 inline std::string run_onnx_case(const OnnxNodeCase& c, const ExecutionContext& ctx) {
   namespace fs = std::filesystem;
+  if (c.name.rfind("test_sce_", 0) == 0) return run_sce_case(c, ctx);
   for (int set = 0; fs::is_directory(c.dir / fmt::format("test_data_set_{}", set)); ++set) {
     const fs::path data = c.dir / fmt::format("test_data_set_{}", set);
     layers::onnx::ImportOptions options;
@@ -103,29 +180,10 @@ inline std::string run_onnx_case(const OnnxNodeCase& c, const ExecutionContext& 
     layers::Model model = layers::onnx::import_model((c.dir / "model.onnx").string(), options);
     model.set_fusion(false);
     model.finalize(ctx, 1);
-    const Tensor host =
-        ctx.dtype == DType::F64
-            ? Tensor::from_vector(x.values, x.shape)
-            : Tensor::from_vector(std::vector<float>(x.values.begin(), x.values.end()), x.shape);
-    const Tensor y = model
-                         .forward(host.to(ctx.device, ctx.stream),
-                                  c.training ? layers::Mode::Train : layers::Mode::Inference)
-                         .to(Device::cpu(), ctx.stream);
-    std::vector<double> got(static_cast<std::size_t>(y.numel()));
-    for (std::size_t i = 0; i < got.size(); ++i)
-      got[i] = ctx.dtype == DType::F64 ? y.data<double>()[i] : static_cast<double>(y.data<float>()[i]);
-    if (got.size() != want.values.size()) {
-      return fmt::format("data set {}: {} values, {} expected", set, got.size(), want.values.size());
-    }
-    double scale = 1.0;
-    for (const double w : want.values) scale = std::max(scale, std::abs(w));
-    const double tol = 128.0 * std::ldexp(1.0, -23) * scale;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      if (!(std::abs(got[i] - want.values[i]) <= tol)) {
-        return fmt::format("data set {}: element {} is {}, {} expected (tolerance {:.2e})", set, i, got[i],
-                           want.values[i], tol);
-      }
-    }
+    const Tensor y =
+        model.forward(device_tensor(x, ctx), c.training ? layers::Mode::Train : layers::Mode::Inference);
+    const std::string diff = onnx_output_diff(set, host_doubles(y, ctx), want.values);
+    if (!diff.empty()) return diff;
   }
   return "";
 }

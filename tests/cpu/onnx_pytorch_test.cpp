@@ -25,7 +25,8 @@ namespace {
 
 TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
   if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch");  // scripts/onnx_torch_check.py's imports
+  // scripts/onnx_torch_check.py's imports, and onnx, which torch.onnx.export needs (not a torch dependency)
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   const std::string dir = engine::testing::scratch_dir("onnx_torch_", "net").string();
   const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();

@@ -59,8 +59,8 @@ TEST_P(OnnxRoundTrip, SameNamesLogitsAndGradients) {
   // float64: the import must reproduce the zoo model's arithmetic, not merely come close in float32.
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
   Model zoo = build_model(z.name, z.c, 10, z.hw, z.hw);
-  // Unfused, as the Graph runs it (Model::finalize fuses BatchNorm -> ReLU pairs of a Sequential only), so
-  // the two run the same kernels in the same order and agree to float64 rounding.
+  // Unfused, while the import fuses its BatchNorm -> ReLU pairs: in float64 a fused pair runs the
+  // reference's plain composition, so the two run the same operations in the same order.
   zoo.set_fusion(false);
   zoo.finalize(ctx, 5);
   const std::string first = (dir / "first.onnx").string();
