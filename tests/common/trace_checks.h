@@ -50,7 +50,9 @@ inline void expect_all_reduces_in_every_step(const std::vector<trace::Span>& spa
       std::istringstream params(span_arg(s, "parameters"));
       int named = 0;
       for (std::string p; params >> p; ++named) {
-        const std::string layer = "'" + p.substr(0, p.rfind('.')) + "'";
+        std::string layer(1, '\'');  // appended, not "'" + ...: gcc 12's -Wrestrict misfires on that
+        layer.append(p, 0, p.rfind('.'));
+        layer.push_back('\'');
         const trace::Span* backward = nullptr;
         for (const trace::Span& b : spans) {
           const bool of_layer = b.name.size() >= layer.size() &&
