@@ -72,7 +72,7 @@ Recorder::~Recorder() {
 
 std::size_t Recorder::begin(std::string name, std::string category, Track track) {
   auto p = std::make_unique<Pending>();
-  p->span = Span{std::move(name), std::move(category), track, 0, 0};
+  p->span = Span{std::move(name), std::move(category), track, 0, 0, {}};
   if (events_ && track == Track::kCompute) {  // queued on the stream: timed where it runs
     p->event_start = static_cast<int>(events_->events.size());
     events_->events.emplace_back(true).record(stream_);
@@ -96,10 +96,11 @@ void Recorder::end(std::size_t id) {
 }
 
 void Recorder::add_relative(std::string name, std::string category, Track track, std::size_t anchor,
-                            double offset_us, double duration_us) {
+                            double offset_us, double duration_us,
+                            std::vector<std::pair<std::string, std::string>> args) {
   ENGINE_CHECK(anchor < pending_.size(), "trace: anchor span {} does not exist", anchor);
   auto p = std::make_unique<Pending>();
-  p->span = Span{std::move(name), std::move(category), track, offset_us, duration_us};
+  p->span = Span{std::move(name), std::move(category), track, offset_us, duration_us, std::move(args)};
   p->anchor = anchor;
   p->anchored = true;
   p->ended = true;
@@ -150,8 +151,17 @@ void Recorder::write_json(const std::string& path, const std::string& process_na
   for (const Span& s : all) {
     json += fmt::format(
         ",\n{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, "
-        "\"dur\": {:.3f}}}",
+        "\"dur\": {:.3f}",
         escaped(s.name), escaped(s.category), pid, static_cast<int>(s.track), s.start_us, s.duration_us);
+    if (!s.args.empty()) {
+      json += ", \"args\": {";
+      for (std::size_t i = 0; i < s.args.size(); ++i) {
+        json += fmt::format("{}\"{}\": \"{}\"", i == 0 ? "" : ", ", escaped(s.args[i].first),
+                            escaped(s.args[i].second));
+      }
+      json += "}";
+    }
+    json += "}";
   }
   json += "\n]}\n";
   // Written next to the target and renamed over it: a reader never sees half a trace.

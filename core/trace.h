@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cuda_types.h"
@@ -29,6 +30,8 @@ struct Span {
   Track track = Track::kCompute;
   double start_us = 0;
   double duration_us = 0;
+  // Shown by the viewers when the span is selected (a bucket's bytes and parameters); name, value.
+  std::vector<std::pair<std::string, std::string>> args;
 };
 
 class Recorder {
@@ -46,7 +49,7 @@ class Recorder {
   // A span measured elsewhere (the reducer's bucket timeline): it starts `offset_us` after span `anchor`
   // starts (on whatever clock timed the anchor) and lasts `duration_us`.
   void add_relative(std::string name, std::string category, Track track, std::size_t anchor, double offset_us,
-                    double duration_us);
+                    double duration_us, std::vector<std::pair<std::string, std::string>> args = {});
 
   // Every span, CUDA ones read (this waits for their events). Sorted by start.
   std::vector<Span> spans();

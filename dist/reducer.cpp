@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <string>
 
 #include "core/error.h"
 #include "core/stream.h"  // the communication stream and its events (made for CUDA gradients only)
@@ -119,6 +120,22 @@ void Reducer::mark_step_start() {
 const StepTimeline& Reducer::timeline() {
   ENGINE_CHECK(timeline_, "Reducer::timeline needs ReducerOptions::record_timeline");
   return timeline_->read();
+}
+
+void Reducer::trace_timeline(trace::Recorder& recorder, std::size_t anchor) {
+  std::vector<std::string> names;  // per bucket: its parameters, in the order backward writes them
+  for (const Bucket& b : buckets_) {
+    std::string joined;
+    for (const std::size_t p : b.params) joined += (joined.empty() ? "" : " ") + model_.parameters()[p].name;
+    names.push_back(std::move(joined));
+  }
+  add_to_trace(timeline(), names, recorder, anchor);
+}
+
+void Reducer::stop_timeline() {
+  ENGINE_CHECK(next_to_launch_ == 0 && impl_->works.empty(),
+               "Reducer::stop_timeline in the middle of a backward");
+  timeline_.reset();  // CUDA events still pending are released by the driver once they complete
 }
 
 void Reducer::on_grad_ready(std::size_t param_index) {

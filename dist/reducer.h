@@ -111,6 +111,13 @@ class Reducer {
   // With record_timeline: the timeline of the last synced backward (empty before one). CUDA: waits until its
   // events are done (the caller normally synchronized the step already).
   const StepTimeline& timeline();
+  // With record_timeline: the last synced backward's all-reduces on `recorder`'s communication track,
+  // anchored at span `anchor`, opened right after mark_step_start() (add_to_trace in
+  // dist/reducer_timeline.h); each names its bucket's parameters.
+  void trace_timeline(trace::Recorder& recorder, std::size_t anchor);
+  // With record_timeline: records nothing from here on (cnn_train --trace after its traced steps: on a GPU
+  // each step's start would wait for the previous step's events). Not in the middle of a backward.
+  void stop_timeline();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // Bucket all-reduces queued since construction (the accumulation test counts them).

@@ -2,8 +2,11 @@
 
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/stream.h"  // Event (made for CUDA gradients only)
+#include "core/trace.h"
 
 namespace engine::dist {
 
@@ -113,6 +116,21 @@ const StepTimeline& ReducerTimeline::read() {
     pending_ = false;
   }
   return last_;
+}
+
+void add_to_trace(const StepTimeline& timeline, const std::vector<std::string>& bucket_params,
+                  trace::Recorder& recorder, std::size_t anchor) {
+  for (const BucketTiming& t : timeline.buckets) {
+    ENGINE_CHECK(t.bucket < bucket_params.size(), "add_to_trace: bucket {} of {} named", t.bucket,
+                 bucket_params.size());
+    recorder.add_relative(fmt::format("all-reduce bucket {}", t.bucket), "allreduce",
+                          trace::Track::kCommunication, anchor, 1000.0 * t.start_ms,
+                          1000.0 * (t.end_ms - t.start_ms),
+                          {{"bytes", std::to_string(t.bytes)},
+                           {"parameters", bucket_params[t.bucket]},
+                           {"ready_ms", fmt::format("{:.3f}", t.ready_ms)},
+                           {"queued_ms", fmt::format("{:.3f}", t.queued_ms)}});
+  }
 }
 
 }  // namespace engine::dist

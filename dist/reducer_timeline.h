@@ -8,9 +8,14 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/process_group.h"
+
+namespace engine::trace {
+class Recorder;
+}
 
 namespace engine::dist {
 
@@ -28,6 +33,14 @@ struct StepTimeline {
   std::vector<BucketTiming> buckets;  // in launch order; empty before the first synced step
   double backward_end_ms = 0;         // finish() was called (CUDA: the compute stream reached that point)
 };
+
+// cnn_train --trace: the timeline's all-reduces on `recorder`'s communication track, one span per bucket from
+// its start to its end ("all-reduce bucket B"), anchored at span `anchor`, which opened when the step start
+// was marked: the caller marks it right before opening the span (on the CPU a microsecond before; on a GPU
+// the event before on the same stream), so a span is drawn at most that much after it ran, never before. Its
+// args: the bytes, `bucket_params[b]` (its parameters' names), when the bucket was ready and queued.
+void add_to_trace(const StepTimeline& timeline, const std::vector<std::string>& bucket_params,
+                  trace::Recorder& recorder, std::size_t anchor);
 
 // The records. Streams are `void*` (cudaStream_t); `cuda` selects timing events over the host clock.
 class ReducerTimeline {

@@ -1,6 +1,7 @@
 #include "apps/pictures/data_grid.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,6 +36,41 @@ data::Image make_sample_grid(const data::Dataset& d, int rows, int cols) {
     captions.push_back(d.class_names[static_cast<std::size_t>(d.labels[static_cast<std::size_t>(i)])]);
   }
   return make_captioned_grid(d, indices, captions, cols);
+}
+
+data::Dataset batch_as_dataset(const Tensor& images, const Tensor& labels, const std::vector<float>& mean,
+                               const std::vector<float>& std, std::vector<std::string> class_names,
+                               std::int64_t max_images) {
+  ENGINE_CHECK(images.device().is_cpu() && images.dtype() == DType::F32 && images.ndim() == 4,
+               "batch_as_dataset: images must be float32 [B, C, H, W] on the host, got {}", images.str());
+  ENGINE_CHECK(labels.device().is_cpu() && labels.dtype() == DType::I32 && labels.ndim() == 1 &&
+                   labels.dim(0) == images.dim(0),
+               "batch_as_dataset: labels must be int32 [{}] on the host, got {}", images.dim(0),
+               labels.str());
+  data::Dataset d;
+  d.channels = images.dim(1);
+  d.height = images.dim(2);
+  d.width = images.dim(3);
+  ENGINE_CHECK(mean.size() == std.size() && (mean.empty() || std::ssize(mean) == d.channels),
+               "batch_as_dataset: {} means and {} deviations for {} channels", mean.size(), std.size(),
+               d.channels);
+  const std::int64_t n = std::min(images.dim(0), max_images), plane = d.height * d.width;
+  const bool nhwc = images.layout() == Layout::NHWC;
+  const float* x = images.data<float>();
+  d.images.resize(static_cast<std::size_t>(n * d.channels * plane));
+  for (std::int64_t i = 0; i < n * d.channels * plane; ++i) {  // i: the NCHW position
+    const std::int64_t image = i / (d.channels * plane), c = (i / plane) % d.channels, p = i % plane;
+    const auto v = static_cast<double>(x[nhwc ? (image * plane + p) * d.channels + c : i]);
+    const auto k = static_cast<std::size_t>(c);
+    const double unit = mean.empty() ? v : v * static_cast<double>(std[k]) + static_cast<double>(mean[k]);
+    d.images[static_cast<std::size_t>(i)] =
+        static_cast<std::uint8_t>(std::clamp(std::lround(unit * 255.0), 0L, 255L));
+  }
+  const std::int32_t* y = labels.data<std::int32_t>();
+  d.labels.assign(y, y + n);
+  d.class_names = std::move(class_names);
+  data::validate(d, "the training batch");
+  return d;
 }
 
 data::Image make_captioned_grid(const data::Dataset& d, const std::vector<std::int64_t>& indices,

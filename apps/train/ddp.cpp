@@ -24,7 +24,7 @@ namespace {
 class DdpSync final : public DataParallel {
  public:
   DdpSync(dist::ProcessGroup& pg, layers::Model& model, const dist::ReducerOptions& options)
-      : pg_(pg), model_(model) {
+      : pg_(pg), model_(model), traced_(options.record_timeline) {
     dist::verify_same_model(pg, model);
     dist::broadcast_parameters(pg, model);  // also after --resume: every rank read the same file
     reducer_ = std::make_unique<dist::Reducer>(pg, model, options);
@@ -37,6 +37,17 @@ class DdpSync final : public DataParallel {
   void abandon_step() override {
     ENGINE_CHECK(reducer_->abandon_step(),
                  "a failed step left a partial --accumulate sum behind, which cannot be re-run exactly");
+  }
+
+  void trace_step_begin() override {
+    if (traced_) reducer_->mark_step_start();
+  }
+  void trace_step_end(trace::Recorder& recorder, std::size_t step_span) override {
+    if (traced_) reducer_->trace_timeline(recorder, step_span);
+  }
+  void trace_done() override {
+    if (traced_) reducer_->stop_timeline();
+    traced_ = false;
   }
 
   void before_evaluate(std::int64_t epochs_done) override {
@@ -85,6 +96,7 @@ class DdpSync final : public DataParallel {
   dist::ProcessGroup& pg_;
   layers::Model& model_;
   std::unique_ptr<dist::Reducer> reducer_;
+  bool traced_;  // --trace over several ranks: the reducer records its timeline until trace_done()
 };
 
 bool uses_gpus(const TrainConfig& config) { return !config.cpu && device_count() > 0; }
@@ -169,6 +181,14 @@ DdpRank::DdpRank(const DdpConfig& ddp, TrainConfig& config, const dist::DistEnv&
                config.cpu ? "--cpu is given" : "no GPU is visible");
   const auto timeout = std::chrono::milliseconds(std::llround(ddp.timeout_seconds * 1000.0));
   pg_ = dist::init_process_group(env, backend, timeout, gpu ? config.device_index : -1);
+  // gloo copies CUDA gradients on its own thread, which stream events cannot time (dist/reducer.h).
+  time_all_reduces_ = !config.trace.empty() && world_size_ > 1 && !(gpu && backend == dist::Backend::Gloo);
+  if (!config.trace.empty() && world_size_ > 1 && !time_all_reduces_ && rank_ == 0) {
+    fmt::print(
+        "cnn_train: --trace: the all-reduces of GPU gradients through gloo are not timed (its host copies "
+        "run "
+        "on its own thread); the communication track stays empty (nccl times them)\n");
+  }
   if (rank_ == 0) {
     fmt::print(
         "cnn_train: {} rank(s) through {} (started by {}) | global batch {} ({} per rank{}) | store {}\n",
@@ -200,6 +220,7 @@ TrainerHooks DdpRank::hooks() {
   options.bucket_mb = ddp_.bucket_mb;
   options.first_bucket_mb = std::min(1.0, ddp_.bucket_mb);
   options.compression = ddp_.grad_compression;
+  options.record_timeline = time_all_reduces_;
   const bool announce = rank_ == 0 && world_size_ > 1;
   hooks.data_parallel = [pg = pg_.get(), options, announce](layers::Model& model) {
     auto sync = std::make_unique<DdpSync>(*pg, model, options);

@@ -101,6 +101,7 @@ class DdpRank {
   DdpConfig ddp_;
   int world_size_ = 1;
   int rank_ = 0;
+  bool time_all_reduces_ = false;           // --trace over several ranks: the Reducer records its timeline
   std::unique_ptr<dist::ProcessGroup> pg_;  // null for a single process that needs none
 };
 

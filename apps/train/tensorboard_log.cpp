@@ -1,5 +1,6 @@
 #include "apps/train/tensorboard_log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -41,9 +42,14 @@ TensorboardLog::TensorboardLog(const std::string& dir, std::int64_t first_step, 
 
 TensorboardLog::~TensorboardLog() = default;
 
-void TensorboardLog::samples(const data::Dataset& train) {
-  if (train.size() == 0) return;
-  writer_->image("train/samples", make_sample_grid(train, 4, 8), 0);
+void TensorboardLog::samples(const data::Batch& batch, const std::vector<float>& mean,
+                             const std::vector<float>& std, const std::vector<std::string>& class_names,
+                             void* stream) {
+  if (batch.size() == 0) return;
+  const Tensor images = batch.images.to(Device::cpu(), stream),
+               labels = batch.labels.to(Device::cpu(), stream);
+  writer_->image("train/samples",
+                 make_sample_grid(batch_as_dataset(images, labels, mean, std, class_names, 32), 4, 8), 0);
   writer_->flush();
 }
 
@@ -85,7 +91,8 @@ TensorboardLog::TensorboardLog(const std::string& dir, std::int64_t, std::int64_
 }
 
 TensorboardLog::~TensorboardLog() = default;
-void TensorboardLog::samples(const data::Dataset&) {}
+void TensorboardLog::samples(const data::Batch&, const std::vector<float>&, const std::vector<float>&,
+                             const std::vector<std::string>&, void*) {}
 void TensorboardLog::step_losses(std::int64_t, std::span<const float>) {}
 void TensorboardLog::epoch(const EpochMetrics&, std::int64_t, const layers::Model&) {}
 

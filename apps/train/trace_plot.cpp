@@ -17,7 +17,19 @@ int colour_of(const std::string& category) {
   if (category == "backward") return 0xd62728;
   if (category == "loss") return 0xff7f0e;
   if (category == "optimizer") return 0x2ca02c;
+  if (category == "allreduce") return 0x17becf;
   return 0x9467bd;  // data, and anything else
+}
+
+// The row of a span off the compute track (above the step's row 0).
+int row_of(trace::Track track) { return track == trace::Track::kCommunication ? 2 : 1; }
+
+// "all-reduce bucket 3" -> "b3": the label on its bar, where the bar is wide enough to hold it (a fraction
+// `share` of the step).
+std::string bar_label(const trace::Span& s, double share) {
+  const std::string prefix = "all-reduce bucket ";
+  if (s.name.rfind(prefix, 0) != 0 || share < 0.025) return "\"\"";
+  return fmt::format("b{}", s.name.substr(prefix.size()));
 }
 
 }  // namespace
@@ -30,14 +42,15 @@ void write_trace_plot(const std::vector<trace::Span>& spans, const std::string& 
   // The spans of the first step (its data wait just before it included), each at its depth: the number of
   // compute spans that hold it.
   std::vector<const trace::Span*> shown;
+  bool communication = false;
   for (const trace::Span& s : spans) {
-    const bool compute = s.track == trace::Track::kCompute;
-    if (compute ? (s.start_us >= t0 && s.start_us + s.duration_us <= t1 + 0.01)
-                : (s.start_us + s.duration_us >= t0 - 1e3 && s.start_us <= t1)) {
-      shown.push_back(&s);
-    }
+    const bool inside = s.track == trace::Track::kData
+                            ? (s.start_us + s.duration_us >= t0 - 1e3 && s.start_us <= t1)
+                            : (s.start_us >= t0 - 0.01 && s.start_us + s.duration_us <= t1 + 0.01);
+    if (inside) shown.push_back(&s);
+    communication = communication || (inside && s.track == trace::Track::kCommunication);
   }
-  std::string data = "# x_mid_ms y half_width_ms colour\n";
+  std::string data = "# x_mid_ms y half_width_ms colour label\n";
   int depth_max = 0;
   for (const trace::Span* s : shown) {
     int depth = 0;
@@ -49,28 +62,31 @@ void write_trace_plot(const std::vector<trace::Span>& spans, const std::string& 
       }
       depth_max = std::max(depth_max, depth);
     } else {
-      depth = -1;  // the data track, under the compute rows
+      depth = -row_of(s->track);  // the data and communication tracks, above the compute rows
     }
     const double a = (s->start_us - t0) / 1000.0, b = (s->start_us + s->duration_us - t0) / 1000.0;
-    data += fmt::format("{} {} {} {}\n", (a + b) / 2, -depth, std::max((b - a) / 2, 1e-4),
-                        colour_of(s->category));
+    data += fmt::format("{} {} {} {} {}\n", (a + b) / 2, -depth, std::max((b - a) / 2, 1e-4),
+                        colour_of(s->category), bar_label(*s, (b - a) * 1000.0 / std::max(t1 - t0, 1e-9)));
   }
   const std::string title = fmt::format(
       "{} ({:.2f} ms): forward blue, backward red, loss orange, "
-      "optimizer green, data wait purple",
-      step->name, (t1 - t0) / 1000.0);
+      "optimizer green, data wait purple{}",
+      step->name, (t1 - t0) / 1000.0, communication ? ", all-reduce cyan" : "");
+  const int top = communication ? 2 : 1;
   draw_with_gnuplot(
       "--trace", png_path, data, [&](const std::string& data_path, const std::string& image_path) {
         std::ostringstream script;
-        script << "set terminal pngcairo noenhanced size 1400," << 160 + 36 * (depth_max + 2)
+        script << "set terminal pngcairo noenhanced size 1400," << 160 + 36 * (depth_max + 1 + top)
                << " font 'Sans,10'\n"
                << "set output " << gnuplot_quoted(image_path) << "\n"
                << "set title " << gnuplot_quoted(title) << "\n"
                << "set xlabel 'ms from the step start'\nset grid xtics\nunset key\n"
-               << fmt::format("set yrange [{}:{}]\n", -depth_max - 0.6, 1.6)
-               << "set ytics ('data' 1, 'step' 0)\nset style fill solid 0.85 border lc rgb 'white'\n"
+               << fmt::format("set yrange [{}:{}]\n", -depth_max - 0.6, top + 0.6)
+               << (communication ? "set ytics ('all-reduce' 2, 'data' 1, 'step' 0)\n"
+                                 : "set ytics ('data' 1, 'step' 0)\n")
+               << "set style fill solid 0.85 border lc rgb 'white'\n"
                << "plot " << gnuplot_quoted(data_path)
-               << " using 1:2:3:(0.4):4 with boxxyerror lc rgb variable\n";
+               << " using 1:2:3:(0.4):4 with boxxyerror lc rgb variable, '' using 1:2:5 with labels\n";
         return script.str();
       });
 }

@@ -184,7 +184,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
                "set): run them with --eval-only on the checkpoint, on one process");
   if (c.is_main() && !c.tensorboard.empty() && !eval_only) {
     tensorboard_ = std::make_unique<TensorboardLog>(c.tensorboard, sgd_->steps() + 1, c.tensorboard_every);
-    if (sgd_->steps() == 0) tensorboard_->samples(data_.train);
+    tensorboard_samples_pending_ = sgd_->steps() == 0;  // a new run: its first batch is drawn
   }
   if (c.is_main()) {
     // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).

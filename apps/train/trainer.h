@@ -120,6 +120,13 @@ class DataParallel {
   // Once, before the first step: every rank starts at the same point (each found its checkpoint itself:
   // --resume auto on nodes without a shared --checkpoint-dir would not). Throws engine::Error otherwise.
   virtual void check_same_start(std::int64_t epoch, std::int64_t position) = 0;
+  // --trace, for a traced batch that ends an optimizer step: trace_step_begin() right before its step span
+  // opens (the all-reduces are timed from there); trace_step_end() after the step, to put each bucket's
+  // all-reduce on `recorder`'s communication track, anchored at `step_span`; trace_done() after the last
+  // traced step (nothing is timed from there on). The defaults record nothing.
+  virtual void trace_step_begin() {}
+  virtual void trace_step_end(trace::Recorder& /*recorder*/, std::size_t /*step_span*/) {}
+  virtual void trace_done() {}
 };
 
 struct TrainerHooks {
@@ -212,6 +219,7 @@ class Trainer {
   std::string mid_epoch_file_;       // the newest mid-epoch checkpoint written (removed after the next save)
   std::unique_ptr<TensorboardLog> tensorboard_;  // rank 0, --tensorboard
   std::vector<float> host_step_losses_;          // CPU: this epoch's losses, per batch, for --tensorboard
+  bool tensorboard_samples_pending_ = false;     // --tensorboard: the next batch is drawn (a new run's first)
   std::unique_ptr<trace::Recorder> trace_;       // --trace, while its steps run
   std::int64_t traced_steps_ = 0;
   std::int64_t run_batches_ = 0;  // batches this run has trained (--trace skips the first)

@@ -104,6 +104,7 @@ void Trainer::trace_begin() {
 
 void Trainer::trace_end() {
   trace::set_active(nullptr);
+  if (data_parallel_) data_parallel_->trace_done();
   if (config_.is_main()) {
     trace_->write_json(config_.trace, fmt::format("rank {}", config_.rank), config_.rank);
     print_line(
@@ -216,6 +217,10 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
       // --trace: the run's second step on (the first allocates and plans), --trace-steps of them.
       const bool traced = !config_.trace.empty() && run_batches_ >= 1 && traced_steps_ < config_.trace_steps;
       if (traced) trace_begin();
+      // Its gradient all-reduces on the communication track (a step that communicates: one that ends an
+      // optimizer step), timed from just before the step's span opens, so none is drawn before it happened.
+      const bool traced_comm = traced && data_parallel_ && ends_step;
+      if (traced_comm) data_parallel_->trace_step_begin();
       const std::size_t step_span =
           traced
               ? trace_->begin(
@@ -229,11 +234,16 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
         got = train_loader_->next(batch);
       }
       ENGINE_CHECK(got, "the training loader ended before batch {} of {} (a bug)", k + 1, loader_batches);
+      if (tensorboard_samples_pending_) {  // what the model sees: the augmented batch
+        tensorboard_->samples(batch, data_.mean, data_.std, data_.train.class_names, stream);
+        tensorboard_samples_pending_ = false;
+      }
       train_batch(batch, group_size, ends_step);
       batch_samples = batch.size();
       ++graph_eager_steps_;
       if (traced) {
         trace_->end(step_span);
+        if (traced_comm) data_parallel_->trace_step_end(*trace_, step_span);
         if (++traced_steps_ == config_.trace_steps) trace_end();
       }
     }

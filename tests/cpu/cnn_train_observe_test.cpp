@@ -1,26 +1,34 @@
 // Watching a cnn_train run (label cpu), end to end on the tiny image-folder dataset: --tensorboard's event
 // files (the tags of each epoch, the step losses on the grid, weight and gradient histograms, the sample
 // grid, and a resumed run's file starting where the checkpoint left off, read back by TensorBoard's own
-// reader where it is installed), --trace's Chrome trace (every layer's forward and backward inside each step,
-// the loss, the optimizer, the data wait), and --confusion / --misclassified (the PNGs, the matrix in
-// --metrics).
+// reader where it is installed; the grid is the first batch as augmented), --trace's Chrome trace (every
+// layer's forward and backward inside each step, the loss, the optimizer, the data wait; on two ranks every
+// bucket's all-reduce on the communication track), and --confusion / --misclassified (the PNGs, the matrix
+// in --metrics).
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/train/gnuplot.h"
+#include "core/trace.h"
 #include "tests/common/pytorch_tools.h"
+#include "tests/common/trace_checks.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 #if ENGINE_HAVE_TENSORBOARD
+#include "apps/pictures/data_grid.h"
 #include "apps/tensorboard/event.pb.h"
 #include "apps/tensorboard/event_writer.h"
+#include "apps/train/train_data.h"
+#include "data/loader.h"
 #endif
 
 namespace engine::apps {
@@ -83,6 +91,52 @@ TEST(CnnTrainObserve, TensorboardLogsEpochsStepsHistogramsAndAResumedRunWithoutR
   EXPECT_EQ(tags["train/samples"], std::vector<std::int64_t>{0}) << "drawn once, by the first run";
 }
 
+// The grid is what the model saw: with a flip-only augmentation (--augment flip-translate --translate 0) and
+// seed 3, its pixels are those of the first batch the same sampler and flips give (built here with the
+// data library), not the raw images of that batch.
+TEST(CnnTrainObserve, TensorboardSampleGridIsTheFirstBatchAsAugmented) {
+  const std::string root = testing::tiny_folder_dataset("observe_tb_augmented", 24);
+  const std::string dir = testing::temp_dir("observe_tb_augmented_ckpt"), tb = dir + "/tensorboard";
+  const testing::RunResult r = run_train(with_args(
+      tiny_run(root, dir, 1), {"--augment", "flip-translate", "--translate", "0", "--tensorboard", tb}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string png;
+  for (const std::string& f : event_files(tb)) {
+    for (const std::string& record : tensorboard::read_event_records(f)) {
+      tensorboard::Event e;
+      ASSERT_TRUE(e.ParseFromString(record));
+      for (const auto& v : e.summary().value())
+        if (v.tag() == "train/samples") png = v.image().encoded_image_string();
+    }
+  }
+  ASSERT_FALSE(png.empty()) << "no train/samples image in " << tb;
+  const data::Image drawn = data::decode_image(
+      std::span(reinterpret_cast<const std::uint8_t*>(png.data()), png.size()), "train/samples", 3);
+
+  TrainConfig c;
+  c.dataset = "folder:" + root;
+  c.batch_size = 8;
+  const TrainData d = load_train_data(c);
+  auto first_batch_grid = [&](const data::TransformConfig& transform) {
+    data::LoaderOptions o;
+    o.batch_size = 8;
+    o.transform = transform;
+    data::Loader loader(d.train, data::DistributedSampler(d.train.size(), 1, 0, true, 3), o);
+    loader.start_epoch(0);
+    data::Batch b;
+    EXPECT_TRUE(loader.next(b));
+    return make_sample_grid(batch_as_dataset(b.images, b.labels, {}, {}, d.train.class_names), 4, 8);
+  };
+  const data::Image augmented = first_batch_grid(data::TransformConfig::flip_translate({}, {}, 3, 0));
+  const data::Image raw = first_batch_grid(data::TransformConfig::eval({}, {}));
+  ASSERT_NE(augmented.pixels, raw.pixels)
+      << "no image of the first batch was mirrored: the test sees nothing";
+  ASSERT_EQ(drawn.height, augmented.height);
+  ASSERT_EQ(drawn.width, augmented.width);
+  EXPECT_TRUE(drawn.pixels == augmented.pixels) << "the grid is not the augmented first batch";
+  EXPECT_FALSE(drawn.pixels == raw.pixels) << "the grid shows the images before augmentation";
+}
+
 TEST(CnnTrainObserve, TensorBoardsOwnReaderReadsTheRun) {
   SKIP_WITHOUT_PYTHON_MODULES("tensorboard.backend.event_processing.event_accumulator");
   const std::string root = testing::tiny_folder_dataset("observe_tb_reader", 24);
@@ -134,6 +188,49 @@ TEST(CnnTrainObserve, TraceHasEveryLayerInsideEachStepWithLossOptimizerAndDataWa
     }
     EXPECT_TRUE(inside) << e.dump();
   }
+}
+
+// Two ranks through gloo, small buckets: every traced step has each bucket's all-reduce on the communication
+// track (a thread of its own), inside the step, after the backward of the layers it carries began; the PNG
+// beside the trace draws them.
+TEST(CnnTrainObserve, TwoRanksTraceEveryBucketsAllReduceOnTheCommunicationTrack) {
+  const std::string root = testing::tiny_folder_dataset("observe_trace_ddp", 24);
+  const std::string dir = testing::temp_dir("observe_trace_ddp_out"), path = dir + "/trace.json";
+  const testing::RunResult r =
+      run_train(with_args(tiny_run(root, dir, 1),
+                          {"--nproc", "2", "--bucket-mb", "0.001", "--trace", path, "--trace-steps", "3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::size_t at = r.output.find(" gradient buckets (");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::size_t buckets = std::stoul(r.output.substr(r.output.rfind(' ', at - 1) + 1));
+  ASSERT_GE(buckets, 3u) << r.output;
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::vector<trace::Span> spans;
+  std::map<int, std::string> threads;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      threads[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] != "X") continue;
+    trace::Span s{e["name"].get<std::string>(),
+                  e["cat"].get<std::string>(),
+                  static_cast<trace::Track>(e["tid"].get<int>()),
+                  e["ts"].get<double>(),
+                  e["dur"].get<double>(),
+                  {}};
+    if (e.contains("args"))
+      for (const auto& [key, value] : e["args"].items()) s.args.emplace_back(key, value.get<std::string>());
+    spans.push_back(s);
+  }
+  EXPECT_EQ(threads[static_cast<int>(trace::Track::kCommunication)], "communication (gradient all-reduce)");
+  EXPECT_NE(threads[static_cast<int>(trace::Track::kCompute)],
+            threads[static_cast<int>(trace::Track::kCommunication)]);
+  engine::testing::expect_all_reduces_in_every_step(spans, buckets, 3, 0.002);
+  if (find_gnuplot().empty())
+    GTEST_SKIP() << "the trace passed; gnuplot (Debian's gnuplot-nox) draws its PNG";
+  const std::string png = testing::file_bytes(dir + "/trace.png");
+  ASSERT_GT(png.size(), 1000u) << r.output;
+  EXPECT_EQ(png.substr(1, 3), "PNG");
 }
 
 TEST(CnnTrainObserve, ConfusionMatrixAndMisclassifiedImagesAfterTraining) {

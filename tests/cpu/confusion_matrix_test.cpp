@@ -1,7 +1,7 @@
 // The run's pictures (apps/pictures/confusion_matrix.h, apps/pictures/data_grid.h): the confusion matrix's
 // counts, recall, JSON and bad classes; its heat map (the diagonal dark, an empty cell white, the counts
 // written); the captioned contact sheet of chosen samples (the misclassified test images), its size and its
-// refusals.
+// refusals; a normalized batch in either layout back to the dataset's pixels (--tensorboard's sample grid).
 
 #include "apps/pictures/confusion_matrix.h"
 
@@ -120,6 +120,44 @@ TEST(CaptionedGrid, RefusesAnIndexOutsideTheDatasetAndMismatchedCaptions) {
   EXPECT_NE(testing::error_of([&] {
               make_captioned_grid(d, {0, 1}, {"a"}, 2);
             }).find("1 captions for 2 samples"),
+            std::string::npos);
+}
+
+// A batch as the loader gives it, normalized per channel, in NCHW and in NHWC: the same pixels come back,
+// exactly, only the first `max_images`, values outside 0..255 clamped.
+TEST(BatchAsDataset, UndoesTheNormalizationInEitherLayout) {
+  const std::vector<float> mean{0.25f, 0.5f}, std{0.5f, 0.125f};
+  const std::int64_t n = 3, c = 2, h = 2, w = 3;
+  std::vector<std::uint8_t> pixels;
+  Tensor nchw = Tensor::empty({n, c, h, w}, DType::F32);
+  Tensor nhwc = Tensor::empty({n, c, h, w}, DType::F32, Device::cpu(), nullptr, Layout::NHWC);
+  for (std::int64_t i = 0; i < n * c * h * w; ++i) {
+    const std::int64_t image = i / (c * h * w), ch = (i / (h * w)) % c, p = i % (h * w);
+    pixels.push_back(static_cast<std::uint8_t>((i * 37) % 256));
+    const float v = (static_cast<float>(pixels.back()) / 255.0f - mean[ch]) / std[ch];
+    nchw.data<float>()[i] = v;
+    nhwc.data<float>()[(image * h * w + p) * c + ch] = v;
+  }
+  nchw.data<float>()[1] = 100.0f;  // far above 255 once the normalization is undone
+  nhwc.data<float>()[2] = 100.0f;  // the same element: image 0, channel 0, pixel 1
+  pixels[1] = 255;
+  const Tensor labels = Tensor::from_vector(std::vector<std::int32_t>{1, 0, 1}, {3});
+  for (const Tensor& images : {nchw, nhwc}) {
+    const data::Dataset d = batch_as_dataset(images, labels, mean, std, {"a", "b"}, 2);
+    ASSERT_EQ(d.size(), 2);
+    EXPECT_EQ(d.channels, c);
+    EXPECT_EQ(d.height, h);
+    EXPECT_EQ(d.width, w);
+    EXPECT_EQ(d.labels, (std::vector<std::int32_t>{1, 0}));
+    EXPECT_EQ(d.images, std::vector<std::uint8_t>(pixels.begin(), pixels.begin() + 2 * c * h * w));
+  }
+  EXPECT_NE(testing::error_of([&] {
+              batch_as_dataset(labels, labels, {}, {}, {"a", "b"});
+            }).find("images must be float32 [B, C, H, W]"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              batch_as_dataset(nchw, labels, {0.5f}, {0.5f}, {"a", "b"});
+            }).find("1 means and 1 deviations for 2 channels"),
             std::string::npos);
 }
 

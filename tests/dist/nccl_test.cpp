@@ -1,10 +1,11 @@
 // NCCL with world size 1 (label gpu): the process group, model agreement and the Reducer on a CUDA model
-// (its timeline too). Skipped where no device is visible.
+// (its timeline too, and on a training trace). Skipped where no device is visible.
 
 #include <bit>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/philox.h"
 #include "core/stream.h"
+#include "core/trace.h"
 #include "dist/bootstrap.h"
 #include "dist/model_sync.h"
 #include "dist/reducer.h"
@@ -21,6 +23,7 @@
 #include "layers/models.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/common/gpu.h"
+#include "tests/common/trace_checks.h"
 #include "tests/dist/timeline_checks.h"
 
 namespace engine::dist {
@@ -146,6 +149,40 @@ TEST(Nccl, WorldSizeOneTimelineOrdersEveryBucketsEvents) {
   const StepTimeline& t = reducer.timeline();
   testing::expect_ordered_timeline(t, n, m.flat_gradients().nbytes());
   EXPECT_LT(t.buckets.front().start_ms, t.backward_end_ms) << "the first bucket overlaps backward";
+}
+
+// cnn_train --trace on a GPU: the step and layer spans are timing events on the compute stream, the
+// all-reduces events on the communication stream; every bucket lands inside its step on the communication
+// track, after the backward of its layers began.
+TEST(Nccl, WorldSizeOneTraceHasEveryBucketsAllReduceInsideItsStep) {
+  SKIP_WITHOUT_GPU();
+  const std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
+  CudaCnn3 net;
+  layers::Model& m = net.model;
+  ReducerOptions options;
+  options.first_bucket_mb = 0.25;
+  options.bucket_mb = 1.0;
+  options.record_timeline = true;
+  Reducer reducer(*pg, m, options);
+  const std::size_t n = reducer.buckets().size();
+  ASSERT_GT(n, 2u);
+  const Tensor x = Tensor::zeros({8, 3, 32, 32}, DType::F32, Device::cuda(0));
+  const Tensor labels = Tensor::zeros({8}, DType::I32).to(Device::cuda(0));
+  layers::SoftmaxCrossEntropy loss;
+  trace::Recorder recorder(net.stream.get());
+  for (int step = 0; step < 2; ++step) {
+    reducer.mark_step_start();
+    const std::size_t span = recorder.begin("step " + std::to_string(step + 1), "step");
+    trace::set_active(&recorder);
+    loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
+    m.backward(loss.backward());
+    trace::set_active(nullptr);
+    reducer.finish();
+    recorder.end(span);
+    reducer.trace_timeline(recorder, span);
+  }
+  net.stream.synchronize();
+  engine::testing::expect_all_reduces_in_every_step(recorder.spans(), n, 2, 0.01);
 }
 
 }  // namespace
