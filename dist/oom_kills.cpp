@@ -20,23 +20,22 @@ std::optional<std::int64_t> keyed_value(const std::string& file, const std::stri
   return std::nullopt;
 }
 
-// cgroup v1 counts a kill only in the victim's own group: the group's and every group's below it, summed.
-std::optional<std::int64_t> v1_kills_below(const std::string& group) {
-  std::optional<std::int64_t> total = keyed_value(group + "/memory.oom_control", "oom_kill");
-  if (!total) return total;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(group, ec)) {
-    if (!e.is_directory(ec)) continue;
-    if (const auto n = keyed_value(e.path().string() + "/memory.oom_control", "oom_kill")) *total += *n;
-  }
-  return total;
-}
-
 std::string first_word(const std::string& file) {
   std::ifstream in(file);
   std::string word;
   in >> word;
-  return word;
+  return word.empty() ? "?" : word;
+}
+
+// cgroup v1 counts a kill only in the victim's own group: the group's count and every group's below it.
+void read_v1_tree(const std::string& group, OomKills& out) {
+  if (const auto n = keyed_value(group + "/memory.oom_control", "oom_kill")) out.count_of[group] = *n;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(group, ec)) {
+    if (!e.is_directory(ec)) continue;
+    const std::string below = e.path().string();
+    if (const auto n = keyed_value(below + "/memory.oom_control", "oom_kill")) out.count_of[below] = *n;
+  }
 }
 
 }  // namespace
@@ -49,18 +48,20 @@ std::optional<OomKills> read_oom_kills() {
     const std::size_t a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    OomKills out;
     if (controllers == "memory" || controllers.find("memory,") != std::string::npos ||
         controllers.find(",memory") != std::string::npos) {
-      const std::string group = "/sys/fs/cgroup/memory" + path;
-      if (const auto n = v1_kills_below(group))
-        return OomKills{group, *n, "memory.limit_in_bytes " + first_word(group + "/memory.limit_in_bytes")};
+      out.version = 1;
+      read_v1_tree("/sys/fs/cgroup/memory" + path, out);
     } else if (controllers.empty()) {
+      out.version = 2;
       for (const std::string root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
         const std::string group = root + path;
-        if (const auto n = keyed_value(group + "/memory.events", "oom_kill"))
-          return OomKills{group, *n, "memory.max " + first_word(group + "/memory.max")};
+        if (const auto n = keyed_value(group + "/memory.events", "oom_kill")) out.count_of[group] = *n;
+        if (!out.count_of.empty()) break;
       }
     }
+    if (!out.count_of.empty()) return out;
   }
   return std::nullopt;
 }
@@ -68,9 +69,16 @@ std::optional<OomKills> read_oom_kills() {
 std::string oom_kill_note(const std::optional<OomKills>& before) {
   if (!before) return "";
   const std::optional<OomKills> now = read_oom_kills();
-  if (!now || now->group != before->group || now->count <= before->count) return "";
-  return fmt::format(": the kernel's out-of-memory killer (memory cgroup {}: {}, oom_kill count {} -> {})",
-                     now->group, now->limit, before->count, now->count);
+  if (!now) return "";
+  for (const auto& [group, count] : now->count_of) {
+    const auto was = before->count_of.find(group);
+    const std::int64_t earlier = was == before->count_of.end() ? 0 : was->second;
+    if (count <= earlier) continue;
+    const char* limit = now->version == 1 ? "memory.limit_in_bytes" : "memory.max";
+    return fmt::format(": the kernel's out-of-memory killer (memory cgroup {}: {} {}, oom_kill count {} -> {})",
+                       group, limit, first_word(group + "/" + limit), earlier, count);
+  }
+  return "";
 }
 
 }  // namespace engine::dist
