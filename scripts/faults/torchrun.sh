@@ -9,7 +9,7 @@
 rank_pid() {
   local child
   for child in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-    if tr '\0' '\n' < "/proc/$child/environ" 2>/dev/null | grep -qx "RANK=$2"; then echo "$child"; return; fi
+    if tr '\0' '\n' 2>/dev/null < "/proc/$child/environ" | grep -qx "RANK=$2"; then echo "$child"; return; fi
   done
 }
 
