@@ -7,6 +7,8 @@
 #   scripts/fuzz.sh                       every target (onnx where libonnx-dev is), FUZZ_SECONDS (default 15) each
 #   FUZZ_SECONDS=300 scripts/fuzz.sh idx  one target, longer
 #   FUZZ_RUNS=1000000 scripts/fuzz.sh     every target for that many executions (scripts/faults.sh), no time limit
+#   FUZZ_TIMEOUT=120 ...                  seconds one input may take (default 10): a niced run on busy cores
+#                                         waits for a core long enough to pass 10 s of wall clock
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +48,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work"
   budget=(-max_total_time="$seconds")
   if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); fi
-  "$bin" "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$bin" "${budget[@]}" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -print_final_stats=1 \
          -artifact_prefix="build-fuzz/artifacts/$t-" "$work" "$seeds" > "build-fuzz/fuzz_$t.log" 2>&1 ||
     { tail -n 60 "build-fuzz/fuzz_$t.log"; echo "fuzz_$t FAILED: input in build-fuzz/artifacts/"; exit 1; }
   grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" "build-fuzz/fuzz_$t.log" | tr '\n' ' '
