@@ -75,8 +75,9 @@ std::string oom_kill_note(const std::optional<OomKills>& before) {
     const std::int64_t earlier = was == before->count_of.end() ? 0 : was->second;
     if (count <= earlier) continue;
     const char* limit = now->version == 1 ? "memory.limit_in_bytes" : "memory.max";
-    return fmt::format(": the kernel's out-of-memory killer (memory cgroup {}: {} {}, oom_kill count {} -> {})",
-                       group, limit, first_word(group + "/" + limit), earlier, count);
+    return fmt::format(
+        ": the kernel's out-of-memory killer (memory cgroup {}: {} {}, oom_kill count {} -> {})", group,
+        limit, first_word(group + "/" + limit), earlier, count);
   }
   return "";
 }

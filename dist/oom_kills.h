@@ -15,7 +15,7 @@ namespace engine::dist {
 // oom_kill of each memory cgroup read: this process's, and with cgroup v1 the groups below it.
 struct OomKills {
   std::map<std::string, std::int64_t> count_of;  // by folder, e.g. /sys/fs/cgroup/memory/slurm/job_42
-  int version = 0;                                // cgroup 1 or 2
+  int version = 0;                               // cgroup 1 or 2
 };
 
 // The counts now, or nothing when no memory cgroup can be read.

@@ -115,8 +115,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorRecord>&
   Fd dir{::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   ENGINE_CHECK(dir.fd >= 0 || errno == EACCES, "cannot open folder '{}' to flush '{}': {}", folder.string(),
                path, std::strerror(errno));
-  ENGINE_CHECK(dir.fd < 0 || ::fsync(dir.fd) == 0 || errno == EINVAL, "cannot flush folder '{}' after writing '{}': {}",
-               folder.string(), path, std::strerror(errno));
+  ENGINE_CHECK(dir.fd < 0 || ::fsync(dir.fd) == 0 || errno == EINVAL,
+               "cannot flush folder '{}' after writing '{}': {}", folder.string(), path,
+               std::strerror(errno));
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {

@@ -3,8 +3,8 @@
 //
 //   ENGINE_IO_FAULT_PATH    calls on a path containing this text (or on a descriptor opened from one) count
 //   ENGINE_IO_FAULT_OP      the call that fails: open, read, write, fsync, rename or close
-//   ENGINE_IO_FAULT_NTH     the Nth counted call of that kind fails (1 the first); 0 or unset: none, count only
-//   ENGINE_IO_FAULT_COUNTS  a file that gets, at exit, each kind's count ("write 12"): what N can be
+//   ENGINE_IO_FAULT_NTH     the Nth counted call of that kind fails (1 the first); 0 or unset: none, count
+//   only ENGINE_IO_FAULT_COUNTS  a file that gets, at exit, each kind's count ("write 12"): what N can be
 //
 // The failed call is told on stderr ("io_error_shim: write('PATH') failed with EIO, call N"), so a caller
 // can tell which file met the fault. fread and fwrite are interposed too: glibc's stdio calls read and write

@@ -40,9 +40,9 @@ struct Fault {
 // cnn_train ARGS with the shim loaded; `counts` (when not empty) gets each kind's count of calls.
 testing::RunResult run_with_fault(const std::vector<std::string>& args, const Fault& fault,
                                   const std::string& counts = "") {
-  std::string command = "LD_PRELOAD=" + shell_quote(shim_path()) +
-                        " ENGINE_IO_FAULT_PATH=" + shell_quote(fault.path_part) +
-                        " ENGINE_IO_FAULT_OP=" + fault.op + " ENGINE_IO_FAULT_NTH=" + std::to_string(fault.nth);
+  std::string command =
+      "LD_PRELOAD=" + shell_quote(shim_path()) + " ENGINE_IO_FAULT_PATH=" + shell_quote(fault.path_part) +
+      " ENGINE_IO_FAULT_OP=" + fault.op + " ENGINE_IO_FAULT_NTH=" + std::to_string(fault.nth);
   if (!counts.empty()) command += " ENGINE_IO_FAULT_COUNTS=" + shell_quote(counts);
   command += " " + shell_quote(testing::program_path("cnn_train"));
   for (const std::string& a : args) command += " " + shell_quote(a);
@@ -80,7 +80,8 @@ class CnnTrainIoError : public ::testing::Test {
     root_ = testing::tiny_folder_dataset("io_error_data");
     reference_dir_ = testing::temp_dir("io_error_reference");
     const std::string counts = testing::temp_dir("io_error_counts") + "/counts";
-    const testing::RunResult r = run_with_fault(run_args(root_, reference_dir_), {".safetensors", "none", 0}, counts);
+    const testing::RunResult r =
+        run_with_fault(run_args(root_, reference_dir_), {".safetensors", "none", 0}, counts);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     counts_ = read_counts(counts);
   }
@@ -95,7 +96,7 @@ class CnnTrainIoError : public ::testing::Test {
     EXPECT_NE(r.output.find(named), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(dir + "/epoch2.safetensors"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("io_error_shim: " + fault.op), std::string::npos) << "the fault was not met\n"
-                                                                               << r.output;
+                                                                              << r.output;
     EXPECT_FALSE(has_partial_file(dir));
     const optim::SafetensorsFile epoch1 = optim::SafetensorsFile::read(dir + "/epoch1.safetensors");
     EXPECT_NO_THROW(optim::verify_checkpoint_checksum(epoch1));
@@ -156,9 +157,9 @@ TEST_F(CnnTrainIoError, AFailedFolderFlushIsReported) {
 
 TEST_F(CnnTrainIoError, AFailedCheckpointReadIsNotTakenForATruncatedFile) {
   const std::string file = reference_dir_ + "/epoch1.safetensors";
-  const testing::RunResult r = run_with_fault(
-      with_args(run_args(root_, testing::temp_dir("io_error_read_ckpt")), {"--resume", file}),
-      {".safetensors", "read", 1});
+  const testing::RunResult r =
+      run_with_fault(with_args(run_args(root_, testing::temp_dir("io_error_read_ckpt")), {"--resume", file}),
+                     {".safetensors", "read", 1});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot read checkpoint '" + file + "' after 0 bytes: Input/output error"),
             std::string::npos)
@@ -167,8 +168,8 @@ TEST_F(CnnTrainIoError, AFailedCheckpointReadIsNotTakenForATruncatedFile) {
 }
 
 TEST_F(CnnTrainIoError, AFailedDataReadNamesTheFile) {
-  const testing::RunResult r =
-      run_with_fault(run_args(root_, testing::temp_dir("io_error_read_data")), {root_ + "/train/", "read", 1});
+  const testing::RunResult r = run_with_fault(run_args(root_, testing::temp_dir("io_error_read_data")),
+                                              {root_ + "/train/", "read", 1});
   EXPECT_EQ(r.exit_code, 2) << r.output;  // input checked before the first step: cnn_train's exit 2
   EXPECT_NE(r.output.find(root_ + "/train/"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("read failed after 0 bytes: Input/output error"), std::string::npos) << r.output;

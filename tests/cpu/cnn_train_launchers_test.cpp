@@ -117,7 +117,8 @@ TEST(CnnTrainLaunchers, TorchrunStaticAndC10dRendezvousTrainAsOurLauncherDoes) {
 // continues from the newest mid-epoch checkpoint, and the run ends where the uninterrupted one does, bit for
 // bit. Rank 0 writes the checkpoints, rank 1 does not: either may fall (scripts/faults.sh's torchrun-restart
 // kind kills one at random moments).
-void expect_torchrun_restart_after_killing(int victim_rank, const std::string& saved, const std::string& name) {
+void expect_torchrun_restart_after_killing(int victim_rank, const std::string& saved,
+                                           const std::string& name) {
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
   const std::string root = testing::tiny_folder_dataset(name + "_data", 400);

@@ -83,7 +83,8 @@ TEST_F(LauncherOomKill, ARankTheKernelKilledForMemoryIsNamedAsSuch) {
   EXPECT_EQ(r.exit_code, 128 + 9) << r.message;
   EXPECT_NE(r.message.find("rank 1 (pid "), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("was killed by signal 9"), std::string::npos) << r.message;
-  EXPECT_NE(r.message.find(": the kernel's out-of-memory killer (memory cgroup " + group_ + ": "), std::string::npos)
+  EXPECT_NE(r.message.find(": the kernel's out-of-memory killer (memory cgroup " + group_ + ": "),
+            std::string::npos)
       << r.message;
   EXPECT_NE(r.message.find(" 67108864, oom_kill count 0 -> 1)"), std::string::npos) << r.message;
 }
