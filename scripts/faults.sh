@@ -3,7 +3,7 @@
 # and after each trial a check that nothing was lost. A table ends it: fault, trials, survived, lost.
 #
 #   scripts/faults.sh                 the full campaign (by hand: ~1 h on 2 cores; the figures go in docs)
-#   scripts/faults.sh --smoke         one trial of each kind, no fuzzing (scripts/test.sh; ~2 minutes)
+#   scripts/faults.sh --smoke         one trial of each kind, no fuzzing (scripts/test.sh; 2-4 minutes)
 #   scripts/faults.sh --seed 42       repeat a campaign (the moments, bytes and caps follow from the seed)
 #   TRIALS=5 FUZZ_RUNS=100000 scripts/faults.sh    other sizes; ONLY="kill9 corrupt" some kinds only
 #
