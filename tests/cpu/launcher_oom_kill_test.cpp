@@ -41,7 +41,7 @@ std::string make_capped_group(std::size_t limit_bytes, std::string& why) {
       return "";
     }
   }
-  const std::string group = parent + "/launcher_oom_test_" + std::to_string(::getpid());
+  std::string group = parent + "/launcher_oom_test_" + std::to_string(::getpid());
   std::error_code ec;
   if (!std::filesystem::create_directory(group, ec)) {
     why = "cannot create " + group + ": " + ec.message() + " (root needed)";
