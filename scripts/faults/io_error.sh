@@ -5,8 +5,8 @@
 #                  never a signal, never exit 0 when a save's call failed; then --resume auto skips nothing
 #                  and finishes with the uninterrupted weights
 #   io-error-read  a read of the data set's files (exit 1..127, the file and the error named), or of the
-#                  newest checkpoint at --resume auto (skipped, saying why, and the run finishes with the
-#                  same weights)
+#                  newest checkpoint at --resume auto (in the search: skipped, saying why, and the run
+#                  finishes with the same weights; at the load: exit 1..127 naming the file, then resumes)
 
 shim=""
 build_shim() {
@@ -77,7 +77,7 @@ io_error_save_trials() {
 
 io_error_read_trials() {
   local kind=io-error-read every=4 ref data_counts=$work/io_data_counts ckpt_counts=$work/io_ckpt_counts
-  local data_hits=0 ckpt_hits=0
+  local data_hits=0 ckpt_hits=0 stopped=0
   build_shim
   ref=$(reference "$every")
   # shellcheck disable=SC2046
@@ -112,16 +112,26 @@ io_error_read_trials() {
       with_fault "epoch1.safetensors" read "$nth" /dev/null $(train_args "$dir/ckpt" "$every") > "$dir/fault.log" 2>&1
       rc=$?
       ckpt_hits=$((ckpt_hits + 1))
-      if [ $rc -ne 0 ]; then
-        verdict=lost detail="$detail: exit $rc"
-      elif ! grep -q "skipping $dir/ckpt/epoch1.safetensors: cannot read checkpoint .*Input/output error" "$dir/fault.log"; then
+      # A read failing in --resume auto's search skips the file (saying why); one failing at the load of the
+      # file it chose stops the run (exit 1..127, the file and the error named): run again, it resumes.
+      if [ $rc -ge 128 ]; then
+        verdict=lost detail="$detail: ended by signal $((rc - 128))"
+      elif [ $rc -eq 0 ] && ! grep -q "skipping $dir/ckpt/epoch1.safetensors: cannot read checkpoint .*Input/output error" "$dir/fault.log"; then
         verdict=lost detail="$detail: the failed read was not named"
-      elif ! same_weights "$ref" "$dir/ckpt/epoch2.safetensors"; then
+      elif [ $rc -ne 0 ] && ! grep -q "cannot read checkpoint '$dir/ckpt/epoch1.safetensors' after [0-9]* bytes: Input/output error" "$dir/fault.log"; then
+        verdict=lost detail="$detail: exit $rc without the file and the error named: $(tail -1 "$dir/fault.log")"
+      elif [ $rc -ne 0 ]; then
+        stopped=$((stopped + 1))
+        # shellcheck disable=SC2046
+        "$train" $(train_args "$dir/ckpt" "$every") > "$dir/resumed.log" 2>&1 ||
+          { verdict=lost detail="$detail: the run again exited $?"; }
+      fi
+      if [ $verdict = survived ] && ! same_weights "$ref" "$dir/ckpt/epoch2.safetensors"; then
         verdict=lost detail="$detail: final weights differ from the uninterrupted run"
       fi
     fi
     [ $verdict = lost ] && tail -5 "$dir/fault.log"
     record "$kind" $verdict "trial $t ($detail) (log $dir/fault.log)"
   done
-  note "$kind" "at the data read: $data_hits, at the checkpoint read: $ckpt_hits;"
+  note "$kind" "at the data read: $data_hits, at the checkpoint read: $ckpt_hits (of which stopped at the load, then resumed: $stopped);"
 }
