@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <optional>
 #include <poll.h>
 #include <set>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "dist/oom_kills.h"
 #include "dist/tcp_store.h"
 
 extern char** environ;
@@ -290,6 +292,8 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   std::thread reader(pump_output, std::move(streams), options.log_all_ranks);
 
   LaunchResult result;
+  const std::optional<OomKills> oom_before =
+      read_oom_kills();  // a SIGKILL then may be the kernel's OOM killer
   // A stop signal to the launcher (Ctrl-C, Slurm's or torchrun's SIGTERM) is forwarded to every worker, each
   // time it comes: the first lets the ranks save and stop together (apps/train/stop_signal.h), a second makes
   // them exit at once. Meanwhile a rank that ends is not a failure to act on: the others are stopping too,
@@ -334,6 +338,8 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
         result.exit_code = exit_code_of(cause.status);
         result.message =
             fmt::format("rank {} (pid {}) {}", cause.rank, cause.pid, describe_status(cause.status));
+        if (WIFSIGNALED(cause.status) && WTERMSIG(cause.status) == SIGKILL)
+          result.message += oom_kill_note(oom_before);
         for (const Worker* w : failures) {
           if (w != &cause)
             result.message += fmt::format("; then rank {} {}", w->rank, describe_status(w->status));

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +95,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorRecord>&
       for (const TensorRecord& t : tensors)
         write_all(out.fd, t.bytes.data(), t.bytes.size(), temp, written, options);
       ENGINE_CHECK(::fsync(out.fd) == 0, "cannot flush '{}': {}", temp, std::strerror(errno));
+      // close can report a write-back failure (NFS, a failing disk): the file is not renamed then.
+      const int fd = out.fd;
+      out.fd = -1;
+      ENGINE_CHECK(::close(fd) == 0, "cannot close '{}': {}", temp, std::strerror(errno));
     } catch (...) {
       std::filesystem::remove(temp);
       throw;
@@ -108,18 +111,35 @@ void write_safetensors(const std::string& path, const std::vector<TensorRecord>&
     ENGINE_FAIL("cannot rename '{}' to '{}': {}", temp, path, ec.message());
   }
   // The rename itself is durable once the folder is flushed.
+  // EINVAL: a file system that cannot flush a folder (some network and FUSE ones); nothing more to do there.
   Fd dir{::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (dir.fd >= 0) ::fsync(dir.fd);
+  ENGINE_CHECK(dir.fd >= 0 || errno == EACCES, "cannot open folder '{}' to flush '{}': {}", folder.string(),
+               path, std::strerror(errno));
+  ENGINE_CHECK(dir.fd < 0 || ::fsync(dir.fd) == 0 || errno == EINVAL,
+               "cannot flush folder '{}' after writing '{}': {}", folder.string(), path,
+               std::strerror(errno));
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
   std::error_code ec;
   ENGINE_CHECK(std::filesystem::exists(path, ec), "checkpoint '{}' does not exist", path);
   ENGINE_CHECK(!std::filesystem::is_directory(path, ec), "checkpoint '{}' is a directory, not a file", path);
-  std::ifstream in(path, std::ios::binary);
-  ENGINE_CHECK(in.good(), "cannot open checkpoint '{}': {}", path, std::strerror(errno));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ENGINE_CHECK(!in.bad(), "cannot read checkpoint '{}'", path);
+  // POSIX reads: an istreambuf_iterator ends quietly at a read error (EIO), and a file cut short that way
+  // would be taken for a truncated checkpoint.
+  Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  ENGINE_CHECK(in.fd >= 0, "cannot open checkpoint '{}': {}", path, std::strerror(errno));
+  std::vector<std::uint8_t> bytes;
+  const std::uintmax_t size_hint = std::filesystem::file_size(path, ec);
+  if (!ec) bytes.reserve(static_cast<std::size_t>(size_hint));
+  std::vector<std::uint8_t> chunk(kChunkBytes);
+  for (;;) {
+    const ssize_t n = ::read(in.fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    ENGINE_CHECK(n >= 0, "cannot read checkpoint '{}' after {} bytes: {}", path, bytes.size(),
+                 std::strerror(errno));
+    if (n == 0) break;
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
+  }
   return parse(std::move(bytes), path);
 }
 

@@ -69,8 +69,8 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
     run_ctest build-asan -L cpu -E "$not_memory" -j "$jobs" --timeout 900
 fi
 
-stage "fault campaign smoke (scripts/faults.sh --smoke: kill -9, disk full, corrupt checkpoints, ranks, memory)"
-bash scripts/faults.sh --smoke  # ~2 minutes; the full campaign is run by hand (docs/ARCHITECTURE.md)
+stage "fault campaign smoke (scripts/faults.sh --smoke: kill -9, disk full, I/O errors, corrupt checkpoints, ranks, torchrun, memory)"
+bash scripts/faults.sh --smoke  # ~2-4 minutes; the full campaign is run by hand (docs/ARCHITECTURE.md)
 
 stage "fuzz (dataset readers under libFuzzer)"
 FUZZ_SECONDS=${FUZZ_SECONDS:-12} bash scripts/fuzz.sh  # ~1.5 minutes of fuzzing in all

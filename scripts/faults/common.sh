@@ -1,4 +1,4 @@
-# Shared by the kinds of scripts/faults.sh (sourced; $train, $work, $trials and RANDOM's seed are set there).
+# Shared by the kinds of scripts/faults.sh (sourced; $train, $work, $trials and $seed are set there).
 
 declare -a table_rows=()
 total_lost=0
@@ -16,8 +16,18 @@ train_args() {
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
-# A number drawn uniformly from [0, $1) (30 random bits: the seed decides it).
-draw() { echo $(( (RANDOM << 15 | RANDOM) % $1 )); }
+# A number drawn from [0, $1): 30 bits mixed from the seed and the draw's number (kept in a file). Not
+# $RANDOM: callers take draws in subshells ($(draw N)), and bash 5.2 reseeds RANDOM in every subshell, so
+# the same --seed drew other moments (seen 2026-11-27).
+draw() {
+  local k x
+  k=$(( $(cat "$work/draws" 2>/dev/null || echo 0) + 1 ))
+  echo "$k" > "$work/draws"
+  x=$(( (seed * 1000003 + k * 2654435761) & 0x7fffffffffff ))
+  x=$(( ((x ^ (x >> 17)) * 0x5bd1e995) & 0x3fffffffffff ))
+  x=$(( x ^ (x >> 13) ))
+  echo $(( (x & 0x3fffffff) % $1 ))
+}
 
 # The data block (every tensor's bytes) of a safetensors file, on stdout: what "the same weights" compares.
 data_block() {

@@ -1,9 +1,16 @@
-# Fuzzing at depth: each reader (CIFAR-10, idx, gzip, image, safetensors) under libFuzzer for $fuzz_runs
-# executions (scripts/fuzz.sh; CI runs it for seconds). A row per reader: trials are executions; a crash,
-# sanitizer report, leak or timeout is a loss (its input is left in build-fuzz/artifacts/).
+# Fuzzing at depth: each reader (CIFAR-10, idx, gzip, image, safetensors, and the ONNX importer where
+# libonnx-dev is) under libFuzzer for $fuzz_runs executions (scripts/fuzz.sh; CI runs it for seconds). A row
+# per reader: trials are executions; a crash, sanitizer report, leak or timeout is a loss (its input is left
+# in build-fuzz/artifacts/). FUZZ_TARGETS="image onnx" runs some only.
 
 fuzz_trials() {
-  for target in cifar10 idx gzip image safetensors; do
+  local targets=${FUZZ_TARGETS:-cifar10 idx gzip image safetensors onnx}
+  for target in $targets; do
+    if [ "$target" = onnx ] && ! grep -q "ONNX import/export ON" build-fuzz/configure.log 2>/dev/null &&
+       ! [ -f /usr/include/onnx/onnx_pb.h ]; then
+      echo "== fuzz-onnx: skipped: no libonnx-dev"
+      continue
+    fi
     local kind=fuzz-$target log=$work/fuzz_$target.log
     echo "== $kind: $fuzz_runs executions"
     if FUZZ_RUNS=$fuzz_runs bash scripts/fuzz.sh "$target" > "$log" 2>&1; then

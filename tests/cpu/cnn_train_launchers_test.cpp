@@ -112,29 +112,30 @@ TEST(CnnTrainLaunchers, TorchrunStaticAndC10dRendezvousTrainAsOurLauncherDoes) {
   }
 }
 
-// torchrun --max-restarts=1 and a rank killed (SIGKILL) mid-epoch: torchrun stops the other rank and starts
-// both again (TORCHELASTIC_RESTART_COUNT=1, a fresh key prefix); --resume auto continues from the newest
-// mid-epoch checkpoint, and the run ends where the uninterrupted one does, bit for bit.
-TEST(CnnTrainLaunchers, TorchrunRestartsAfterAKilledRankAndEndsAsTheUninterruptedRun) {
-  SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed.run");  // what torchrun runs
+// torchrun --max-restarts=1 and a rank killed (SIGKILL) mid-epoch once `saved` was written: torchrun stops
+// the other rank and starts both again (TORCHELASTIC_RESTART_COUNT=1, a fresh key prefix); --resume auto
+// continues from the newest mid-epoch checkpoint, and the run ends where the uninterrupted one does, bit for
+// bit. Rank 0 writes the checkpoints, rank 1 does not: either may fall (scripts/faults.sh's torchrun-restart
+// kind kills one at random moments).
+void expect_torchrun_restart_after_killing(int victim_rank, const std::string& saved,
+                                           const std::string& name) {
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
-  if (torch.torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  const std::string root = testing::tiny_folder_dataset("launch_restart_data", 400);
+  const std::string root = testing::tiny_folder_dataset(name + "_data", 400);
   const std::vector<std::string> extra = {"--resume", "auto", "--save-every-steps", "20"};
-  const std::string reference =
-      reference_run(root, "launch_restart_ref", 4, 2, with_args({"--nproc", "2"}, extra));
-  const std::string dir = testing::temp_dir("launch_restart");
+  const std::string reference = reference_run(root, name + "_ref", 4, 2, with_args({"--nproc", "2"}, extra));
+  const std::string dir = testing::temp_dir(name);
   LiveProcess run(with_args({torch.torchrun, "--nproc_per_node=2", "--max-restarts=1",
                              "--master_port=" + std::to_string(dist::find_free_port()), "--no-python",
                              testing::program_path("cnn_train")},
                             with_args(cpu_args(root, dir, 4, 2), extra)));
-  ASSERT_TRUE(run.wait_for("saved " + dir + "/step20.safetensors", 300)) << run.output();
+  ASSERT_TRUE(run.wait_for("saved " + dir + "/" + saved, 300)) << run.output();
   pid_t victim = -1;
   for (const pid_t child : testing::child_pids(run.pid())) {
-    if (environ_of(child).find("\nRANK=1\n") != std::string::npos) victim = child;
+    if (environ_of(child).find("\nRANK=" + std::to_string(victim_rank) + "\n") != std::string::npos)
+      victim = child;
   }
-  ASSERT_GT(victim, 0) << "rank 1 not found among torchrun's children";
+  ASSERT_GT(victim, 0) << "rank " << victim_rank << " not found among torchrun's children";
   ::kill(victim, SIGKILL);
   ASSERT_EQ(run.finish(300), 0) << "torch " << torch.version << "\n" << run.output();
   EXPECT_NE(run.output().find("(keys under /worker/attempt_1)"), std::string::npos) << run.output();
@@ -142,6 +143,18 @@ TEST(CnnTrainLaunchers, TorchrunRestartsAfterAKilledRankAndEndsAsTheUninterrupte
   ASSERT_NE(resumed, std::string::npos) << run.output();
   EXPECT_NE(run.output().find("(TORCHELASTIC_RESTART_COUNT=1)", resumed), std::string::npos) << run.output();
   expect_same_tensors(reference, dir + "/epoch2.safetensors");
+}
+
+TEST(CnnTrainLaunchers, TorchrunRestartsAfterAKilledRankAndEndsAsTheUninterruptedRun) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed.run");  // what torchrun runs
+  if (engine::testing::pytorch_tools().torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
+  expect_torchrun_restart_after_killing(1, "step20.safetensors", "launch_restart");
+}
+
+TEST(CnnTrainLaunchers, TorchrunRestartsAfterTheCheckpointWritingRankIsKilled) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torch.distributed.run");
+  if (engine::testing::pytorch_tools().torchrun.empty()) GTEST_SKIP() << engine::testing::kHowToEnablePyTorch;
+  expect_torchrun_restart_after_killing(0, "step40.safetensors", "launch_restart_rank0");
 }
 
 }  // namespace
