@@ -3,7 +3,9 @@
 // ended by SIGKILL was the OOM killer's (a memory limit: Slurm's, a container's, systemd's) and not kill -9.
 // cgroup v2 counts them in memory.events ("oom_kill N", the group's and every group's below it), v1 in each
 // group's own memory.oom_control (read here for the group and every group below it). Without a memory
-// cgroup to read (not Linux, no cgroupfs mounted), nothing is said.
+// cgroup to read (not Linux, no cgroupfs mounted), nothing is said. The limit of this: a rank may move into
+// any group below the launcher's, so with cgroup v1 an OOM kill of another process in a group below it, while
+// the rank lived, is taken for the rank's too (only when that rank died of SIGKILL).
 
 #include <cstdint>
 #include <map>

@@ -5,7 +5,7 @@ tests/cpu/model_fused_pytorch_test.cpp when a python with torch is found, see te
 The engine trains its float32 zoo models with BatchNorm+ReLU fused into one kernel per pass and each conv
 bias that a BatchNorm follows folded into that BatchNorm (the bias is not added; its gradient is the exact 0
 it is in exact arithmetic; the BatchNorm adds it to the batch mean in its running-mean update). Here the
-unfused module of docs/MODELS.md (benchmarks/pytorch/train_peer.py) runs the same step in float32: the test's
+unfused module of docs/MODELS.md (benchmarks/pytorch/peer_models.py) runs the same step in float32: the test's
 file holds the initial state dict ("state.<name>"), the batch ("in.x", "in.labels"), the engine's dropout
 mask, scaled ("in.dropout_mask", applied in place of classifier.2), and what the engine computed: the
 training forward's logits and mean loss ("out.logits", "out.loss"), the gradients ("out.grad.<name>") and the
@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "pytorch"))
-import train_peer  # noqa: E402  (the models of docs/MODELS.md)
+import peer_models  # noqa: E402  (the models of docs/MODELS.md)
 
 TOLERANCE = 1e-4
 
@@ -67,7 +67,7 @@ def main():
     path, name, lr = sys.argv[1], sys.argv[2], float(sys.argv[3])
     torch.manual_seed(0)
     t = load_file(path)
-    model = train_peer.define_models(torch)[name]()
+    model = peer_models.define_models(torch)[name]()
     state = {k[len("state."):]: v for k, v in t.items() if k.startswith("state.")}
     model.load_state_dict(state, strict=True)
     model.classifier[2] = MaskedDropout(t["in.dropout_mask"])

@@ -32,6 +32,15 @@ std::string bar_label(const trace::Span& s, double share) {
   return fmt::format("b{}", s.name.substr(prefix.size()));
 }
 
+// The compute rows' names below the step: the model's forward and backward, then its layers, then layers
+// inside layers (a residual block's).
+std::string compute_row_tics(int depth_max) {
+  std::string tics;
+  for (int d = 1; d <= depth_max; ++d)
+    tics += fmt::format(", '{}' {}", d == 1 ? "model" : d == 2 ? "layers" : "inner layers", -d);
+  return tics;
+}
+
 }  // namespace
 
 void write_trace_plot(const std::vector<trace::Span>& spans, const std::string& png_path) {
@@ -81,9 +90,9 @@ void write_trace_plot(const std::vector<trace::Span>& spans, const std::string& 
                << "set output " << gnuplot_quoted(image_path) << "\n"
                << "set title " << gnuplot_quoted(title) << "\n"
                << "set xlabel 'ms from the step start'\nset grid xtics\nunset key\n"
-               << fmt::format("set yrange [{}:{}]\n", -depth_max - 0.6, top + 0.6)
-               << (communication ? "set ytics ('all-reduce' 2, 'data' 1, 'step' 0)\n"
-                                 : "set ytics ('data' 1, 'step' 0)\n")
+               << fmt::format("set yrange [{}:{}]\n", -depth_max - 0.6, top + 0.6) << "set ytics ("
+               << (communication ? "'all-reduce' 2, " : "") << "'data' 1, 'step' 0"
+               << compute_row_tics(depth_max) << ")\n"
                << "set style fill solid 0.85 border lc rgb 'white'\n"
                << "plot " << gnuplot_quoted(data_path)
                << " using 1:2:3:(0.4):4 with boxxyerror lc rgb variable, '' using 1:2:5 with labels\n";
