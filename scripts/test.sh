@@ -64,7 +64,10 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
   # The multi-host tests (tests/hosts/: namespaces, time bounds on faults) are not built here either.
   # OnnxRuntimeCifar10 runs 10,000 images through cnn3 twice (3 minutes unsanitized): its kernels and importer
   # are the ones the short ONNX tests run here.
-  not_memory='^CnnTrainAcceptance\.|^OnnxRuntimeCifar10\.|^CnnTrainRecipe\.Airbench94Learns|^TimeToAccuracyScript\.|\.smoke$|^Host|^hosts_tests_NOT_BUILT$'
+  # CnnTrainIoError LD_PRELOADs an unsanitized EIO library (tests/common/io_error_shim.cpp) ahead of ASan's
+  # runtime, which ASan refuses ("ASan runtime does not come first in initial library list"); the paths it
+  # fails are the Release run's question.
+  not_memory='^CnnTrainAcceptance\.|^OnnxRuntimeCifar10\.|^CnnTrainIoError\.|^CnnTrainRecipe\.Airbench94Learns|^TimeToAccuracyScript\.|\.smoke$|^Host|^hosts_tests_NOT_BUILT$'
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest build-asan -L cpu -E "$not_memory" -j "$jobs" --timeout 900
 fi
