@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """By hand, never in CI: PyTorch as an independent oracle for --precision bf16's arithmetic
-(kernels/ops/autocast_bf16.h). Needs a PyTorch install (e.g. /work/torch-venv/bin/python).
+(kernels/ops/autocast_bf16.h). Needs a PyTorch install (e.g. the venv scripts/install-python-deps.sh makes, scripts/python-env.sh).
 
 Checks, on the CPU:
   1. the rounding rule: core/dtype.h's to_bfloat16 (add 0x7fff + lsb, truncate) equals tensor.to(bfloat16);

@@ -55,6 +55,7 @@ RANDOM=$seed
 
 # shellcheck source=scripts/faults/common.sh
 source scripts/faults/common.sh
+source scripts/python-env.sh  # ENGINE_TORCHRUN: PyTorch's venv, for torchrun-restart
 for kind in $only; do
   case $kind in
     kill9) source scripts/faults/kill9.sh; kill9_trials kill9 4 ;;

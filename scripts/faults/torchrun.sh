@@ -3,7 +3,8 @@
 # uninterrupted run (from both running to both gone: torchrun's own start and end take far longer). torchrun stops the other
 # and starts both again; the job must end 0 with the final weights of our launcher's uninterrupted 2-rank run,
 # bit for bit (--deterministic; the two launchers' runs are the same: tests/cpu/cnn_train_launchers_test.cpp).
-# Needs PyTorch's torchrun: $ENGINE_TORCHRUN, /work/torch-venv/bin/torchrun or torchrun on PATH; else skipped.
+# Needs PyTorch's torchrun: $ENGINE_TORCHRUN (scripts/python-env.sh sets it where scripts/install-python-deps.sh
+# made PyTorch's venv) or torchrun on PATH; else skipped.
 
 # The pid of torchrun $1's worker with RANK=$2, or nothing.
 rank_pid() {
@@ -24,7 +25,6 @@ wait_for_ranks() {
 
 torchrun_trials() {
   local kind=torchrun-restart torchrun="${ENGINE_TORCHRUN:-}" copy=$work/rank_data ref ref_ms restarted=0 before=0
-  [ -z "$torchrun" ] && [ -x /work/torch-venv/bin/torchrun ] && torchrun=/work/torch-venv/bin/torchrun
   [ -z "$torchrun" ] && torchrun=$(command -v torchrun)
   if [ -z "$torchrun" ] || ! "$torchrun" --help > /dev/null 2>&1; then
     echo "== $kind: skipped: no torchrun (set ENGINE_TORCHRUN=/path/to/venv/bin/torchrun)"
