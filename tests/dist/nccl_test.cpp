@@ -122,32 +122,45 @@ TEST(Nccl, WorldSizeOneBf16CompressionGivesTheRoundedGradients) {
   EXPECT_GT(rounded, before.size() / 2) << "the gradients should mostly not be bf16 numbers already";
 }
 
+// One cnn3 on the GPU, a world of one through NCCL and a Reducer recording its timeline (buckets of 0.25 MB
+// then 1 MB: several of them), and a batch of zeros: what the timeline and trace tests share.
+struct TimedNcclStep {
+  std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
+  CudaCnn3 net;
+  std::unique_ptr<Reducer> reducer;
+  Tensor x = Tensor::zeros({8, 3, 32, 32}, DType::F32, Device::cuda(0));
+  Tensor labels = Tensor::zeros({8}, DType::I32).to(Device::cuda(0));
+  layers::SoftmaxCrossEntropy loss;
+
+  TimedNcclStep() {
+    ReducerOptions options;
+    options.first_bucket_mb = 0.25;
+    options.bucket_mb = 1.0;
+    options.record_timeline = true;
+    reducer = std::make_unique<Reducer>(*pg, net.model, options);
+  }
+  void forward_backward() {
+    layers::Model& m = net.model;
+    loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
+    m.backward(loss.backward());
+  }
+};
+
 // The timeline's events on CUDA: every bucket's ready <= queued (compute stream) <= start <= end (the
 // communication stream, after waiting for the compute stream), buckets one after another on that stream.
 TEST(Nccl, WorldSizeOneTimelineOrdersEveryBucketsEvents) {
   SKIP_WITHOUT_GPU();
-  const std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
-  CudaCnn3 net;
-  layers::Model& m = net.model;
-  ReducerOptions options;
-  options.first_bucket_mb = 0.25;
-  options.bucket_mb = 1.0;
-  options.record_timeline = true;
-  Reducer reducer(*pg, m, options);
-  const std::size_t n = reducer.buckets().size();
+  TimedNcclStep s;
+  const std::size_t n = s.reducer->buckets().size();
   ASSERT_GT(n, 2u);
-  const Tensor x = Tensor::zeros({8, 3, 32, 32}, DType::F32, Device::cuda(0));
-  const Tensor labels = Tensor::zeros({8}, DType::I32).to(Device::cuda(0));
-  layers::SoftmaxCrossEntropy loss;
   for (int step = 0; step < 2; ++step) {  // the second mark reads the first step's events first
-    reducer.mark_step_start();
-    loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
-    m.backward(loss.backward());
-    reducer.finish();
+    s.reducer->mark_step_start();
+    s.forward_backward();
+    s.reducer->finish();
   }
-  net.stream.synchronize();
-  const StepTimeline& t = reducer.timeline();
-  testing::expect_ordered_timeline(t, n, m.flat_gradients().nbytes());
+  s.net.stream.synchronize();
+  const StepTimeline& t = s.reducer->timeline();
+  testing::expect_ordered_timeline(t, n, s.net.model.flat_gradients().nbytes());
   EXPECT_LT(t.buckets.front().start_ms, t.backward_end_ms) << "the first bucket overlaps backward";
 }
 
@@ -156,32 +169,21 @@ TEST(Nccl, WorldSizeOneTimelineOrdersEveryBucketsEvents) {
 // track, after the backward of its layers began.
 TEST(Nccl, WorldSizeOneTraceHasEveryBucketsAllReduceInsideItsStep) {
   SKIP_WITHOUT_GPU();
-  const std::unique_ptr<ProcessGroup> pg = nccl_world_of_one();
-  CudaCnn3 net;
-  layers::Model& m = net.model;
-  ReducerOptions options;
-  options.first_bucket_mb = 0.25;
-  options.bucket_mb = 1.0;
-  options.record_timeline = true;
-  Reducer reducer(*pg, m, options);
-  const std::size_t n = reducer.buckets().size();
+  TimedNcclStep s;
+  const std::size_t n = s.reducer->buckets().size();
   ASSERT_GT(n, 2u);
-  const Tensor x = Tensor::zeros({8, 3, 32, 32}, DType::F32, Device::cuda(0));
-  const Tensor labels = Tensor::zeros({8}, DType::I32).to(Device::cuda(0));
-  layers::SoftmaxCrossEntropy loss;
-  trace::Recorder recorder(net.stream.get());
+  trace::Recorder recorder(s.net.stream.get());
   for (int step = 0; step < 2; ++step) {
-    reducer.mark_step_start();
+    s.reducer->mark_step_start();
     const std::size_t span = recorder.begin("step " + std::to_string(step + 1), "step");
     trace::set_active(&recorder);
-    loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
-    m.backward(loss.backward());
+    s.forward_backward();
     trace::set_active(nullptr);
-    reducer.finish();
+    s.reducer->finish();
     recorder.end(span);
-    reducer.trace_timeline(recorder, span);
+    s.reducer->trace_timeline(recorder, span);
   }
-  net.stream.synchronize();
+  s.net.stream.synchronize();
   engine::testing::expect_all_reduces_in_every_step(recorder.spans(), n, 2, 0.01);
 }
 
