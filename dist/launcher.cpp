@@ -232,6 +232,8 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
     for (const auto& [k, v] : options.extra_env) env.push_back(k + "=" + v);
   }
 
+  const std::string oom_score_adj = worker_oom_score_adj();  // a rank, not the launcher, for the OOM killer
+
   std::vector<Worker> workers(static_cast<std::size_t>(world));
   std::vector<Stream> streams;
   auto kill_all = [&](int sig) {
@@ -266,6 +268,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
       // A process group of its own: Ctrl-C at a terminal reaches the launcher alone, which forwards it once
       // (the workers would otherwise get it twice: a first signal saves, a second exits at once).
       ::setpgid(0, 0);
+      set_own_oom_score_adj(oom_score_adj);
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       ::execve(options.executable.c_str(), args.data(), envp.data());

@@ -1,8 +1,11 @@
 #include "dist/oom_kills.h"
 
+#include <algorithm>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -80,6 +83,21 @@ std::string oom_kill_note(const std::optional<OomKills>& before) {
         limit, first_word(group + "/" + limit), earlier, count);
   }
   return "";
+}
+
+std::string worker_oom_score_adj() {
+  std::ifstream in("/proc/self/oom_score_adj");
+  int own = 0;
+  if (!(in >> own)) return "";
+  return std::to_string(std::min(own + 500, 1000));
+}
+
+void set_own_oom_score_adj(const std::string& value) noexcept {
+  if (value.empty()) return;
+  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t ignored = ::write(fd, value.data(), value.size());
+  ::close(fd);
 }
 
 }  // namespace engine::dist

@@ -27,4 +27,14 @@ std::optional<OomKills> read_oom_kills();
 // group whose count rose since `before`, else "".
 std::string oom_kill_note(const std::optional<OomKills>& before);
 
+// The oom_score_adj a worker starts with: the launcher's own plus 500, at most 1000. Under a memory limit the
+// kernel kills the process of the highest score, which while the ranks start can be the launcher (it may be
+// the largest then), and a killed launcher names nothing; raised this way a rank is picked, and the launcher
+// says so. Raising needs no privilege (lowering would). "" where /proc is not there to read.
+std::string worker_oom_score_adj();
+
+// Writes `value` to /proc/self/oom_score_adj; only async-signal-safe calls (it runs between fork and exec).
+// A failure leaves the worker at the launcher's value: nothing worse than before.
+void set_own_oom_score_adj(const std::string& value) noexcept;
+
 }  // namespace engine::dist

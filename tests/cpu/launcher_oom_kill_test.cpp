@@ -4,6 +4,7 @@
 // Needs root and a memory cgroup that allows a child group (cgroup v1's memory hierarchy, or v2 with memory
 // in the parent's cgroup.subtree_control); skips saying which is missing.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -100,6 +101,27 @@ TEST_F(LauncherOomKill, ARankTheKernelKilledForMemoryIsNamedAsSuchAndAKillMinusN
     EXPECT_NE(r.message.find("was killed by signal 9"), std::string::npos) << r.message;
     EXPECT_EQ(r.message.find("out-of-memory"), std::string::npos) << r.message;
   }
+}
+
+// Needs neither root nor a cgroup: the workers start with the launcher's oom_score_adj plus 500 (at most
+// 1000), so under a memory limit the kernel's OOM killer picks a rank, which the launcher names, and not the
+// launcher (seen in scripts/faults.sh's memory-cgroup kind: a launcher killed that way said nothing).
+TEST(LauncherOomScore, WorkersAreTheOomKillersFirstChoiceNotTheLauncher) {
+  int own = 0;
+  std::ifstream("/proc/self/oom_score_adj") >> own;
+  const std::string dir = ::testing::TempDir() + "oom_score_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  LaunchOptions options;
+  options.nproc = 2;
+  options.executable = "/bin/sh";
+  const LaunchResult r = launch_workers({"sh", "-c", "cat /proc/self/oom_score_adj > " + dir + "/$RANK"}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.message;
+  for (const char* rank : {"0", "1"}) {
+    int worker = -2000;
+    std::ifstream(dir + "/" + rank) >> worker;
+    EXPECT_EQ(worker, std::min(own + 500, 1000)) << "rank " << rank << ", the launcher's own " << own;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
