@@ -114,7 +114,8 @@ TEST(LauncherOomScore, WorkersAreTheOomKillersFirstChoiceNotTheLauncher) {
   LaunchOptions options;
   options.nproc = 2;
   options.executable = "/bin/sh";
-  const LaunchResult r = launch_workers({"sh", "-c", "cat /proc/self/oom_score_adj > " + dir + "/$RANK"}, options);
+  const LaunchResult r =
+      launch_workers({"sh", "-c", "cat /proc/self/oom_score_adj > " + dir + "/$RANK"}, options);
   ASSERT_EQ(r.exit_code, 0) << r.message;
   for (const char* rank : {"0", "1"}) {
     int worker = -2000;
