@@ -5,6 +5,7 @@
 #
 #   .deps/root/usr/...      the packages' contents (apt-get download + dpkg -x: no root, no install), a CMake
 #                           prefix
+#   .deps/onnx-node-tests/  ONNX's node tests of the engine's ops (Debian's libonnx-testdata, a part of it)
 #   .deps/cuda-include/     cuDNN and NCCL headers from this machine's CUDA, a fallback for a pip cuDNN/NCCL
 #                           without headers (gpu-build-env.sh uses them only then)
 #   .deps/requires.txt      the newest glibc, libstdc++ and libgomp symbol versions these libraries need
@@ -38,6 +39,9 @@ packages=(
   # LAPACKE (the whitening initialisation's eigensolver) over Debian's reference LAPACK and BLAS (not
   # OpenBLAS: a 12x12 problem needs no threads) and the Fortran runtime they link.
   liblapacke-dev liblapacke libtmglib3 liblapack3 libblas3 libgfortran5 libquadmath0
+  # ONNX in and out (layers/onnx/, the GPU conformance cases) and TensorBoard's event files: libonnx's classes
+  # and CMake targets (libonnxifi: a file its targets name), protobuf and protoc (event.proto is compiled).
+  libonnx-dev libonnx1 libonnxifi libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
 )
 
 rm -rf .deps
@@ -92,6 +96,24 @@ find .deps/root -type f -name '*.so*' | while read -r so; do
   rel=$(realpath --relative-to="$(dirname "$so")" "$lib")
   patchelf --set-rpath "\$ORIGIN:\$ORIGIN/$rel" "$so"
 done
+
+# Programs the build runs (protoc) find their libraries the same way.
+for exe in "$usr"/bin/*; do
+  [ -f "$exe" ] && [ "$(head -c 4 "$exe" | tail -c 3)" = ELF ] && patchelf --set-rpath "\$ORIGIN/../lib/x86_64-linux-gnu" "$exe"
+done
+
+# ONNX's node tests of the ops the engine imports (tests/common/onnx_node_tests.h picks among them by the ops
+# inside; these name prefixes only keep the copy small: ~8 of libonnx-testdata's 27 MiB), for the GPU's
+# conformance test; gpu-build-env.sh names the folder in ENGINE_ONNX_NODE_TESTS.
+mkdir -p .deps/testdata .deps/onnx-node-tests
+(cd .deps/testdata && apt-get -o APT::Sandbox::User="$(id -un)" download libonnx-testdata >/dev/null &&
+  dpkg -x ./*.deb .)
+node_tests=.deps/testdata/usr/share/libonnx-testdata/data/node
+for prefix in conv batchnorm relu gelu maxpool averagepool globalaveragepool flatten reshape gemm matmul add mul \
+  dropout identity sce basic_conv div training_dropout; do
+  cp -r "$node_tests"/test_"$prefix"* .deps/onnx-node-tests/ 2>/dev/null || true
+done
+rm -rf .deps/testdata
 
 # The fallback headers: cuDNN and NCCL as the CUDA here has them.
 cuda_include=${CUDA_HOME:-/usr/local/cuda}/include

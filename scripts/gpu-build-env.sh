@@ -6,6 +6,7 @@
 #  - cuDNN / NCCL from pip (nvidia-cudnn-cu13, nvidia-nccl-cu13, PyTorch's own): their lib folders alone go
 #    on LD_LIBRARY_PATH (cuDNN dlopens its sub-libraries by name); .deps/cuda-include is the header fallback
 #    when a package has none.
+#  - ENGINE_ONNX_NODE_TESTS at .deps/onnx-node-tests (ONNX's node tests for the GPU conformance test).
 #  - NCCL_IB_DISABLE=1 (no InfiniBand there); CIFAR10_DIR / MNIST_DIR at the merged data parts
 #    (scripts/gpu-data.sh) when they are complete.
 # Sets the array cmake_args (architectures: $CUDA_ARCH if given, else the GPU present, else CMake's default).
@@ -30,6 +31,8 @@ fi
 if [ -d .deps/root ]; then
   cmake_args+=(-DCMAKE_PREFIX_PATH="$root/.deps/root/usr")
 fi
+# ONNX's node tests for tests/gpu/onnx_conformance_gpu_test.cpp (no libonnx-testdata there).
+if [ -d .deps/onnx-node-tests ]; then export ENGINE_ONNX_NODE_TESTS=$root/.deps/onnx-node-tests; fi
 
 # deps_runtime_check: the newest glibc / libstdc++ / libgomp symbol versions .deps needs (requires.txt) against
 # this machine's; prints both and returns 1 with a clear message when they are not met. libgomp does not travel

@@ -10,7 +10,9 @@
 # The order puts the most valuable signal first: the build and the GPU tests, the benchmark table beside
 # PyTorch, CIFAR-10's accuracy, the sanitizers last. Budgets (gpu-check.sh) 450 + 380 + 320 + 180 s = 22 min;
 # with a fresh start (about 1.5 min), the four transfers and the 30 s a machine waits after the last call,
-# about 25 of the session's 30 minutes, if the calls follow each other at once.
+# about 25 minutes. A session is lent 15 minutes of device time now (DEVELOPERS.md): call 1 whole and call 2
+# with its BUDGET trimmed (the last lines printed say how) fit; calls 3 and 4 then wait for the next GPU
+# session, which starts with them (call 1 again first: a machine starts bare).
 # What a call carries stays on the machine while it is warm (ignored paths are kept between calls), so
 # CIFAR-10's three pieces travel in calls 1-3 and call 3 finds all of them. Sizes: the tracked and
 # untracked-not-ignored files (what the tool sends of the tree, shared/ included) plus the carried paths, in MiB
@@ -47,7 +49,7 @@ what=("" "probe, build, ctest -L gpu, mnist_cnn 3 epochs (MNIST: part4), ctest -
 over=0
 echo "gpu-plan: tree $(mib "$tree_bytes") MiB (tracked + untracked-not-ignored); limit $limit_mib MiB a call."
 echo "Make the four calls BACK TO BACK, with NO ANALYSIS IN BETWEEN: a machine idle 30 s is given back with the"
-echo "build, and the budgets fill about 25 of the 30 minutes. Each call ends in a table whose 'then:' line names"
+echo "build. With 15 minutes of device time, calls 1 and 2 fit (call 2 trimmed, below). Each call ends in a table whose 'then:' line names"
 echo "the next call and whose 'next:' line says what the next GPU run should start with; read them all at the end."
 for n in 1 2 3 4; do
   [ -n "$only" ] && [ "$only" != "$n" ] && continue

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -31,7 +32,12 @@
 
 namespace engine::testing {
 
-inline const char* const kOnnxNodeTestDir = "/usr/share/libonnx-testdata/data/node";
+// Debian's libonnx-testdata, or ENGINE_ONNX_NODE_TESTS (the GPU machine has no Debian packages: its copy
+// travels in .deps, scripts/fetch-gpu-deps.sh, and scripts/gpu-build-env.sh names it).
+inline std::string onnx_node_test_dir() {
+  const char* dir = std::getenv("ENGINE_ONNX_NODE_TESTS");
+  return dir != nullptr && *dir != '\0' ? dir : "/usr/share/libonnx-testdata/data/node";
+}
 
 struct OnnxNodeCase {
   std::string name;
@@ -63,8 +69,9 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
                                                    "Dropout",
                                                    "Identity",
                                                    "SoftmaxCrossEntropyLoss"};
-  if (!fs::is_directory(kOnnxNodeTestDir)) return out;
-  for (const fs::directory_entry& e : fs::directory_iterator(kOnnxNodeTestDir)) {
+  const std::string node_tests = onnx_node_test_dir();
+  if (!fs::is_directory(node_tests)) return out;
+  for (const fs::directory_entry& e : fs::directory_iterator(node_tests)) {
     ::onnx::ModelProto m;
     std::ifstream f(e.path() / "model.onnx", std::ios::binary);
     if (!f.good() || !m.ParseFromIstream(&f)) continue;

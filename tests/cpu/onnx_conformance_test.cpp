@@ -18,7 +18,7 @@ TEST(OnnxConformance, EveryNodeTestOfTheEnginesOpsPassesOrIsRefusedByName) {
   if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
   const std::vector<engine::testing::OnnxNodeCase> cases = engine::testing::onnx_engine_cases();
   if (cases.empty()) {
-    GTEST_SKIP() << "ONNX's node tests are not installed (" << engine::testing::kOnnxNodeTestDir
+    GTEST_SKIP() << "ONNX's node tests are not installed (" << engine::testing::onnx_node_test_dir()
                  << ": libonnx-testdata)";
   }
   int passed = 0, refused = 0, random = 0;
