@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "data/image_codec.h"
 
-// 64 K pixels at most: a forged header of a few thousand pixels a side is legal but takes seconds to decode under
-// ASan (libFuzzer would report a timeout), and at 1 MP the campaign ran ~130 executions/s, too few for a million;
-// the size check itself is still exercised, and the decoders' loops are the same at any size.
+// 64 K pixels at most: a forged header of a few thousand pixels a side is legal but takes seconds to decode
+// under ASan (libFuzzer would report a timeout), and at 1 MP the campaign ran ~130 executions/s, too few for
+// a million; the size check itself is still exercised, and the decoders' loops are the same at any size.
 constexpr std::int64_t kFuzzMaxPixels = std::int64_t{1} << 16;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
