@@ -1,7 +1,7 @@
 // cnn_train on a model read from an ONNX file (--model FILE.onnx), as a user would run it: training,
 // checkpoints and an exact --resume, --eval-only, two CPU ranks with SyncBN following one process, and
 // cnn_export_onnx writing the trained model back out. The file is written by the engine's exporter from a
-// small residual net built here. Skips in builds without libonnx-dev.
+// small residual net (tests/common/onnx_small_net.h). Skips in builds without libonnx-dev.
 
 #include <memory>
 #include <string>
@@ -9,55 +9,18 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/batchnorm2d.h"
-#include "layers/conv2d.h"
-#include "layers/global_avgpool.h"
-#include "layers/linear.h"
 #include "layers/onnx/onnx_model.h"
-#include "layers/relu.h"
-#include "layers/residual.h"
-#include "layers/sequential.h"
+#include "optim/safetensors.h"
+#include "tests/common/onnx_small_net.h"
 #include "tests/cpu/cnn_train_test_util.h"
-#include "tests/cpu/layer_test_util.h"
 
 namespace engine::apps {
 namespace {
 
+using engine::testing::small_net_onnx;
 using testing::file_bytes;
 using testing::run_train;
 using testing::with_args;
-
-std::unique_ptr<layers::Sequential> conv_bn(int in, int out) {
-  auto s = std::make_unique<layers::Sequential>();
-  s->emplace<layers::Conv2d>(layers::Conv2dOptions{.in_channels = in,
-                                                   .out_channels = out,
-                                                   .kernel_size = 3,
-                                                   .stride = 1,
-                                                   .padding = 1,
-                                                   .bias = false,
-                                                   .identity_init = false});
-  s->emplace<layers::BatchNorm2d>(out);
-  return s;
-}
-
-// conv-bn-relu, a residual block (conv-bn-relu-conv-bn + identity), global average pool, linear: written
-// as ONNX with `classes` outputs.
-std::string small_net_onnx(const std::string& dir, int classes) {
-  auto root = std::make_unique<layers::Sequential>();
-  root->add(conv_bn(3, 8), "stem");
-  root->emplace<layers::ReLU>();
-  auto main = conv_bn(8, 8);
-  main->emplace<layers::ReLU>();
-  main->add(conv_bn(8, 8));
-  root->emplace<layers::Residual>(std::move(main), nullptr);
-  root->emplace<layers::GlobalAvgPool>();
-  root->emplace<layers::Linear>(8, classes);
-  layers::Model model("small_net", std::move(root), {3, 32, 32});  // the folder loader's size
-  model.finalize(layers::testing::cpu_context(), 11);
-  std::string path = dir + "/small_net_" + std::to_string(classes) + ".onnx";
-  layers::onnx::export_model(model, path);
-  return path;
-}
 
 std::vector<std::string> onnx_run(const std::string& root, const std::string& ckpt, const std::string& model,
                                   int batch, int epochs) {
