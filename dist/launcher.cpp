@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "dist/oom_kills.h"
 #include "dist/tcp_store.h"
+#include "dist/worker_output.h"
 
 extern char** environ;
 
@@ -76,69 +77,6 @@ struct Worker {
   bool running = false;
   int status = 0;
 };
-
-// One line-assembling buffer per pipe.
-struct Stream {
-  int fd;
-  int rank;
-  bool is_stderr;
-  std::string pending;
-};
-
-void write_all(int fd, const std::string& s) {
-  const char* p = s.data();
-  std::size_t n = s.size();
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-// Reads every worker pipe until all are closed, writing whole lines with the rank tag.
-void pump_output(std::vector<Stream> streams, bool log_all_ranks) {
-  auto emit = [&](const Stream& s, const std::string& line) {
-    if (s.is_stderr) {
-      write_all(2, fmt::format("[rank {}] {}", s.rank, line));
-    } else if (s.rank == 0 && !log_all_ranks) {
-      write_all(1, line);
-    } else if (log_all_ranks) {
-      write_all(1, fmt::format("[rank {}] {}", s.rank, line));
-    }
-  };
-  std::size_t open = streams.size();
-  char buf[4096];
-  while (open > 0) {
-    std::vector<pollfd> fds;
-    std::vector<Stream*> owners;
-    for (Stream& s : streams) {
-      if (s.fd < 0) continue;
-      fds.push_back({s.fd, POLLIN, 0});
-      owners.push_back(&s);
-    }
-    if (::poll(fds.data(), fds.size(), 500) <= 0) continue;
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      Stream& s = *owners[i];
-      const ssize_t n = ::read(s.fd, buf, sizeof(buf));
-      if (n > 0) {
-        s.pending.append(buf, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = s.pending.find('\n')) != std::string::npos) {
-          emit(s, s.pending.substr(0, nl + 1));
-          s.pending.erase(0, nl + 1);
-        }
-      } else if (n == 0 || errno != EINTR) {
-        if (!s.pending.empty()) emit(s, s.pending + "\n");
-        ::close(s.fd);
-        s.fd = -1;
-        --open;
-      }
-    }
-  }
-}
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
@@ -235,7 +173,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
   const std::string oom_score_adj = worker_oom_score_adj();  // a rank, not the launcher, for the OOM killer
 
   std::vector<Worker> workers(static_cast<std::size_t>(world));
-  std::vector<Stream> streams;
+  std::vector<WorkerStream> streams;
   auto kill_all = [&](int sig) {
     for (Worker& w : workers)
       if (w.running) ::kill(w.pid, sig);
@@ -284,7 +222,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
       ::close(err[0]);
       kill_all(SIGKILL);
       reap(true);
-      for (Stream& s : streams) ::close(s.fd);
+      for (WorkerStream& s : streams) ::close(s.fd);
       ENGINE_FAIL("launch_workers: fork of rank {} failed: {}", r, std::strerror(e));
     }
     Worker& w = workers[static_cast<std::size_t>(r)];
@@ -314,7 +252,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
     return WEXITSTATUS(w.status) == options.peer_failure_status ? 2 : 1;
   };
   std::vector<const Worker*> failures;  // in the order they were reaped
-  Clock::time_point first_failure{}, kill_deadline{};
+  Clock::time_point first_failure{}, kill_deadline{}, stopped_since{};
   bool terminating = false;
   for (;;) {
     reap(false);
@@ -364,6 +302,35 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
         terminating = true;
         kill_all(SIGTERM);
         kill_deadline = Clock::now() + options.grace;
+      }
+    }
+    if (failures.empty() && !terminating && forwarded == 0) {
+      // Every rank still running is stopped and the others exited 0: nobody's timeout will name it (found
+      // by scripts/faults.sh's rank-stop: a rank stopped after its last collective left the launcher
+      // waiting for ever). Past stopped_limit it is the failure.
+      const Worker* stopped = nullptr;
+      bool others_done = false, only_stopped = true;
+      for (const Worker& w : workers) {
+        if (!w.running)
+          others_done = true;
+        else if (is_stopped(w.pid))
+          stopped = stopped != nullptr ? stopped : &w;
+        else
+          only_stopped = false;
+      }
+      if (stopped == nullptr || !others_done || !only_stopped) {
+        stopped_since = {};
+      } else if (stopped_since == Clock::time_point{}) {
+        stopped_since = Clock::now();
+      } else if (Clock::now() - stopped_since >= options.stopped_limit) {
+        result.failed_rank = stopped->rank;
+        result.exit_code = 128 + SIGKILL;
+        result.message = fmt::format(
+            "rank {} (pid {}) was stopped (SIGSTOP or a debugger) for {} s after "
+            "every other rank had finished: killed",
+            stopped->rank, stopped->pid, options.stopped_limit.count() / 1000.0);
+        terminating = true;
+        kill_all(SIGKILL);  // a stopped process acts on no other signal
       }
     }
     if (!any_running) break;

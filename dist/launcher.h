@@ -49,6 +49,9 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{5000};
   std::chrono::milliseconds settle{
       2000};  // after the first failure, how long the others may end on their own
+  // A rank stopped (SIGSTOP, a debugger) after every other rank has exited 0 waits on nobody, so no peer's
+  // timeout names it: after this long stopped it is ended and named (cnn_train: its --timeout).
+  std::chrono::milliseconds stopped_limit{600000};
   std::vector<std::pair<std::string, std::string>> extra_env;  // more variables for every worker
   int peer_failure_status = kPeerFailureExitStatus;            // dist/process_group.h
 };

@@ -1,7 +1,9 @@
 #include "apps/train/ddp.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -133,6 +135,7 @@ dist::LaunchOptions plan_launch(const DdpConfig& ddp, const TrainConfig& config)
                config.cpu ? "--cpu is given" : "no GPU is visible");
   dist::LaunchOptions options;
   options.log_all_ranks = ddp.log_all_ranks;
+  options.stopped_limit = std::chrono::milliseconds(static_cast<std::int64_t>(ddp.timeout_seconds * 1000));
   ENGINE_CHECK(ddp.node_rank < ddp.nnodes, "--node-rank {} is not a node of --nnodes {}", ddp.node_rank,
                ddp.nnodes);
   ENGINE_CHECK(ddp.nnodes == 1 || (!ddp.master_addr.empty() && ddp.master_port > 0),
