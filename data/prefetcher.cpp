@@ -1,6 +1,7 @@
 #include "data/prefetcher.h"
 
 #include <algorithm>
+#include <system_error>
 #include <utility>
 
 #include "core/error.h"
@@ -40,7 +41,16 @@ Prefetcher::Prefetcher(std::int64_t num_batches, int depth, int workers, Fill fi
     }
     changed_.notify_all();
     for (auto& w : workers_) w.join();
-    throw;
+    // A thread that cannot start (its stack cannot be mapped under a memory limit, or ulimit -u) said only
+    // "Resource temporarily unavailable" (scripts/faults.sh's memory kind): say what could not start.
+    try {
+      throw;
+    } catch (const std::system_error& e) {
+      ENGINE_FAIL(
+          "host out of memory (or the thread limit, ulimit -u): cannot start the data loader's worker "
+          "thread {} of {} (a thread's stack is address space too): {}",
+          workers_.size() + 1, threads, e.what());
+    }
   }
 }
 

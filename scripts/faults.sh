@@ -6,6 +6,8 @@
 #   scripts/faults.sh --smoke         one trial of each kind, no fuzzing (scripts/test.sh; 2-4 minutes)
 #   scripts/faults.sh --seed 42       repeat a campaign (the moments, bytes and caps follow from the seed)
 #   TRIALS=5 FUZZ_RUNS=100000 scripts/faults.sh    other sizes; ONLY="kill9 corrupt" some kinds only
+#   touch WORK/pause                  holds the campaign between trials (WORK: the folder it prints) until the
+#                                     file is removed, e.g. while a benchmark needs the machine quiet
 #
 # The kinds (the checks are in scripts/faults/*.sh, one file each):
 #   kill9       kill -9 at a moment drawn uniformly over the run; --resume auto finishes with the weights of

@@ -78,6 +78,7 @@ ConvPlan make_plan(const Conv2dShape& g, bool bias) {
 void prepare_backward(ConvPlan& p, bool with_bias_grad) {
   auto& eng = dnnl_rt::cpu_engine();
   if (!p.backward_ready || p.bwd_weights_bias != with_bias_grad) {
+    dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
     const auto desc = with_bias_grad
                           ? dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.b_plain,
                                                                      p.y_any, p.strides, p.pad_l, p.pad_r)
@@ -95,6 +96,7 @@ void prepare_backward(ConvPlan& p, bool with_bias_grad) {
 
 void prepare_backward_data(ConvPlan& p) {
   if (p.bwd_data) return;
+  dnnl_rt::check_room_for_kernels("a convolution's backward-data");
   const auto desc =
       dnnl::convolution_backward_data::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides, p.pad_l, p.pad_r);
   const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_rt::cpu_engine(), p.fwd_pd);
@@ -108,7 +110,10 @@ void prepare_backward_data(ConvPlan& p) {
 ConvPlan& plan_for(const Conv2dShape& g, bool bias) {
   thread_local std::map<Key, std::unique_ptr<ConvPlan>> plans;
   std::unique_ptr<ConvPlan>& slot = plans[key_of(g, bias)];
-  if (!slot) slot = std::make_unique<ConvPlan>(make_plan(g, bias));
+  if (!slot) {
+    dnnl_rt::check_room_for_kernels("a convolution's forward");
+    slot = std::make_unique<ConvPlan>(make_plan(g, bias));
+  }
   return *slot;
 }
 

@@ -1,6 +1,26 @@
 #include "kernels/cpu_fast/dnnl_runtime.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace engine::cpu_fast::dnnl_rt {
+
+void check_room_for_kernels(const char* what) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  std::ifstream statm("/proc/self/statm");  // its first number: the address space mapped, in pages
+  std::uint64_t pages = 0;
+  if (!(statm >> pages)) return;
+  const std::uint64_t used = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::uint64_t kRoom = std::uint64_t{16} << 20;
+  ENGINE_CHECK(used + kRoom <= limit.rlim_cur,
+               "host out of memory: asked for {} bytes of address space for oneDNN's kernels ({}): the limit "
+               "(ulimit -v) of {} bytes leaves {}",
+               kRoom, what, limit.rlim_cur, limit.rlim_cur - std::min<std::uint64_t>(used, limit.rlim_cur));
+}
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine = [] {
@@ -23,6 +43,7 @@ dnnl::stream& cpu_stream() {
 Operand::Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input)
     : user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
   if (reordered_) {
+    check_room_for_kernels("a reorder between layouts");
     try {
       internal_ = dnnl::memory(wanted, cpu_engine());
     } catch (const dnnl::error& e) {

@@ -28,6 +28,13 @@ void run(const char* op, Fn&& fn) {
   }
 }
 
+// oneDNN 2.6 maps the code of its JIT kernels (a primitive's, a reorder's, and on dnnl_sgemm's first call
+// all of its GEMM kernels: 5.8 MiB, measured) without checking the mapping: under an address-space limit
+// (ulimit -v) too tight for it, creating the primitive segfaults (scripts/faults.sh's memory kind). Called
+// before each creation: throws "host out of memory" naming `what` when the limit leaves less than 16 MiB
+// (the GEMM kernels and a margin for what other threads map meanwhile); free without a limit.
+void check_room_for_kernels(const char* what);
+
 // One operand of a primitive: the caller's plain buffer (`user`, its pointer set per call) and the
 // primitive's own layout. When the two differ, `internal` is a buffer owned here (allocated once, when the
 // plan is built) and a cached reorder converts between them; otherwise the primitive reads the caller's

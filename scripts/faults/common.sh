@@ -14,6 +14,12 @@ train_args() {
     --save-every-steps "$every" --resume auto "$@"
 }
 
+# Between trials: holds while $work/pause exists (touch it to keep the campaign off the cores for a while,
+# e.g. a benchmark on a shared machine; rm it to go on). Never inside a trial: a paused trial's clocks ran on.
+hold_while_paused() {
+  while [ -e "$work/pause" ]; do sleep 5; done
+}
+
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # A number drawn from [0, $1): 30 bits mixed from the seed and the draw's number (kept in a file). Not

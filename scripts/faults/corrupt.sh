@@ -22,6 +22,7 @@ corrupt_trials() {
   for how in flip truncate; do
     kind=corrupt-$how
     for ((t = 0; t < trials; t++)); do
+      hold_while_paused
       local dir=$work/$kind/$t at target rc verdict=survived detail=""
       mkdir -p "$dir"
       cp -r "$base" "$dir/ckpt"

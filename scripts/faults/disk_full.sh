@@ -17,6 +17,7 @@ disk_full_trials() {
   ref_ms=$(cat "$work/ref_ms_$every")
   echo "== $kind: $trials trials, a 64 MiB tmpfs filled at a moment drawn from [0, $ref_ms ms)"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t moment pid rc
     mkdir -p "$dir"
     mount -t tmpfs -o size=64m tmpfs "$mnt"

@@ -6,6 +6,7 @@
 fuzz_trials() {
   local targets=${FUZZ_TARGETS:-cifar10 idx gzip image safetensors onnx}
   for target in $targets; do
+    hold_while_paused
     if [ "$target" = onnx ] && ! grep -q "ONNX import/export ON" build-fuzz/configure.log 2>/dev/null &&
        ! [ -f /usr/include/onnx/onnx_pb.h ]; then
       echo "== fuzz-onnx: skipped: no libonnx-dev"

@@ -36,6 +36,7 @@ io_error_save_trials() {
   local ops=(open write fsync rename close)
   echo "== $kind: $trials trials, EIO at call N of a kind drawn from $(for o in "${ops[@]}"; do printf '%s:%s ' "$o" "$(count_of "$o" "$counts")"; done)"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t op nth rc failed
     mkdir -p "$dir"
     op=${ops[$(draw ${#ops[@]})]}
@@ -90,6 +91,7 @@ io_error_read_trials() {
     > "$work/io_resume_count.log" 2>&1 || { cat "$work/io_resume_count.log"; echo "faults.sh: the counted resume failed" >&2; exit 1; }
   echo "== $kind: $trials trials, EIO at a read drawn from the data set's $(count_of read "$data_counts") or the checkpoint's $(count_of read "$ckpt_counts") at --resume auto"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t nth rc verdict=survived detail
     mkdir -p "$dir/ckpt"
     if [ "$(draw 2)" = 0 ]; then

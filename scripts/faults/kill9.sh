@@ -7,6 +7,7 @@ kill9_trials() {
   ref_ms=$(cat "$work/ref_ms_$every")
   echo "== $kind: $trials trials, kill -9 at a moment drawn from [0, $ref_ms ms) (the uninterrupted run)"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t moment pid
     mkdir -p "$dir"
     moment=$(draw "$ref_ms")

@@ -19,6 +19,7 @@ memory_trials() {
   wait "$pid" || { cat "$work/mem_ref.log"; echo "faults.sh: the uncapped run failed" >&2; exit 1; }
   echo "== memory: $trials trials, ulimit -v drawn from [85%, 102%] of the peak $((peak / 1024)) MiB"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t cap rc
     mkdir -p "$dir"
     cap=$(( peak * 85 / 100 + $(draw $(( peak * 17 / 100 ))) ))

@@ -72,6 +72,7 @@ memory_cgroup_trials() {
   remove_group "$ref_group"
   echo "== $kind: $trials trials, a cgroup v$cg_v memory limit drawn from [40%, 100%] of the peak $((peak >> 20)) MiB"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t group=$cg_parent/faults_${$}_$t cap pid rc ended=1 verdict=survived detail=""
     mkdir -p "$dir"
     cap=$(( peak * 40 / 100 + $(draw $(( peak * 60 / 100 ))) ))

@@ -18,6 +18,7 @@ rank_trials() {
     kind=rank-$action
     local injected=0
     for ((t = 0; t < trials; t++)); do
+      hold_while_paused
       local dir=$work/$kind/$t moment pid victim="" rank=-1 rc ended=1
       mkdir -p "$dir/data"
       cp "$copy"/* "$dir/data"/

@@ -55,6 +55,7 @@ torchrun_trials() {
   fi
   echo "== $kind: $trials trials, kill -9 of one of 2 ranks under $torchrun at a moment in [0, $ref_ms ms) after both run"
   for ((t = 0; t < trials; t++)); do
+    hold_while_paused
     local dir=$work/$kind/$t moment pid rank victim="" rc verdict=survived detail=""
     mkdir -p "$dir"
     moment=$(draw "$ref_ms")
