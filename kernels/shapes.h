@@ -32,6 +32,24 @@ struct Pool2dShape {
   void validate() const;
 };
 
+// Average pooling: the window of Pool2dShape and what a window overlapping the padding divides by: every
+// cell of the window (count_include_pad, PyTorch's default) or only its real cells (ONNX's default). The
+// padding may reach kernel - 1 (ONNX allows it; PyTorch stops at half the kernel): every window still holds
+// a real cell, so no divisor is 0.
+struct AvgPool2dShape {
+  Pool2dShape window;
+  bool count_include_pad = true;
+
+  int p() const { return window.p(); }
+  int q() const { return window.q(); }
+  std::int64_t input_size() const { return window.input_size(); }
+  std::int64_t output_size() const { return window.output_size(); }
+  // The divisor of output (op, oq): kernel_h * kernel_w, or the real cells of its window.
+  int divisor(int op, int oq) const;
+  // Throws engine::Error naming the bad field, as Pool2dShape::validate but with padding below the kernel.
+  void validate() const;
+};
+
 struct Conv2dShape {
   int n = 0, c = 0, h = 0, w = 0;  // input x[N, C, H, W]
   int k = 0, r = 0, s = 0;         // weight w[K, C, R, S]

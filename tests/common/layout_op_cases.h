@@ -17,6 +17,7 @@
 
 #include "core/execution_context.h"
 #include "core/tensor.h"
+#include "kernels/ops/avgpool2d.h"
 #include "kernels/ops/batchnorm2d.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/global_avgpool.h"
@@ -174,6 +175,30 @@ inline Outputs maxpool(const Env& e) {
   const Tensor dx = poisoned(e, {s.n, s.c, s.h, s.w});
   ops::maxpool2d_backward(e.ctx, s, dy, argmax, dx);
   return {{"y", values(e, y)}, {"argmax", values(e, argmax)}, {"dx", values(e, dx)}};
+}
+
+// Average pooling 3x2, stride 2x1, padding 1x1 over x[3, 5, 7, 6] (overlapping, the padding not counted),
+// forward and backward.
+inline Outputs avgpool(const Env& e) {
+  const AvgPool2dShape s{{.n = 3,
+                          .c = 5,
+                          .h = 7,
+                          .w = 6,
+                          .kernel_h = 3,
+                          .kernel_w = 2,
+                          .stride_h = 2,
+                          .stride_w = 1,
+                          .pad_h = 1,
+                          .pad_w = 1},
+                         false};
+  const Shape out{s.window.n, s.window.c, s.p(), s.q()};
+  const Tensor x = input(e, {s.window.n, s.window.c, s.window.h, s.window.w}, 45);
+  const Tensor y = poisoned(e, out);
+  ops::avgpool2d_forward(e.ctx, s, x, y);
+  const Tensor dy = input(e, out, 46);
+  const Tensor dx = poisoned(e, {s.window.n, s.window.c, s.window.h, s.window.w});
+  ops::avgpool2d_backward(e.ctx, s, dy, dx);
+  return {{"y", values(e, y)}, {"dx", values(e, dx)}};
 }
 
 // Global average pooling of x[3, 5, 7, 3] to [3, 5] and back.

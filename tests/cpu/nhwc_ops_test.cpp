@@ -54,6 +54,9 @@ TEST(NhwcOpsCpu, BatchNormEval) {
 // ulps; the argmax indices must be equal (integers well inside the tolerance's 1e-6 * max(1, 41)).
 TEST(NhwcOpsCpu, MaxPool) { check(maxpool, 1e-6, "maxpool"); }
 
+// Average pooling: means of at most 6 float32 values and sums of their shares, in double, rounded once.
+TEST(NhwcOpsCpu, AvgPool) { check(avgpool, 1e-6, "avgpool"); }
+
 // Global average pooling: a mean of 21 float32 values accumulated in double, rounded once: 1e-6.
 TEST(NhwcOpsCpu, GlobalAvgPool) { check(global_avgpool, 1e-6, "global_avgpool"); }
 

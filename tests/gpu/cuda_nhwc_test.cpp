@@ -70,6 +70,12 @@ TEST(CudaNhwc, MaxPool) {
   check(maxpool, 1e-6, "maxpool");
 }
 
+// Means and shares summed in double, rounded once.
+TEST(CudaNhwc, AvgPool) {
+  SKIP_WITHOUT_GPU();
+  check(avgpool, 1e-6, "avgpool");
+}
+
 // A mean of 21 values in double, rounded once.
 TEST(CudaNhwc, GlobalAvgPool) {
   SKIP_WITHOUT_GPU();
