@@ -75,7 +75,7 @@ std::size_t Conv2dShape::x_size() const {
 }
 
 std::size_t Conv2dShape::w_size() const {
-  return static_cast<std::size_t>(k) * static_cast<std::size_t>(c) * static_cast<std::size_t>(r) *
+  return static_cast<std::size_t>(k) * static_cast<std::size_t>(c_per_group()) * static_cast<std::size_t>(r) *
          static_cast<std::size_t>(s);
 }
 
@@ -92,9 +92,16 @@ void Conv2dShape::validate() const {
   ENGINE_CHECK(stride_h > 0 && stride_w > 0, "conv2d: stride must be positive, got ({}, {})", stride_h,
                stride_w);
   ENGINE_CHECK(pad_h >= 0 && pad_w >= 0, "conv2d: padding must not be negative, got ({}, {})", pad_h, pad_w);
-  ENGINE_CHECK(h + 2 * pad_h >= r && w + 2 * pad_w >= s,
-               "conv2d: kernel {}x{} is larger than the padded input {}x{} (input {}x{}, padding ({}, {}))",
-               r, s, h + 2 * pad_h, w + 2 * pad_w, h, w, pad_h, pad_w);
+  ENGINE_CHECK(dilation_h > 0 && dilation_w > 0, "conv2d: dilation must be positive, got ({}, {})",
+               dilation_h, dilation_w);
+  ENGINE_CHECK(groups > 0 && c % groups == 0 && k % groups == 0,
+               "conv2d: groups {} must divide the input channels {} and the output channels {}", groups, c,
+               k);
+  ENGINE_CHECK(h + 2 * pad_h >= span_h() && w + 2 * pad_w >= span_w(),
+               "conv2d: kernel {}x{} (dilation ({}, {}): spans {}x{}) is larger than the padded input {}x{} "
+               "(input {}x{}, padding ({}, {}))",
+               r, s, dilation_h, dilation_w, span_h(), span_w(), h + 2 * pad_h, w + 2 * pad_w, h, w, pad_h,
+               pad_w);
 }
 
 std::size_t LinearShape::x_size() const {

@@ -70,6 +70,11 @@ class Writer {
       ints(n, "kernel_shape", {c->options().kernel_size, c->options().kernel_size});
       ints(n, "strides", {c->options().stride, c->options().stride});
       ints(n, "pads", {k, k, k, k});
+      ints(n, "dilations", {c->options().dilation, c->options().dilation});
+      pb::AttributeProto* g = n.add_attribute();
+      g->set_name("group");
+      g->set_type(pb::AttributeProto::INT);
+      g->set_i(c->options().groups);
       return n.output(0);
     }
     if (const auto* bn = dynamic_cast<const BatchNorm2d*>(&layer)) {

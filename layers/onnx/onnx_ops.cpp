@@ -83,7 +83,8 @@ int square(const Builder& b, const pb::NodeProto& node, const std::string& name,
   return static_cast<int>(v[0]);
 }
 
-void spatial_common(const Builder& b, const pb::NodeProto& node) {
+// auto_pad, and dilations unless the op takes them (Conv reads its own).
+void spatial_common(const Builder& b, const pb::NodeProto& node, bool takes_dilations = false) {
   const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") {
     b.refuse(node,
@@ -91,7 +92,7 @@ void spatial_common(const Builder& b, const pb::NodeProto& node) {
                          auto_pad));
   }
   for (const std::int64_t d : attr_ints(node, "dilations")) {
-    if (d != 1)
+    if (d != 1 && !takes_dilations)
       b.refuse(node, fmt::format("attribute dilations = [{}] is not supported (1 only)",
                                  fmt::join(attr_ints(node, "dilations"), ", ")));
   }
@@ -107,12 +108,13 @@ void check_kernel_shape(const Builder& b, const pb::NodeProto& node, int kernel)
 
 void conv(Builder& b, const pb::NodeProto& node) {
   only_attributes(b, node, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
-  spatial_common(b, node);
-  if (attr_int(node, "group", 1) != 1) {
-    b.refuse(node,
-             fmt::format("attribute group = {} is not supported (group 1 only)", attr_int(node, "group", 1)));
-  }
+  spatial_common(b, node, /*takes_dilations=*/true);
+  const std::int64_t group = attr_int(node, "group", 1);
   const HostTensor& w = b.weight(node, 1);
+  if (group < 1 || w.shape.empty() || w.shape[0] % group != 0) {
+    b.refuse(node, fmt::format("attribute group = {} does not divide the weight's {} output channels", group,
+                               w.shape.empty() ? 0 : w.shape[0]));
+  }
   if (w.shape.size() != 4 || w.shape[2] != w.shape[3]) {
     b.refuse(node, fmt::format("weight '{}' {} is not supported (2-d convolutions with square kernels only)",
                                node.input(1), shape_str(w.shape)));
@@ -121,7 +123,10 @@ void conv(Builder& b, const pb::NodeProto& node) {
   const Value& x = b.runtime(node, 0);
   Conv2dOptions o;
   o.out_channels = static_cast<int>(w.shape[0]);
-  o.in_channels = static_cast<int>(w.shape[1]);
+  o.groups = static_cast<int>(group);
+  o.in_channels = static_cast<int>(w.shape[1] * group);  // the weight holds in / group channels
+  o.dilation = square(b, node, "dilations", 1, "equal dilations along both axes");
+  if (o.dilation < 1) b.refuse(node, "attribute dilations: a dilation of 0");
   o.kernel_size = static_cast<int>(w.shape[2]);
   o.stride = square(b, node, "strides", 1, "equal strides along both axes");
   o.padding = square(b, node, "pads", 0, "the same padding on every side");
@@ -319,7 +324,8 @@ void matmul(Builder& b, const pb::NodeProto& node) {
 void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_elementwise.cpp
 
 std::string supported_ops() {
-  return "Conv, BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool (floor mode), "
+  return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
+         "(floor mode), "
          "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Mul and Div by a scalar "
          "constant, Dropout, Identity, Constant";
 }

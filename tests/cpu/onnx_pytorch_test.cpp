@@ -1,7 +1,8 @@
 // A real client of ONNX import: a CNN that is not in the zoo (a residual branch, GELU, global average
 // pooling), defined and exported by PyTorch with the lines of README's "Your own model", read by the engine,
 // which computes its inference logits and takes two SGD steps (momentum 0.9, weight decay 5e-4) on a batch;
-// PyTorch then checks both from the same initial state (scripts/onnx_torch_check.py holds the tolerance's
+// PyTorch then checks both from the same initial state. A second net does the same with grouped, depthwise
+// and dilated convolutions and windowed average pooling (scripts/onnx_torch_check.py holds the tolerance's
 // reasoning). Skipped, saying how to enable it, where python3 cannot import torch (CI) or without
 // libonnx-dev.
 
@@ -23,15 +24,13 @@
 namespace engine::layers {
 namespace {
 
-TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  // scripts/onnx_torch_check.py's imports, and onnx, which torch.onnx.export needs (not a torch dependency)
-  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
+// `net`: scripts/onnx_torch_check.py's "residual" (its default) or "grouped".
+void check_against_pytorch(const std::string& net) {
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
-  const std::string dir = engine::testing::scratch_dir("onnx_torch_", "net").string();
+  const std::string dir = engine::testing::scratch_dir("onnx_torch_", net).string();
   const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();
-  const std::string exported =
-      engine::testing::command_output(torch.python + " " + script + " export " + dir + " 2>&1; echo rc=$?");
+  const std::string exported = engine::testing::command_output(torch.python + " " + script + " export " +
+                                                               dir + " " + net + " 2>&1; echo rc=$?");
   ASSERT_NE(exported.find("onnx_torch_check: exported"), std::string::npos) << exported;
 
   onnx::ImportOptions options;
@@ -56,11 +55,25 @@ TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
   r.add_state("out.after.", m);
   const std::string path = dir + "/engine.safetensors";
   optim::write_safetensors(path, r.list, {});
-  const std::string out =
-      engine::testing::command_output(torch.python + " " + script + " compare " + path + " 2>&1; echo rc=$?");
+  const std::string out = engine::testing::command_output(torch.python + " " + script + " compare " + path +
+                                                          " " + net + " 2>&1; echo rc=$?");
   std::printf("%s\n", out.c_str());
   EXPECT_NE(out.find("onnx_torch_check: OK"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
+}
+
+TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  // scripts/onnx_torch_check.py's imports, and onnx, which torch.onnx.export needs (not a torch dependency)
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
+  check_against_pytorch("residual");
+}
+
+// Grouped, depthwise and dilated convolutions and average pooling with and without the padding counted.
+TEST(OnnxPyTorch, GroupedDilatedConvAndAvgPoolNetTrainsAsInPyTorch) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
+  check_against_pytorch("grouped");
 }
 
 }  // namespace

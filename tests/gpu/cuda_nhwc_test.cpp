@@ -123,6 +123,17 @@ TEST(CudaNhwc, TransposeMatchesTheCpuBitwise) {
   EXPECT_EQ(back.to(Device::cpu(), e.ctx.stream).to_vector<float>(), host_back.to_vector<float>());
 }
 
+// Groups and dilation on cuDNN (cudnnSetConvolutionGroupCount, the descriptor's dilation) in both layouts;
+// the implicit-GEMM convolution is dense, so a context asking for it runs these shapes on cuDNN.
+TEST(CudaNhwc, GroupedAndDilatedConv2dRunOnCudnn) {
+  SKIP_WITHOUT_GPU();
+  check(grouped_conv2d, 3e-4, "grouped conv2d");
+  Gpu gpu;
+  Env e = gpu.env(Layout::NCHW);
+  e.ctx.conv_algorithm = ConvAlgorithm::ImplicitGemm;
+  expect_close(grouped_conv2d(e), grouped_conv2d(cpu64()), 3e-4, "grouped conv2d, implicit GEMM asked");
+}
+
 TEST(CudaNhwc, ImplicitGemmConvolutionRefusesNhwc) {
   SKIP_WITHOUT_GPU();
   Gpu gpu;
