@@ -43,7 +43,7 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.padding = o.padding;
     c.out_channels = o.out_channels;
     c.bias = o.bias;
-    const double macs = y * static_cast<double>(o.in_channels / o.groups) * o.kernel_size * o.kernel_size;
+    const double macs = y * (static_cast<double>(o.in_channels) / o.groups) * o.kernel_size * o.kernel_size;
     const double bias_ops = o.bias ? y : 0.0;
     c.forward_flops = 2 * macs + bias_ops;
     c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + bias_ops;
