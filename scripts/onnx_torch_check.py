@@ -1,14 +1,14 @@
 """PyTorch as the client of ONNX import (outside CI; run by tests/cpu/onnx_pytorch_test.cpp when a python with
 torch is found, see tests/common/pytorch_tools.h).
 
-  python3 scripts/onnx_torch_check.py export DIR [grouped]
-                                                     writes DIR/net.onnx: a CNN that is not in the zoo (a
-                                                     residual branch, GELU, global average pooling; "grouped":
-                                                     grouped, depthwise and dilated convolutions and windowed
-                                                     average pooling), exported with the lines of README's
-                                                     "Your own model"
-  python3 scripts/onnx_torch_check.py compare FILE [grouped]
-                                                     FILE (written by the test): the engine's initial state
+  python3 scripts/onnx_torch_check.py export DIR NET...
+                                                     writes DIR/NET.onnx for each NET: "residual", a CNN that is
+                                                     not in the zoo (a residual branch, GELU, global average
+                                                     pooling), or "grouped" (grouped, depthwise and dilated
+                                                     convolutions, windowed average pooling), exported with the
+                                                     lines of README's "Your own model"
+  python3 scripts/onnx_torch_check.py compare FILE:NET...
+                                                     each FILE (written by the test) against its NET: the engine's initial state
                                                      ("state.<name>", read from the ONNX initializers), the
                                                      batch ("in.x", "in.labels"), its inference logits
                                                      ("out.logits") and its state after two SGD steps, momentum
@@ -84,20 +84,34 @@ class Net(torch.nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-def export(out_dir, net="residual"):
+def export(out_dir, *nets):
+    for net in nets:
+        export_one(out_dir, net)
+
+
+def export_one(out_dir, net):
     torch.manual_seed(0)
     model = GroupedNet() if net == "grouped" else Net()
     x = torch.randn(1, 3, 32, 32)
     # README's "Your own model": eval() and PRESERVE keep BatchNorm as its own node (EVAL would fold it into
     # the convolutions), do_constant_folding=False keeps the state-dict names on the initializers.
-    torch.onnx.export(model.eval(), x, f"{out_dir}/net.onnx", opset_version=17, dynamo=False,
+    torch.onnx.export(model.eval(), x, f"{out_dir}/{net}.onnx", opset_version=17, dynamo=False,
                       training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
-    print("onnx_torch_check: exported")
+    print(f"onnx_torch_check: exported {net}")
 
 
-def compare(path, net="residual"):
+def compare(*pairs):
+    failed = [pair for pair in pairs if not compare_one(*pair.rsplit(":", 1))]
+    if failed:
+        print("onnx_torch_check: FAILED: " + ", ".join(failed))
+        sys.exit(1)
+    print("onnx_torch_check: OK")
+
+
+# Returns whether the engine's FILE matches PyTorch's NET.
+def compare_one(path, net):
     t = load_file(path)
     model = GroupedNet() if net == "grouped" else Net()
     tolerance = GROUPED_TOLERANCE if net == "grouped" else TOLERANCE
@@ -136,13 +150,12 @@ def compare(path, net="residual"):
             check(name, value, t[key])
         elif not name.endswith("num_batches_tracked"):
             failures.append(f"{name}: not in the engine's state after the steps")
-    print(f"onnx_torch_check: worst difference {worst_seen[0]:.3g} of a tensor's largest magnitude "
+    print(f"onnx_torch_check: {net}: worst difference {worst_seen[0]:.3g} of a tensor's largest magnitude "
           f"(tolerance {tolerance:.3g})")
     if failures:
-        print("onnx_torch_check: FAILED\n  " + "\n  ".join(failures))
-        sys.exit(1)
-    print("onnx_torch_check: OK")
+        print(f"onnx_torch_check: {net} FAILED\n  " + "\n  ".join(failures))
+    return not failures
 
 
 if __name__ == "__main__":
-    {"export": export, "compare": compare}[sys.argv[1]](*sys.argv[2:4])
+    {"export": export, "compare": compare}[sys.argv[1]](*sys.argv[2:])
