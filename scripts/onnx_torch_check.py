@@ -10,9 +10,10 @@ torch is found, see tests/common/pytorch_tools.h).
   python3 scripts/onnx_torch_check.py compare FILE:NET...
                                                      each FILE (written by the test) against its NET:
                                                      the engine's initial state ("state.<name>", read
-                                                     from the ONNX initializers), the batch ("in.x", "in.labels"), its inference logits
-                                                     ("out.logits") and its state after two SGD steps, momentum
-                                                     0.9, weight decay 5e-4, lr 0.05 ("out.after.<name>")
+                                                     from the ONNX initializers), the batch ("in.x",
+                                                     "in.labels"), its inference logits ("out.logits") and
+                                                     its state after two SGD steps, momentum 0.9, weight
+                                                     decay 5e-4, lr 0.05 ("out.after.<name>")
 
 The same net loads the engine's initial state by name (strict: the names must be PyTorch's), computes the
 logits and takes the same two steps.
