@@ -32,21 +32,48 @@ struct Pool2dShape {
   void validate() const;
 };
 
+// Average pooling: the window of Pool2dShape and what a window overlapping the padding divides by: every
+// cell of the window (count_include_pad, PyTorch's default) or only its real cells (ONNX's default). The
+// padding may reach kernel - 1 (ONNX allows it; PyTorch stops at half the kernel): every window still holds
+// a real cell, so no divisor is 0.
+struct AvgPool2dShape {
+  Pool2dShape window;
+  bool count_include_pad = true;
+
+  int p() const { return window.p(); }
+  int q() const { return window.q(); }
+  std::int64_t input_size() const { return window.input_size(); }
+  std::int64_t output_size() const { return window.output_size(); }
+  // The divisor of output (op, oq): kernel_h * kernel_w, or the real cells of its window.
+  int divisor(int op, int oq) const;
+  // Throws engine::Error naming the bad field, as Pool2dShape::validate but with padding below the kernel.
+  void validate() const;
+};
+
 struct Conv2dShape {
   int n = 0, c = 0, h = 0, w = 0;  // input x[N, C, H, W]
-  int k = 0, r = 0, s = 0;         // weight w[K, C, R, S]
+  int k = 0, r = 0, s = 0;         // weight w[K, C / groups, R, S]
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;
+  // PyTorch's and ONNX's groups: output channel k sees input channels [g * C/G, (g+1) * C/G) of its group
+  // g = k / (K/G) only (G = C: depthwise). Dilation: the kernel's taps are dilation cells apart (1: dense).
+  int groups = 1;
+  int dilation_h = 1, dilation_w = 1;
 
-  int p() const { return (h + 2 * pad_h - r) / stride_h + 1; }  // output height
-  int q() const { return (w + 2 * pad_w - s) / stride_w + 1; }  // output width
+  int c_per_group() const { return c / groups; }
+  int k_per_group() const { return k / groups; }
+  int span_h() const { return dilation_h * (r - 1) + 1; }  // the input rows one output reads
+  int span_w() const { return dilation_w * (s - 1) + 1; }
+  int p() const { return (h + 2 * pad_h - span_h()) / stride_h + 1; }  // output height
+  int q() const { return (w + 2 * pad_w - span_w()) / stride_w + 1; }  // output width
+  bool dense() const { return groups == 1 && dilation_h == 1 && dilation_w == 1; }
 
   std::size_t x_size() const;  // N*C*H*W
-  std::size_t w_size() const;  // K*C*R*S
+  std::size_t w_size() const;  // K*(C/groups)*R*S
   std::size_t y_size() const;  // N*K*P*Q
 
-  // Throws engine::Error unless every size is positive, strides are positive, padding is not negative and
-  // the kernel fits in the padded input.
+  // Throws engine::Error unless every size is positive, strides and dilations are positive, padding is not
+  // negative, groups divide C and K, and the (dilated) kernel fits in the padded input.
   void validate() const;
 };
 

@@ -7,11 +7,17 @@ namespace engine::layers {
 
 Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
   const Conv2dOptions& o = options_;
-  LAYER_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.stride > 0 && o.padding >= 0,
-              "bad options: in_channels {}, out_channels {}, kernel_size {}, stride {}, padding {}",
-              o.in_channels, o.out_channels, o.kernel_size, o.stride, o.padding);
-  const std::int64_t fan_in = static_cast<std::int64_t>(o.in_channels) * o.kernel_size * o.kernel_size;
-  weight_ = add_parameter("weight", {o.out_channels, o.in_channels, o.kernel_size, o.kernel_size},
+  LAYER_CHECK(
+      o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.stride > 0 && o.padding >= 0 &&
+          o.dilation > 0 && o.groups > 0 && o.in_channels % o.groups == 0 && o.out_channels % o.groups == 0,
+      "bad options: in_channels {}, out_channels {}, kernel_size {}, stride {}, padding {}, dilation {}, "
+      "groups {} (groups must divide both channel counts)",
+      o.in_channels, o.out_channels, o.kernel_size, o.stride, o.padding, o.dilation, o.groups);
+  LAYER_CHECK(!o.identity_init || o.groups == 1, "identity_init is for dense convolutions (groups {})",
+              o.groups);
+  const int in_per_group = o.in_channels / o.groups;
+  const std::int64_t fan_in = static_cast<std::int64_t>(in_per_group) * o.kernel_size * o.kernel_size;
+  weight_ = add_parameter("weight", {o.out_channels, in_per_group, o.kernel_size, o.kernel_size},
                           o.identity_init ? ParamInit::FanInUniformDirac : ParamInit::FanInUniform, fan_in);
   if (o.bias) {
     bias_ = add_parameter("bias", {o.out_channels},
@@ -37,6 +43,8 @@ Conv2dShape geometry(const Conv2dOptions& o, const Shape& x) {
   s.r = s.s = o.kernel_size;
   s.stride_h = s.stride_w = o.stride;
   s.pad_h = s.pad_w = o.padding;
+  s.groups = o.groups;
+  s.dilation_h = s.dilation_w = o.dilation;
   return s;
 }
 
@@ -47,9 +55,10 @@ Shape Conv2d::output_shape_impl(const Shape& in) const {
   LAYER_CHECK(in[1] == options_.in_channels, "expects {} input channels, got an input {}",
               options_.in_channels, shape_str(in));
   LAYER_CHECK(in[0] > 0 && in[2] > 0 && in[3] > 0, "empty input {}", shape_str(in));
-  const std::int64_t span = options_.kernel_size - 2 * options_.padding;
-  LAYER_CHECK(in[2] >= span && in[3] >= span, "a {}x{} kernel with padding {} does not fit in the input {}",
-              options_.kernel_size, options_.kernel_size, options_.padding, shape_str(in));
+  const std::int64_t span = options_.dilation * (options_.kernel_size - 1) + 1 - 2 * options_.padding;
+  LAYER_CHECK(in[2] >= span && in[3] >= span,
+              "a {}x{} kernel (dilation {}) with padding {} does not fit in the input {}",
+              options_.kernel_size, options_.kernel_size, options_.dilation, options_.padding, shape_str(in));
   const Conv2dShape s = geometry(options_, in);
   return {in[0], options_.out_channels, s.p(), s.q()};
 }

@@ -1,8 +1,8 @@
 #pragma once
-// Conv2d: PyTorch's nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, bias) with square
-// kernels, zero padding, no dilation or groups. Parameters "weight" [out, in, k, k] and, when bias is on,
-// "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * k * k, as PyTorch
-// (identity_init: airbench94's, see Conv2dOptions).
+// Conv2d: PyTorch's nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+// bias) with square kernels and zero padding. Parameters "weight" [out, in / groups, k, k] and, when bias is
+// on, "bias" [out], both initialized U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in / groups * k * k, as
+// PyTorch (identity_init: airbench94's, see Conv2dOptions; dense convolutions only).
 //
 // CPU: kernels/cpu_fast/conv2d.h in float32, kernels/cpu/conv2d.h (the reference) in float64. CUDA: cuDNN or
 // the implicit-GEMM convolution of kernels/cuda (conv2d_implicit_gemm), chosen by the context's
@@ -29,6 +29,8 @@ struct Conv2dOptions {
   // airbench94's Conv: the bias starts at 0 and the first min(out, in) filters at the identity (dirac_), the
   // rest of the weight as PyTorch's default.
   bool identity_init = false;
+  int groups = 1;    // in and out channels split into independent groups (in_channels: depthwise)
+  int dilation = 1;  // the kernel's taps dilation cells apart, along both axes
 };
 
 class Conv2d final : public Layer {

@@ -1,16 +1,21 @@
 """PyTorch as the client of ONNX import (outside CI; run by tests/cpu/onnx_pytorch_test.cpp when a python with
 torch is found, see tests/common/pytorch_tools.h).
 
-  python3 scripts/onnx_torch_check.py export DIR     writes DIR/net.onnx: a CNN that is not in the zoo (a
-                                                     residual branch, GELU, global average pooling), exported
-                                                     with the lines of README's "Your own model"
-  python3 scripts/onnx_torch_check.py compare FILE   FILE (written by the test): the engine's initial state
-                                                     ("state.<name>", read from the ONNX initializers), the
-                                                     batch ("in.x", "in.labels"), its inference logits
-                                                     ("out.logits") and its state after two SGD steps, momentum
-                                                     0.9, weight decay 5e-4, lr 0.05 ("out.after.<name>")
+  python3 scripts/onnx_torch_check.py export DIR NET...
+                                                     writes DIR/NET.onnx for each NET: "residual", a CNN that is
+                                                     not in the zoo (a residual branch, GELU, global average
+                                                     pooling), or "grouped" (grouped, depthwise and dilated
+                                                     convolutions, windowed average pooling), exported with the
+                                                     lines of README's "Your own model"
+  python3 scripts/onnx_torch_check.py compare FILE:NET...
+                                                     each FILE (written by the test) against its NET:
+                                                     the engine's initial state ("state.<name>", read
+                                                     from the ONNX initializers), the batch ("in.x",
+                                                     "in.labels"), its inference logits ("out.logits") and
+                                                     its state after two SGD steps, momentum 0.9, weight
+                                                     decay 5e-4, lr 0.05 ("out.after.<name>")
 
-The same Net loads the engine's initial state by name (strict: the names must be PyTorch's), computes the
+The same net loads the engine's initial state by name (strict: the names must be PyTorch's), computes the
 logits and takes the same two steps.
 
 Tolerance, per tensor, relative to its largest magnitude. Both sides compute in float32, summing in other
@@ -41,6 +46,29 @@ BACKWARD_SUMS = [10, 4] + [4096] * 6 + [144] * 2 + [4096] * 3
 TOLERANCE = 2 * 3 * 2.0**-24 * sum(n**0.5 for n in FORWARD_SUMS + BACKWARD_SUMS)
 
 
+# GroupedNet's sums, as above (batch 4, 32x32): forward conv1 (3 x 3x3), depthwise (3x3), pointwise (8 / 2
+# groups), the two average pools (9, 4), the linear layer (1024); backward the linear layer's dx and dW, the
+# pointwise and depthwise dx (8, 9), and the dW and bias gradients of the three convs over 4096 positions.
+GROUPED_SUMS = [27, 9, 4, 9, 4, 1024] + [10, 4, 8, 9] + [4096] * 5
+GROUPED_TOLERANCE = 2 * 3 * 2.0**-24 * sum(n**0.5 for n in GROUPED_SUMS)
+
+
+class GroupedNet(torch.nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=2, dilation=2)
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.pointwise = torch.nn.Conv2d(8, 16, 1, groups=2)
+        self.pool1 = torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
+        self.pool2 = torch.nn.AvgPool2d(2)
+        self.fc = torch.nn.Linear(16 * 8 * 8, classes)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu(self.conv1(x))
+        x = torch.nn.functional.relu(self.pointwise(self.depthwise(x)))
+        return self.fc(torch.flatten(self.pool2(self.pool1(x)), 1))
+
+
 class Net(torch.nn.Module):
     def __init__(self, classes=10):
         super().__init__()
@@ -57,22 +85,37 @@ class Net(torch.nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-def export(out_dir):
+def export(out_dir, *nets):
+    for net in nets:
+        export_one(out_dir, net)
+
+
+def export_one(out_dir, net):
     torch.manual_seed(0)
-    model = Net()
+    model = GroupedNet() if net == "grouped" else Net()
     x = torch.randn(1, 3, 32, 32)
     # README's "Your own model": eval() and PRESERVE keep BatchNorm as its own node (EVAL would fold it into
     # the convolutions), do_constant_folding=False keeps the state-dict names on the initializers.
-    torch.onnx.export(model.eval(), x, f"{out_dir}/net.onnx", opset_version=17, dynamo=False,
+    torch.onnx.export(model.eval(), x, f"{out_dir}/{net}.onnx", opset_version=17, dynamo=False,
                       training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
-    print("onnx_torch_check: exported")
+    print(f"onnx_torch_check: exported {net}")
 
 
-def compare(path):
+def compare(*pairs):
+    failed = [pair for pair in pairs if not compare_one(*pair.rsplit(":", 1))]
+    if failed:
+        print("onnx_torch_check: FAILED: " + ", ".join(failed))
+        sys.exit(1)
+    print("onnx_torch_check: OK")
+
+
+# Returns whether the engine's FILE matches PyTorch's NET.
+def compare_one(path, net):
     t = load_file(path)
-    model = Net()
+    model = GroupedNet() if net == "grouped" else Net()
+    tolerance = GROUPED_TOLERANCE if net == "grouped" else TOLERANCE
     state = {k[len("state."):]: v for k, v in t.items() if k.startswith("state.")}
     # num_batches_tracked is no ONNX tensor: the engine starts it at 0, as PyTorch does.
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -89,8 +132,8 @@ def compare(path):
         s = max(want.abs().max().item(), 1e-30)
         worst = (got - want).abs().max().item() / s if got.numel() else 0.0
         worst_seen[0] = max(worst_seen[0], worst)
-        if not worst <= TOLERANCE:
-            failures.append(f"{what}: worst difference {worst:.3g} of {s:.3g} (tolerance {TOLERANCE})")
+        if not worst <= tolerance:
+            failures.append(f"{what}: worst difference {worst:.3g} of {s:.3g} (tolerance {tolerance})")
 
     x, labels = t["in.x"], t["in.labels"].long()
     model.eval()
@@ -108,13 +151,12 @@ def compare(path):
             check(name, value, t[key])
         elif not name.endswith("num_batches_tracked"):
             failures.append(f"{name}: not in the engine's state after the steps")
-    print(f"onnx_torch_check: worst difference {worst_seen[0]:.3g} of a tensor's largest magnitude "
-          f"(tolerance {TOLERANCE:.3g})")
+    print(f"onnx_torch_check: {net}: worst difference {worst_seen[0]:.3g} of a tensor's largest magnitude "
+          f"(tolerance {tolerance:.3g})")
     if failures:
-        print("onnx_torch_check: FAILED\n  " + "\n  ".join(failures))
-        sys.exit(1)
-    print("onnx_torch_check: OK")
+        print(f"onnx_torch_check: {net} FAILED\n  " + "\n  ".join(failures))
+    return not failures
 
 
 if __name__ == "__main__":
-    {"export": export, "compare": compare}[sys.argv[1]](sys.argv[2])
+    {"export": export, "compare": compare}[sys.argv[1]](*sys.argv[2:])

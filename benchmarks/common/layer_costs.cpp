@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/linear.h"
@@ -42,7 +43,7 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.padding = o.padding;
     c.out_channels = o.out_channels;
     c.bias = o.bias;
-    const double macs = y * static_cast<double>(o.in_channels) * o.kernel_size * o.kernel_size;
+    const double macs = y * (static_cast<double>(o.in_channels) / o.groups) * o.kernel_size * o.kernel_size;
     const double bias_ops = o.bias ? y : 0.0;
     c.forward_flops = 2 * macs + bias_ops;
     c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + bias_ops;
@@ -68,6 +69,14 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.backward_flops = x;
     c.forward_bytes = kF32 * (x + y + y);  // x, y, int32 argmax
     c.backward_bytes = kF32 * (y + y) + dx_bytes;
+  } else if (const auto* avg = dynamic_cast<const layers::AvgPool2d*>(&layer)) {
+    const layers::AvgPool2dOptions& o = avg->options();
+    c.kernel = o.kernel_h;
+    c.stride = o.stride_h;
+    c.forward_flops = y * o.kernel_h * o.kernel_w;   // the window's sum and the division
+    c.backward_flops = y * o.kernel_h * o.kernel_w;  // each share added to the window's cells
+    c.forward_bytes = kF32 * (x + y);
+    c.backward_bytes = kF32 * y + dx_bytes;
   } else if (c.kind == "Flatten") {
     // a view: no kernel, no bytes
   } else if (c.kind == "ReLU" || c.kind == "Dropout" || c.kind == "GlobalAvgPool") {

@@ -25,7 +25,7 @@ constexpr auto kDirect = dnnl::algorithm::convolution_direct;
 // AVX2); the reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
 struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain;
-  memory::dims strides, pad_l, pad_r;
+  memory::dims strides, dilates, pad_l, pad_r;
   memory::desc x_any, w_any, y_any;
   bool bias;
 
@@ -41,32 +41,37 @@ struct ConvPlan {
   bool bwd_weights_bias = false;
 };
 
-using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, bool>;
+using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool>;
 
 Key key_of(const Conv2dShape& g, bool bias) {
-  return {g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride_h, g.stride_w, g.pad_h, g.pad_w, bias};
+  return {g.n,        g.c,     g.h,     g.w,      g.k,          g.r,          g.s, g.stride_h,
+          g.stride_w, g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias};
 }
 
 ConvPlan make_plan(const Conv2dShape& g, bool bias) {
   ConvPlan p;
-  const memory::dims x{g.n, g.c, g.h, g.w}, w{g.k, g.c, g.r, g.s}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
+  // Grouped: oneDNN's 5-d weights [G, K/G, C/G, R, S] (goihw), the same bytes as the engine's [K, C/G, R, S].
+  const memory::dims x{g.n, g.c, g.h, g.w}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
+  const memory::dims w = g.groups == 1 ? memory::dims{g.k, g.c, g.r, g.s}
+                                       : memory::dims{g.groups, g.k_per_group(), g.c_per_group(), g.r, g.s};
   p.x_plain = memory::desc(x, kF32, Tag::nchw);
-  p.w_plain = memory::desc(w, kF32, Tag::oihw);
+  p.w_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
   p.y_plain = memory::desc(y, kF32, Tag::nchw);
   p.b_plain = memory::desc(b, kF32, Tag::x);
   p.x_any = memory::desc(x, kF32, Tag::any);
   p.w_any = memory::desc(w, kF32, Tag::any);
   p.y_any = memory::desc(y, kF32, Tag::any);
   p.strides = {g.stride_h, g.stride_w};
+  p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
   p.pad_r = {g.pad_h, g.pad_w};  // oneDNN floors the output size as PyTorch does: symmetric padding works
   p.bias = bias;
   auto& eng = dnnl_rt::cpu_engine();
   const auto desc =
       bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kDirect, p.x_any, p.w_any,
-                                             p.b_plain, p.y_any, p.strides, p.pad_l, p.pad_r)
+                                             p.b_plain, p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r)
            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kDirect, p.x_any, p.w_any,
-                                             p.y_any, p.strides, p.pad_l, p.pad_r);
+                                             p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r);
   p.fwd_pd = dnnl::convolution_forward::primitive_desc(desc, eng);
   p.fwd = dnnl::convolution_forward(p.fwd_pd);
   p.fwd_x = Operand(p.x_plain, p.fwd_pd.src_desc(), true);
@@ -79,11 +84,12 @@ void prepare_backward(ConvPlan& p, bool with_bias_grad) {
   auto& eng = dnnl_rt::cpu_engine();
   if (!p.backward_ready || p.bwd_weights_bias != with_bias_grad) {
     dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
-    const auto desc = with_bias_grad
-                          ? dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.b_plain,
-                                                                     p.y_any, p.strides, p.pad_l, p.pad_r)
-                          : dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.y_any,
-                                                                     p.strides, p.pad_l, p.pad_r);
+    const auto desc =
+        with_bias_grad
+            ? dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.b_plain, p.y_any,
+                                                       p.strides, p.dilates, p.pad_l, p.pad_r)
+            : dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides,
+                                                       p.dilates, p.pad_l, p.pad_r);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, eng, p.fwd_pd);
     p.bwd_weights = dnnl::convolution_backward_weights(pd);
     p.bw_x = Operand(p.x_plain, pd.src_desc(), true);
@@ -97,8 +103,8 @@ void prepare_backward(ConvPlan& p, bool with_bias_grad) {
 void prepare_backward_data(ConvPlan& p) {
   if (p.bwd_data) return;
   dnnl_rt::check_room_for_kernels("a convolution's backward-data");
-  const auto desc =
-      dnnl::convolution_backward_data::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides, p.pad_l, p.pad_r);
+  const auto desc = dnnl::convolution_backward_data::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides,
+                                                          p.dilates, p.pad_l, p.pad_r);
   const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_rt::cpu_engine(), p.fwd_pd);
   p.bwd_data = dnnl::convolution_backward_data(pd);
   p.bd_dy = Operand(p.y_plain, pd.diff_dst_desc(), true);

@@ -3,12 +3,12 @@
 // backward-weights). The CPU device's float32 path; kernels/cpu/conv2d.h (float64 accumulation, plain loops)
 // stays the oracle it is tested against, and the float64 path the model gradient checks run.
 //
-// Same geometry, layouts and contract as cpu::conv2d_forward / cpu::conv2d_backward (gradients are
-// overwritten, dx and db may be null). The primitives of each shape are built on its first call and cached
-// per thread (with their blocked buffers and the reorders between the engine's NCHW/KCRS tensors and the
-// layouts oneDNN prefers, nChw8c on AVX2), so a training step only executes them.
-// The sums are float32 in oneDNN's blocked order instead of the reference's float64 in loop order, so
-// results differ from the reference by float rounding: about 1e-6 relative per output for these sizes.
+// Same geometry (groups and dilation included), layouts and contract as cpu::conv2d_forward / backward
+// (gradients are overwritten, dx and db may be null). The primitives of each shape are built on its first
+// call and cached per thread (with their blocked buffers and the reorders between the engine's NCHW/KCRS
+// tensors and the layouts oneDNN prefers, nChw8c on AVX2), so a training step only executes them. The sums
+// are float32 in oneDNN's blocked order instead of the reference's float64 in loop order, so results differ
+// from the reference by float rounding: about 1e-6 relative per output for these sizes.
 
 #include "kernels/cpu/conv2d.h"
 

@@ -42,16 +42,13 @@ CudnnConvPlan& plan_for(CudaHandles& handles, const Conv2dShape& s, cudnnDataTyp
   plan->data_type = type;
   plan->layout = layout;
   plan->x.set(layout, s.n, s.c, s.h, s.w, type);
-  if (layout == Layout::NHWC) {
-    plan->w.set_krsc(s.k, s.c, s.r, s.s, type);
-  } else {
-    plan->w.set_kcrs(s.k, s.c, s.r, s.s, type);
-  }
+  plan->w.set(layout, s.k, s.c_per_group(), s.r, s.s, type);  // [K, C/G, R, S]: cuDNN's grouped filter
   // The convolution descriptor's type is the compute type: fp32 for both (cuDNN's PSEUDO_BFLOAT16_CONFIG:
   // bf16 x, w and y with fp32 accumulation, compute capability 8.0 and later).
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
-                                              /*dilation_h=*/1, /*dilation_w=*/1, CUDNN_CROSS_CORRELATION,
+                                              s.dilation_h, s.dilation_w, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv.get(), s.groups));
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv.get(), search_math_type(handles, *plan)));
   int n = 0, k = 0, p = 0, q = 0;
   CUDNN_CHECK(
@@ -110,9 +107,9 @@ Perf pick(const std::vector<Perf>& perfs, int returned, const CudaHandlesOptions
       "pad "
       "({}, {}) among {} candidates (deterministic={}, allow_tf32={}, workspace limit {} bytes; math types: "
       "0 default, 1 tensor op, 2 tensor op with conversion, 3 FMA):{}",
-      bf16 ? "bfloat16" : "float32", layout_name(plan.layout), direction, s.n, s.c, s.h, s.w, s.k, s.c, s.r,
-      s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, returned, o.deterministic, o.allow_tf32,
-      o.max_conv_workspace_bytes, describe_candidates(perfs, returned));
+      bf16 ? "bfloat16" : "float32", layout_name(plan.layout), direction, s.n, s.c, s.h, s.w, s.k,
+      s.c_per_group(), s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w, returned, o.deterministic,
+      o.allow_tf32, o.max_conv_workspace_bytes, describe_candidates(perfs, returned));
 }
 
 // The math type to run a chosen algorithm with: the one cuDNN reported for it when TF32 is allowed or the
@@ -284,7 +281,8 @@ const T* filter_for(cudaStream_t stream, const Conv2dShape& s, Layout layout, co
                     int device) {
   if (layout == Layout::NCHW) return w;
   krsc = detail::scratch<T>(static_cast<std::int64_t>(s.w_size()), device, stream);
-  batched_transpose(stream, s.k, s.c, static_cast<std::int64_t>(s.r) * s.s, sizeof(T), w, krsc.raw_data());
+  batched_transpose(stream, s.k, s.c_per_group(), static_cast<std::int64_t>(s.r) * s.s, sizeof(T), w,
+                    krsc.raw_data());
   return krsc.template data<T>();
 }
 
@@ -351,16 +349,16 @@ void backward(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shap
                dw_cudnn);
   if constexpr (std::is_same_v<T, float>) {
     if (layout == Layout::NHWC) {
-      batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(float),
-                        dw_cudnn, dw);
+      batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c_per_group(),
+                        sizeof(float), dw_cudnn, dw);
     }
   } else {
     Tensor kcrs;
     const T* dw_bf16 = dw_cudnn;
     if (layout == Layout::NHWC) {
       kcrs = detail::scratch<T>(w_size, device, stream);
-      batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c, sizeof(T),
-                        dw_cudnn, kcrs.raw_data());
+      batched_transpose(stream, shape.k, static_cast<std::int64_t>(shape.r) * shape.s, shape.c_per_group(),
+                        sizeof(T), dw_cudnn, kcrs.raw_data());
       dw_bf16 = kcrs.template data<T>();
     }
     cast_bf16_to_f32_scaled(stream, dw_bf16, dw, w_size, 1.0f);

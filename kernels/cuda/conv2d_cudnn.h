@@ -1,6 +1,7 @@
 #pragma once
 // Conv2d through cuDNN, the semantics of kernels/cpu/conv2d.h (Conv2dShape): cross-correlation, zero
-// padding, any stride, NCHW fp32, weight [K, C, R, S], optional bias.
+// padding, any stride, groups (cudnnSetConvolutionGroupCount) and dilation, NCHW fp32, weight
+// [K, C/groups, R, S], optional bias.
 //
 // The first call for a shape builds a plan in the handles (tensor/filter/convolution descriptors, the math
 // type, and one algorithm per direction chosen per CudaHandlesOptions: heuristic or benchmark, deterministic

@@ -58,6 +58,14 @@ class FilterDescriptor {
   void set_krsc(int k, int c, int r, int s, cudnnDataType_t type) {
     CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NHWC, k, c, r, s));
   }
+  // The filter of a convolution in `layout`: [K, C, R, S] (NCHW) or [K, R, S, C] (NHWC).
+  void set(Layout layout, int k, int c, int r, int s, cudnnDataType_t type) {
+    if (layout == Layout::NHWC) {
+      set_krsc(k, c, r, s, type);
+    } else {
+      set_kcrs(k, c, r, s, type);
+    }
+  }
   cudnnFilterDescriptor_t get() const { return desc_; }
 
  private:
@@ -101,7 +109,7 @@ struct CudnnConvPlan {
 
 // Every field of the shape, the data type and the layout: a float32 and a bf16 convolution of one shape, or
 // an NCHW and an NHWC one, are different plans.
-using ConvKey = std::array<int, 13>;
+using ConvKey = std::array<int, 16>;
 
 inline ConvKey conv_key(const Conv2dShape& s, cudnnDataType_t type, Layout layout) {
   return {s.n,
@@ -115,6 +123,9 @@ inline ConvKey conv_key(const Conv2dShape& s, cudnnDataType_t type, Layout layou
           s.stride_w,
           s.pad_h,
           s.pad_w,
+          s.groups,
+          s.dilation_h,
+          s.dilation_w,
           static_cast<int>(type),
           static_cast<int>(layout)};
 }

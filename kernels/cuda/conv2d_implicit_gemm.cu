@@ -237,6 +237,10 @@ void launch_gemm(cudaStream_t stream, int m_size, int n_size, int k_size, int sp
 // Every index the kernels form fits in int: the tensors, and the GEMM dimensions.
 void check_sizes(const Conv2dShape& s, const char* op) {
   s.validate();
+  ENGINE_CHECK(s.dense(),
+               "{}: groups {} and dilation ({}, {}) are cuDNN's only: the implicit-GEMM convolution is dense "
+               "(kernels/ops/conv2d.cpp sends such shapes to cuDNN)",
+               op, s.groups, s.dilation_h, s.dilation_w);
   detail::check_fits_int(static_cast<std::int64_t>(s.x_size()), "N*C*H*W", op);
   detail::check_fits_int(static_cast<std::int64_t>(s.w_size()), "K*C*R*S", op);
   detail::check_fits_int(static_cast<std::int64_t>(s.y_size()), "N*K*P*Q", op);

@@ -1,6 +1,7 @@
 #pragma once
 // Conv2d as an implicit GEMM with shared-memory tiling, the alternative to cuDNN (same semantics as
-// kernels/cpu/conv2d.h and conv2d_cudnn.h; any stride and padding; optional bias). Plain fp32 FMA, float
+// kernels/cpu/conv2d.h and conv2d_cudnn.h; any stride and padding; optional bias; dense only: groups and
+// dilation are refused, and kernels/ops/conv2d.cpp runs such shapes on cuDNN). Plain fp32 FMA, float
 // accumulation. No im2col buffer: the GEMM operands are gathered from x, w, dy while they are loaded into
 // shared memory. The three passes are three GEMMs:
 //   forward          y [K x (N P Q)]   = W [K x (C R S)]        * im2col(x) [(C R S) x (N P Q)]

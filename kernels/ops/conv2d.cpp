@@ -76,6 +76,12 @@ void check_algorithm_takes_layout(const char* op, const ExecutionContext& ctx, c
       op, x.str());
 }
 
+// The implicit-GEMM convolution is dense: a grouped or dilated shape runs on cuDNN whatever the algorithm
+// asked for (the yardstick has nothing to measure there).
+bool use_cudnn(const ExecutionContext& ctx, const Conv2dShape& s) {
+  return ctx.conv_algorithm == ConvAlgorithm::Cudnn || !s.dense();
+}
+
 }  // namespace
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
@@ -95,7 +101,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
   dispatch("conv2d", ctx, x, [&]<Path P, typename T>() {
     const T* b = data_or_null<T>(bias);
     if constexpr (P == Path::Cuda) {
-      if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
+      if (use_cudnn(ctx, s)) {
         cuda::conv2d_forward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(), w.data<T>(),
                                    b, y.data<T>(), layout);
       } else {
@@ -128,7 +134,7 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
     T* dx_data = data_or_null<T>(dx);
     T* db_data = data_or_null<T>(db);
     if constexpr (P == Path::Cuda) {
-      if (ctx.conv_algorithm == ConvAlgorithm::Cudnn) {
+      if (use_cudnn(ctx, s)) {
         cuda::conv2d_backward_cudnn(cuda_handles("conv2d", ctx), cuda_stream(ctx), s, x.data<T>(),
                                     w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data, layout);
       } else {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -69,6 +70,11 @@ class Writer {
       ints(n, "kernel_shape", {c->options().kernel_size, c->options().kernel_size});
       ints(n, "strides", {c->options().stride, c->options().stride});
       ints(n, "pads", {k, k, k, k});
+      ints(n, "dilations", {c->options().dilation, c->options().dilation});
+      pb::AttributeProto* g = n.add_attribute();
+      g->set_name("group");
+      g->set_type(pb::AttributeProto::INT);
+      g->set_i(c->options().groups);
       return n.output(0);
     }
     if (const auto* bn = dynamic_cast<const BatchNorm2d*>(&layer)) {
@@ -84,6 +90,18 @@ class Writer {
       ints(n, "kernel_shape", {m->kernel_size(), m->kernel_size()});
       ints(n, "strides", {m->stride(), m->stride()});
       ints(n, "pads", {m->padding(), m->padding(), m->padding(), m->padding()});
+      return n.output(0);
+    }
+    if (const auto* a = dynamic_cast<const AvgPool2d*>(&layer)) {
+      const AvgPool2dOptions& o = a->options();
+      pb::NodeProto& n = add_node("AveragePool", p, {x});
+      ints(n, "kernel_shape", {o.kernel_h, o.kernel_w});
+      ints(n, "strides", {o.stride_h, o.stride_w});
+      ints(n, "pads", {o.pad_h, o.pad_w, o.pad_h, o.pad_w});
+      pb::AttributeProto* c = n.add_attribute();
+      c->set_name("count_include_pad");
+      c->set_type(pb::AttributeProto::INT);
+      c->set_i(o.count_include_pad ? 1 : 0);
       return n.output(0);
     }
     if (const auto* l = dynamic_cast<const Linear*>(&layer)) {

@@ -1,9 +1,12 @@
 // The ONNX ops the engine trains, each mapped onto an existing layer; everything else is refused naming the
 // node, the op or attribute, and what is supported (docs/ONNX.md lists the same).
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
+#include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -80,7 +83,8 @@ int square(const Builder& b, const pb::NodeProto& node, const std::string& name,
   return static_cast<int>(v[0]);
 }
 
-void spatial_common(const Builder& b, const pb::NodeProto& node) {
+// auto_pad, and dilations unless the op takes them (Conv reads its own).
+void spatial_common(const Builder& b, const pb::NodeProto& node, bool takes_dilations = false) {
   const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") {
     b.refuse(node,
@@ -88,7 +92,7 @@ void spatial_common(const Builder& b, const pb::NodeProto& node) {
                          auto_pad));
   }
   for (const std::int64_t d : attr_ints(node, "dilations")) {
-    if (d != 1)
+    if (d != 1 && !takes_dilations)
       b.refuse(node, fmt::format("attribute dilations = [{}] is not supported (1 only)",
                                  fmt::join(attr_ints(node, "dilations"), ", ")));
   }
@@ -104,12 +108,13 @@ void check_kernel_shape(const Builder& b, const pb::NodeProto& node, int kernel)
 
 void conv(Builder& b, const pb::NodeProto& node) {
   only_attributes(b, node, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
-  spatial_common(b, node);
-  if (attr_int(node, "group", 1) != 1) {
-    b.refuse(node,
-             fmt::format("attribute group = {} is not supported (group 1 only)", attr_int(node, "group", 1)));
-  }
+  spatial_common(b, node, /*takes_dilations=*/true);
+  const std::int64_t group = attr_int(node, "group", 1);
   const HostTensor& w = b.weight(node, 1);
+  if (group < 1 || w.shape.empty() || w.shape[0] % group != 0) {
+    b.refuse(node, fmt::format("attribute group = {} does not divide the weight's {} output channels", group,
+                               w.shape.empty() ? 0 : w.shape[0]));
+  }
   if (w.shape.size() != 4 || w.shape[2] != w.shape[3]) {
     b.refuse(node, fmt::format("weight '{}' {} is not supported (2-d convolutions with square kernels only)",
                                node.input(1), shape_str(w.shape)));
@@ -118,7 +123,10 @@ void conv(Builder& b, const pb::NodeProto& node) {
   const Value& x = b.runtime(node, 0);
   Conv2dOptions o;
   o.out_channels = static_cast<int>(w.shape[0]);
-  o.in_channels = static_cast<int>(w.shape[1]);
+  o.groups = static_cast<int>(group);
+  o.in_channels = static_cast<int>(w.shape[1] * group);  // the weight holds in / group channels
+  o.dilation = square(b, node, "dilations", 1, "equal dilations along both axes");
+  if (o.dilation < 1) b.refuse(node, "attribute dilations: a dilation of 0");
   o.kernel_size = static_cast<int>(w.shape[2]);
   o.stride = square(b, node, "strides", 1, "equal strides along both axes");
   o.padding = square(b, node, "pads", 0, "the same padding on every side");
@@ -172,21 +180,53 @@ void maxpool(Builder& b, const pb::NodeProto& node) {
   b.add_layer(node, std::make_unique<MaxPool2d>(k, stride, pad), node.input(0), {}, {}, node.output(0));
 }
 
-// An average pool over the whole plane is the engine's global average pool; other windows are refused.
-void averagepool(Builder& b, const pb::NodeProto& node) {
-  only_attributes(b, node, {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad"});
-  spatial_common(b, node);
-  check_kernel_shape(b, node, 0);
-  const Value& x = b.runtime(node, 0);
-  const std::int64_t k = attr_ints(node, "kernel_shape")[0];
-  const bool whole = x.shape.size() == 4 && x.shape[2] == k && x.shape[3] == k;
-  if (!whole || square(b, node, "pads", 0, "no padding") != 0) {
-    b.refuse(node,
-             fmt::format("kernel_shape [{0}, {0}] on an input {1} is not supported: the engine pools over "
-                         "the whole plane only (kernel = height = width, no pads)",
-                         k, shape_str(x.shape)));
+// A list attribute of one value per spatial axis ([h, w]; pads: [h_begin, w_begin, h_end, w_end] with equal
+// ends), for the ops that take rectangular windows.
+std::pair<int, int> per_axis(const Builder& b, const pb::NodeProto& node, const std::string& name,
+                             int fallback) {
+  const std::vector<std::int64_t> v = attr_ints(node, name);
+  if (v.empty()) return {fallback, fallback};
+  const bool pads = name == "pads";
+  const bool ok = v.size() == (pads ? 4u : 2u) && (!pads || (v[0] == v[2] && v[1] == v[3])) &&
+                  std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x >= 0 && x <= 1'000'000; });
+  if (!ok) {
+    b.refuse(node, fmt::format("attribute {} = [{}] is not supported ({})", name, fmt::join(v, ", "),
+                               pads ? "2-d, the same padding at both ends of an axis" : "2-d"));
   }
-  b.add_layer(node, std::make_unique<GlobalAvgPool>(), node.input(0), {}, {}, node.output(0));
+  return {static_cast<int>(v[0]), static_cast<int>(v[1])};
+}
+
+// AveragePool in floor mode with symmetric pads: the engine's AvgPool2d (rectangular windows too).
+void averagepool(Builder& b, const pb::NodeProto& node) {
+  only_attributes(
+      b, node,
+      {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad", "dilations"});
+  spatial_common(b, node);
+  if (attr_int(node, "ceil_mode", 0) != 0)
+    b.refuse(node, "attribute ceil_mode = 1 is not supported (floor only)");
+  const std::vector<std::int64_t> ks = attr_ints(node, "kernel_shape");
+  if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1 || ks[0] > 1'000'000 || ks[1] > 1'000'000) {
+    b.refuse(node, fmt::format("attribute kernel_shape = [{}] is not supported (2-d kernels only)",
+                               fmt::join(ks, ", ")));
+  }
+  const Value& x = b.runtime(node, 0);
+  AvgPool2dOptions o;
+  o.kernel_h = static_cast<int>(ks[0]);
+  o.kernel_w = static_cast<int>(ks[1]);
+  std::tie(o.stride_h, o.stride_w) = per_axis(b, node, "strides", 1);
+  if (o.stride_h == 0 || o.stride_w == 0) b.refuse(node, "attribute strides: a stride of 0");
+  std::tie(o.pad_h, o.pad_w) = per_axis(b, node, "pads", 0);
+  if (o.pad_h >= o.kernel_h || o.pad_w >= o.kernel_w) {
+    b.refuse(node, fmt::format("attribute pads = [{}] is not supported (below the kernel [{}, {}])",
+                               fmt::join(attr_ints(node, "pads"), ", "), o.kernel_h, o.kernel_w));
+  }
+  o.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;
+  if (x.shape.size() != 4 || x.shape[2] + 2 * o.pad_h < o.kernel_h || x.shape[3] + 2 * o.pad_w < o.kernel_w) {
+    b.refuse(node, fmt::format("kernel_shape [{}, {}] with pads [{}, {}] does not fit the input {} (an "
+                               "input [N, C, H, W] at least as large as the window is)",
+                               o.kernel_h, o.kernel_w, o.pad_h, o.pad_w, shape_str(x.shape)));
+  }
+  b.add_layer(node, std::make_unique<AvgPool2d>(o), node.input(0), {}, {}, node.output(0));
 }
 
 void flatten_to_2d(Builder& b, const pb::NodeProto& node) {
@@ -284,7 +324,8 @@ void matmul(Builder& b, const pb::NodeProto& node) {
 void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_elementwise.cpp
 
 std::string supported_ops() {
-  return "Conv, BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool (whole plane), "
+  return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
+         "(floor mode), "
          "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Mul and Div by a scalar "
          "constant, Dropout, Identity, Constant";
 }

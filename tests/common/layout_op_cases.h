@@ -17,6 +17,7 @@
 
 #include "core/execution_context.h"
 #include "core/tensor.h"
+#include "kernels/ops/avgpool2d.h"
 #include "kernels/ops/batchnorm2d.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/global_avgpool.h"
@@ -84,32 +85,69 @@ inline Tensor poisoned(const Env& e, const Shape& shape, DType dtype) {
 inline Tensor poisoned(const Env& e, const Shape& shape) { return poisoned(e, shape, e.ctx.dtype); }
 
 // x[3, 5, 7, 6], w[4, 5, 3, 3], stride 2, padding 1, with bias: forward, then backward from a random dy.
-inline Outputs conv2d(const Env& e) {
-  const Conv2dShape s{.n = 3,
-                      .c = 5,
-                      .h = 7,
-                      .w = 6,
-                      .k = 4,
-                      .r = 3,
-                      .s = 3,
-                      .stride_h = 2,
-                      .stride_w = 2,
-                      .pad_h = 1,
-                      .pad_w = 1};
+inline Outputs conv2d_of(const Env& e, const Conv2dShape& s) {
+  const Shape w_shape{s.k, s.c_per_group(), s.r, s.s};
   const Tensor x = input(e, {s.n, s.c, s.h, s.w}, 11);
-  const Tensor w = parameter(e, {s.k, s.c, s.r, s.s}, 12);
+  const Tensor w = parameter(e, w_shape, 12);
   const Tensor b = parameter(e, {s.k}, 13);
   const Shape y_shape{s.n, s.k, s.p(), s.q()};
   const Tensor y = poisoned(e, y_shape);
   ops::conv2d_forward(e.ctx, s, x, w, b, y);
   const Tensor dy = input(e, y_shape, 14);
   const Tensor dx = poisoned(e, {s.n, s.c, s.h, s.w});
-  Tensor dw = Tensor::empty({s.k, s.c, s.r, s.s}, e.ctx.dtype, e.ctx.device, e.ctx.stream);
+  Tensor dw = Tensor::empty(w_shape, e.ctx.dtype, e.ctx.device, e.ctx.stream);
   dw.fill_bytes(0xFF, e.ctx.stream);
   Tensor db = Tensor::empty({s.k}, e.ctx.dtype, e.ctx.device, e.ctx.stream);
   db.fill_bytes(0xFF, e.ctx.stream);
   ops::conv2d_backward(e.ctx, s, x, w, dy, dx, dw, db);
   return {{"y", values(e, y)}, {"dx", values(e, dx)}, {"dw", values(e, dw)}, {"db", values(e, db)}};
+}
+
+inline Outputs conv2d(const Env& e) {
+  return conv2d_of(e, {.n = 3,
+                       .c = 5,
+                       .h = 7,
+                       .w = 6,
+                       .k = 4,
+                       .r = 3,
+                       .s = 3,
+                       .stride_h = 2,
+                       .stride_w = 2,
+                       .pad_h = 1,
+                       .pad_w = 1});
+}
+
+// Two groups (4 -> 6 channels) with dilation 2 over x[3, 4, 9, 8], and a depthwise 3x3 stride 2 (6 groups).
+inline Outputs grouped_conv2d(const Env& e) {
+  Outputs out = conv2d_of(e, {.n = 3,
+                              .c = 4,
+                              .h = 9,
+                              .w = 8,
+                              .k = 6,
+                              .r = 3,
+                              .s = 3,
+                              .stride_h = 1,
+                              .stride_w = 1,
+                              .pad_h = 2,
+                              .pad_w = 1,
+                              .groups = 2,
+                              .dilation_h = 2,
+                              .dilation_w = 2});
+  for (auto& [name, v] : conv2d_of(e, {.n = 3,
+                                      .c = 6,
+                                      .h = 7,
+                                      .w = 9,
+                                      .k = 6,
+                                      .r = 3,
+                                      .s = 3,
+                                      .stride_h = 2,
+                                      .stride_w = 2,
+                                      .pad_h = 1,
+                                      .pad_w = 1,
+                                      .groups = 6})) {
+    out.emplace_back("depthwise " + name, std::move(v));
+  }
+  return out;
 }
 
 // BatchNorm2d over x[3, 5, 7, 3] (values offset from 0, so the shifted sums matter): training forward (the
@@ -174,6 +212,30 @@ inline Outputs maxpool(const Env& e) {
   const Tensor dx = poisoned(e, {s.n, s.c, s.h, s.w});
   ops::maxpool2d_backward(e.ctx, s, dy, argmax, dx);
   return {{"y", values(e, y)}, {"argmax", values(e, argmax)}, {"dx", values(e, dx)}};
+}
+
+// Average pooling 3x2, stride 2x1, padding 1x1 over x[3, 5, 7, 6] (overlapping, the padding not counted),
+// forward and backward.
+inline Outputs avgpool(const Env& e) {
+  const AvgPool2dShape s{{.n = 3,
+                          .c = 5,
+                          .h = 7,
+                          .w = 6,
+                          .kernel_h = 3,
+                          .kernel_w = 2,
+                          .stride_h = 2,
+                          .stride_w = 1,
+                          .pad_h = 1,
+                          .pad_w = 1},
+                         false};
+  const Shape out{s.window.n, s.window.c, s.p(), s.q()};
+  const Tensor x = input(e, {s.window.n, s.window.c, s.window.h, s.window.w}, 45);
+  const Tensor y = poisoned(e, out);
+  ops::avgpool2d_forward(e.ctx, s, x, y);
+  const Tensor dy = input(e, out, 46);
+  const Tensor dx = poisoned(e, {s.window.n, s.window.c, s.window.h, s.window.w});
+  ops::avgpool2d_backward(e.ctx, s, dy, dx);
+  return {{"y", values(e, y)}, {"dx", values(e, dx)}};
 }
 
 // Global average pooling of x[3, 5, 7, 3] to [3, 5] and back.

@@ -16,6 +16,7 @@
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/execution_context.h"
+#include "layers/flatten.h"
 #include "layers/global_avgpool.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"

@@ -50,9 +50,17 @@ TEST(NhwcOpsCpu, BatchNormEval) {
   check([](const Env& e) { return batchnorm_eval(e, true); }, 2e-5, "batchnorm+relu eval");
 }
 
+// Grouped, dilated and depthwise convolutions through oneDNN (goihw weights, dilated descriptors): sums of up
+// to 27 products for y and dx and 216 (N*P*Q) for dw, in float32: errors of order sqrt(L) 2^-24 of the
+// largest output, far inside 3e-4 of it; a wrong group, tap or dilation moves values by O(1).
+TEST(NhwcOpsCpu, GroupedAndDilatedConv2d) { check(grouped_conv2d, 3e-4, "grouped conv2d"); }
+
 // Max pooling moves values (exact) and sums at most 4 gradients in double, rounded once: 1e-6 is several
 // ulps; the argmax indices must be equal (integers well inside the tolerance's 1e-6 * max(1, 41)).
 TEST(NhwcOpsCpu, MaxPool) { check(maxpool, 1e-6, "maxpool"); }
+
+// Average pooling: means of at most 6 float32 values and sums of their shares, in double, rounded once.
+TEST(NhwcOpsCpu, AvgPool) { check(avgpool, 1e-6, "avgpool"); }
 
 // Global average pooling: a mean of 21 float32 values accumulated in double, rounded once: 1e-6.
 TEST(NhwcOpsCpu, GlobalAvgPool) { check(global_avgpool, 1e-6, "global_avgpool"); }

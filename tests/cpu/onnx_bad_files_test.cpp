@@ -156,18 +156,46 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
   twice.mutable_graph()->mutable_node(2)->set_output(0, "r");
   EXPECT_NE(import_error(twice).find("two nodes write 'r'"), std::string::npos);
 
-  pb::ModelProto groups = small_model();
-  pb::AttributeProto& g = *groups.mutable_graph()->mutable_node(0)->add_attribute();
-  g.set_name("group");
-  g.set_type(pb::AttributeProto::INT);
-  g.set_i(2);
-  EXPECT_NE(import_error(groups).find("node '/conv/Conv' (Conv): attribute group = 2 is not supported"),
-            std::string::npos);
+  // Grouped and dilated convolutions are read (tests/cpu/conv2d_grouped_layer_test.cpp); what they cannot be
+  // is refused: a group that does not divide the filters, a weight whose channels times group miss the
+  // input's, dilations that differ between the axes.
+  auto with_group = [](int group) {
+    pb::ModelProto m = small_model();
+    pb::AttributeProto& a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+    a.set_name("group");
+    a.set_type(pb::AttributeProto::INT);
+    a.set_i(group);
+    return m;
+  };
+  EXPECT_NE(
+      import_error(with_group(3))
+          .find(
+              "node '/conv/Conv' (Conv): attribute group = 3 does not divide the weight's 4 output channels"),
+      std::string::npos)
+      << import_error(with_group(3));
+  EXPECT_NE(import_error(with_group(2))
+                .find("weight 'conv.weight' [4, 3, 3, 3] needs 6 input channels, the "
+                      "input has 3"),
+            std::string::npos)
+      << import_error(with_group(2));
 
   pb::ModelProto dilation = small_model();
-  set_ints(*dilation.mutable_graph()->mutable_node(0), "dilations", {2, 2});
-  EXPECT_NE(import_error(dilation).find("(Conv): attribute dilations = [2, 2] is not supported"),
-            std::string::npos);
+  set_ints(*dilation.mutable_graph()->mutable_node(0), "dilations", {2, 1});
+  EXPECT_NE(import_error(dilation).find(
+                "(Conv): attribute dilations = [2, 1] is not supported (equal dilations along both axes)"),
+            std::string::npos)
+      << import_error(dilation);
+
+  // AveragePool: pads must be the same at both ends of an axis.
+  pb::ModelProto avg = small_model();
+  pb::NodeProto& pool = *avg.mutable_graph()->mutable_node(3);
+  pool.set_op_type("AveragePool");
+  set_ints(pool, "kernel_shape", {3, 3});
+  set_ints(pool, "pads", {1, 1, 0, 0});
+  EXPECT_NE(import_error(avg).find("(AveragePool): attribute pads = [1, 1, 0, 0] is not supported (2-d, the "
+                                   "same padding at both ends of an axis)"),
+            std::string::npos)
+      << import_error(avg);
 
   pb::ModelProto op = small_model();
   op.mutable_graph()->mutable_node(1)->set_op_type("Softsign");

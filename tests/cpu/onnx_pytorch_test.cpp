@@ -1,9 +1,10 @@
 // A real client of ONNX import: a CNN that is not in the zoo (a residual branch, GELU, global average
 // pooling), defined and exported by PyTorch with the lines of README's "Your own model", read by the engine,
 // which computes its inference logits and takes two SGD steps (momentum 0.9, weight decay 5e-4) on a batch;
-// PyTorch then checks both from the same initial state (scripts/onnx_torch_check.py holds the tolerance's
-// reasoning). Skipped, saying how to enable it, where python3 cannot import torch (CI) or without
-// libonnx-dev.
+// PyTorch then checks both from the same initial state. A second net does the same with grouped, depthwise
+// and dilated convolutions and windowed average pooling with and without the padding counted
+// (scripts/onnx_torch_check.py holds the tolerance's reasoning). Skipped, saying how to enable it, where
+// python3 cannot import torch (CI) or without libonnx-dev.
 
 #include <cstdio>
 #include <string>
@@ -23,21 +24,13 @@
 namespace engine::layers {
 namespace {
 
-TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  // scripts/onnx_torch_check.py's imports, and onnx, which torch.onnx.export needs (not a torch dependency)
-  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
-  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
-  const std::string dir = engine::testing::scratch_dir("onnx_torch_", "net").string();
-  const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();
-  const std::string exported =
-      engine::testing::command_output(torch.python + " " + script + " export " + dir + " 2>&1; echo rc=$?");
-  ASSERT_NE(exported.find("onnx_torch_check: exported"), std::string::npos) << exported;
-
+// The engine's side for scripts/onnx_torch_check.py's `net`: imports DIR/NET.onnx, writes
+// DIR/NET.safetensors.
+void run_engine(const std::string& dir, const std::string& net) {
   onnx::ImportOptions options;
   options.sample_shape = {3, 32, 32};
   options.num_classes = 10;
-  Model m = onnx::import_model(dir + "/net.onnx", options);
+  Model m = onnx::import_model(dir + "/" + net + ".onnx", options);
   m.finalize(testing::cpu_context(DType::F32), 1);
   const Tensor x = testing::random_tensor({4, 3, 32, 32}, DType::F32, 22, -2.0, 2.0);
   const Tensor labels = testing::random_labels(4, 10, 23);
@@ -54,10 +47,26 @@ TEST(OnnxPyTorch, ExportedNetTrainsAsInPyTorch) {
     sgd.step(0.05);
   }
   r.add_state("out.after.", m);
-  const std::string path = dir + "/engine.safetensors";
-  optim::write_safetensors(path, r.list, {});
-  const std::string out =
-      engine::testing::command_output(torch.python + " " + script + " compare " + path + " 2>&1; echo rc=$?");
+  optim::write_safetensors(dir + "/" + net + ".safetensors", r.list, {});
+}
+
+// Both nets in one export and one compare: each python start imports torch, most of the test's time.
+TEST(OnnxPyTorch, ExportedNetsTrainAsInPyTorch) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  // scripts/onnx_torch_check.py's imports, and onnx, which torch.onnx.export needs (not a torch dependency)
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
+  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
+  const std::string dir = engine::testing::scratch_dir("onnx_torch_", "nets").string();
+  const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();
+  const std::string exported = engine::testing::command_output(torch.python + " " + script + " export " +
+                                                               dir + " residual grouped 2>&1; echo rc=$?");
+  ASSERT_NE(exported.find("onnx_torch_check: exported residual"), std::string::npos) << exported;
+  ASSERT_NE(exported.find("onnx_torch_check: exported grouped"), std::string::npos) << exported;
+  run_engine(dir, "residual");
+  run_engine(dir, "grouped");
+  const std::string out = engine::testing::command_output(torch.python + " " + script + " compare " + dir +
+                                                          "/residual.safetensors:residual " + dir +
+                                                          "/grouped.safetensors:grouped 2>&1; echo rc=$?");
   std::printf("%s\n", out.c_str());
   EXPECT_NE(out.find("onnx_torch_check: OK"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos) << out;

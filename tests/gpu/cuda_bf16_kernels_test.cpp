@@ -19,6 +19,7 @@
 
 #include "core/stream.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/ops/avgpool2d.h"
 #include "kernels/ops/batchnorm2d.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/cast.h"
@@ -191,6 +192,21 @@ TEST(CudaBf16Kernels, ElementwiseDropoutAndPoolingAreTheFloatKernelsRounded) {
                      },
                      layout),
                  "global_avgpool_backward");
+    const AvgPool2dShape a{p, false};
+    expect_equal(run_both(
+                     ctx, {x}, {ys},
+                     [&](const ExecutionContext& c, const Tensors& in, const Tensors& out) {
+                       ops::avgpool2d_forward(c, a, in[0], out[0]);
+                     },
+                     layout),
+                 "avgpool2d_forward");
+    expect_equal(run_both(
+                     ctx, {dy}, {xs},
+                     [&](const ExecutionContext& c, const Tensors& in, const Tensors& out) {
+                       ops::avgpool2d_backward(c, a, in[0], out[0]);
+                     },
+                     layout),
+                 "avgpool2d_backward");
   }
 }
 

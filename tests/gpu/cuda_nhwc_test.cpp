@@ -70,6 +70,12 @@ TEST(CudaNhwc, MaxPool) {
   check(maxpool, 1e-6, "maxpool");
 }
 
+// Means and shares summed in double, rounded once.
+TEST(CudaNhwc, AvgPool) {
+  SKIP_WITHOUT_GPU();
+  check(avgpool, 1e-6, "avgpool");
+}
+
 // A mean of 21 values in double, rounded once.
 TEST(CudaNhwc, GlobalAvgPool) {
   SKIP_WITHOUT_GPU();
@@ -115,6 +121,17 @@ TEST(CudaNhwc, TransposeMatchesTheCpuBitwise) {
   const Tensor back = ops::to_layout(e.ctx, x, Layout::NCHW);
   const Tensor host_back = ops::to_layout(ExecutionContext{}, host, Layout::NCHW);
   EXPECT_EQ(back.to(Device::cpu(), e.ctx.stream).to_vector<float>(), host_back.to_vector<float>());
+}
+
+// Groups and dilation on cuDNN (cudnnSetConvolutionGroupCount, the descriptor's dilation) in both layouts;
+// the implicit-GEMM convolution is dense, so a context asking for it runs these shapes on cuDNN.
+TEST(CudaNhwc, GroupedAndDilatedConv2dRunOnCudnn) {
+  SKIP_WITHOUT_GPU();
+  check(grouped_conv2d, 3e-4, "grouped conv2d");
+  Gpu gpu;
+  Env e = gpu.env(Layout::NCHW);
+  e.ctx.conv_algorithm = ConvAlgorithm::ImplicitGemm;
+  expect_close(grouped_conv2d(e), grouped_conv2d(cpu64()), 3e-4, "grouped conv2d, implicit GEMM asked");
 }
 
 TEST(CudaNhwc, ImplicitGemmConvolutionRefusesNhwc) {

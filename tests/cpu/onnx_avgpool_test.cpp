@@ -1,0 +1,60 @@
+// AvgPool2d through ONNX: a net with two average pools (square with the padding counted, PyTorch's default;
+// rectangular without it, ONNX's default) written as AveragePool nodes and read back is the same network,
+// logits and gradients equal in float64. The ONNX node tests (onnx_conformance_test.cpp) check the
+// importer's reading of files written by others. Skips in builds without libonnx-dev.
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "layers/avgpool2d.h"
+#include "layers/onnx/onnx_model.h"
+#include "tests/common/scratch_dirs.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::layers {
+namespace {
+
+std::unique_ptr<Sequential> avgpool_net() {
+  auto net = std::make_unique<Sequential>();
+  net->emplace_named<Conv2d>("conv", Conv2dOptions{.in_channels = 3, .out_channels = 4, .kernel_size = 3});
+  net->emplace_named<AvgPool2d>("pool1", 3, 1, 1, true);
+  net->emplace_named<AvgPool2d>("pool2", AvgPool2dOptions{.kernel_h = 3,
+                                                          .kernel_w = 2,
+                                                          .stride_h = 2,
+                                                          .stride_w = 1,
+                                                          .pad_h = 2,
+                                                          .pad_w = 1,
+                                                          .count_include_pad = false});
+  net->emplace_named<Flatten>("flatten");
+  net->emplace_named<Linear>("fc", 4 * 5 * 8, 10);
+  return net;
+}
+
+TEST(OnnxAvgPool, ExportedAndImportedNetIsTheSameNetwork) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  const ExecutionContext ctx = testing::cpu_context(DType::F64);
+  // [3, 9, 9] -> conv 3x3: [4, 7, 7] -> pool1 (3, stride 1, pad 1): [4, 7, 7] -> pool2: [4, 5, 8].
+  Model net("avgpool_net", avgpool_net(), {3, 9, 9});
+  net.finalize(ctx, 5);
+  const std::string path = (engine::testing::scratch_dir("onnx_avgpool_", "net") / "net.onnx").string();
+  onnx::export_model(net, path);
+  onnx::ImportOptions o;
+  o.sample_shape = {3, 9, 9};
+  o.num_classes = 10;
+  Model imported = onnx::import_model(path, o);
+  imported.finalize(ctx, 99);  // another seed: every value must come from the file
+  Tensor params = net.flat_parameters();
+  params.copy_from(imported.flat_parameters());  // the file's float32 values in both
+
+  const Tensor x = testing::random_tensor({2, 3, 9, 9}, DType::F64, 17);
+  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
+            testing::host_values(imported.forward(x, Mode::Train)));
+  const Tensor dy = testing::random_tensor({2, 10}, DType::F64, 23);
+  net.backward(dy);
+  imported.backward(dy);
+  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(imported.flat_gradients()));
+}
+
+}  // namespace
+}  // namespace engine::layers
