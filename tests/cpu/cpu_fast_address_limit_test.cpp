@@ -51,8 +51,9 @@ class CpuFastAddressLimit : public ::testing::Test {
  protected:
   void SetUp() override {
 #if defined(__SANITIZE_ADDRESS__)
-    GTEST_SKIP() << "AddressSanitizer reserves terabytes of shadow address space and maps as it allocates: a "
-                    "limit of what is mapped plus 2 MiB starves its own allocator first (the Release run asks)";
+    GTEST_SKIP()
+        << "AddressSanitizer reserves terabytes of shadow address space and maps as it allocates: a "
+           "limit of what is mapped plus 2 MiB starves its own allocator first (the Release run asks)";
 #endif
     GTEST_FLAG_SET(death_test_style, "threadsafe");
   }
