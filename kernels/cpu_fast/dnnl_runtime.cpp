@@ -21,7 +21,7 @@ dnnl::stream& cpu_stream() {
 }
 
 Operand::Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input)
-    : user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
+    : wanted_(wanted), user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
   if (reordered_) {
     try {
       internal_ = dnnl::memory(wanted, cpu_engine());
