@@ -167,7 +167,9 @@ void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const
     p.bw_dw.finish();
     if (dx != nullptr) {
       prepare_backward_data(p);
-      p.bwd_data->execute(s, {{DNNL_ARG_DIFF_DST, p.bd_dy.read(dy)},
+      // Both backward passes read dy in the same blocked layout (nChw8c): the one reorder above serves both.
+      const bool same_dy = p.bd_dy.wanted() == p.bw_dy.wanted();
+      p.bwd_data->execute(s, {{DNNL_ARG_DIFF_DST, same_dy ? args.at(DNNL_ARG_DIFF_DST) : p.bd_dy.read(dy)},
                               {DNNL_ARG_WEIGHTS, p.bd_w.read(w)},
                               {DNNL_ARG_DIFF_SRC, p.bd_dx.write(dx)}});
       p.bd_dx.finish();

@@ -41,7 +41,7 @@ dnnl::stream& cpu_stream() {
 }
 
 Operand::Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input)
-    : user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
+    : wanted_(wanted), user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
   if (reordered_) {
     check_room_for_kernels("a reorder between layouts");
     try {

@@ -50,8 +50,11 @@ class Operand {
   // An output: returns what the primitive writes; finish() converts it into `data` when needed.
   dnnl::memory& write(void* data);
   void finish();
+  // The layout the primitive uses: two operands that want the same one can share a single reorder.
+  const dnnl::memory::desc& wanted() const { return wanted_; }
 
  private:
+  dnnl::memory::desc wanted_;
   dnnl::memory user_, internal_;
   dnnl::reorder reorder_;
   bool reordered_ = false;
