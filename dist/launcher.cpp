@@ -328,7 +328,7 @@ LaunchResult launch_workers(const std::vector<std::string>& argv, const LaunchOp
         result.message = fmt::format(
             "rank {} (pid {}) was stopped (SIGSTOP or a debugger) for {} s after "
             "every other rank had finished: killed",
-            stopped->rank, stopped->pid, options.stopped_limit.count() / 1000.0);
+            stopped->rank, stopped->pid, std::chrono::duration<double>(options.stopped_limit).count());
         terminating = true;
         kill_all(SIGKILL);  // a stopped process acts on no other signal
       }

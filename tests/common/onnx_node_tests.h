@@ -163,7 +163,7 @@ inline std::string run_sce_case(const OnnxNodeCase& c, const ExecutionContext& c
       l.data<std::int32_t>()[i] = static_cast<std::int32_t>(labels.values[i]);
     layers::SoftmaxCrossEntropy loss;
     const Tensor got = loss.forward(ctx, device_tensor(scores, ctx), l.to(ctx.device, ctx.stream));
-    const std::string diff = onnx_output_diff(set, host_doubles(got, ctx), want.values);
+    std::string diff = onnx_output_diff(set, host_doubles(got, ctx), want.values);
     if (!diff.empty()) return diff;
   }
   return "";
@@ -189,7 +189,7 @@ inline std::string run_onnx_case(const OnnxNodeCase& c, const ExecutionContext& 
     model.finalize(ctx, 1);
     const Tensor y =
         model.forward(device_tensor(x, ctx), c.training ? layers::Mode::Train : layers::Mode::Inference);
-    const std::string diff = onnx_output_diff(set, host_doubles(y, ctx), want.values);
+    std::string diff = onnx_output_diff(set, host_doubles(y, ctx), want.values);
     if (!diff.empty()) return diff;
   }
   return "";
