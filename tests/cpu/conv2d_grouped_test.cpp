@@ -26,20 +26,10 @@ using testing::GradCheckCase;
 using testing::random_values;
 
 Conv2dShape grouped(int n, int c, int h, int w, int k, int r, int stride, int pad, int groups, int dilation) {
-  return {.n = n,
-          .c = c,
-          .h = h,
-          .w = w,
-          .k = k,
-          .r = r,
-          .s = r,
-          .stride_h = stride,
-          .stride_w = stride,
-          .pad_h = pad,
-          .pad_w = pad,
-          .groups = groups,
-          .dilation_h = dilation,
-          .dilation_w = dilation};
+  Conv2dShape g = testing::square_conv(n, c, h, w, k, r, stride, pad);
+  g.groups = groups;
+  g.dilation_h = g.dilation_w = dilation;
+  return g;
 }
 
 // Channels [first, first + count) of a [N, C, H*W] tensor.
