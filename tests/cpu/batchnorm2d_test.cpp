@@ -13,10 +13,13 @@
 
 #include "core/error.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/rounded_once.h"
 
 namespace engine::cpu {
 namespace {
 
+using engine::testing::as_floats;
+using engine::testing::expect_rounded_once;
 using engine::testing::GradCheckCase;
 using engine::testing::random_values;
 
@@ -224,11 +227,11 @@ TEST(BatchNorm2dReference, RejectsInvalidArguments) {
 TEST(BatchNorm2dReference, FloatMatchesDouble) {
   const BatchNorm2dShape g{.n = 3, .c = 4, .h = 5, .w = 7};  // 105 values per channel
   const std::size_t c = 4;
-  auto as_float = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
   // An offset mean per channel (x in [1, 3)) so the mean subtraction matters.
-  const std::vector<float> xf = as_float(random_values(g.x_size(), 81, 1.0, 3.0));
-  const std::vector<float> gf = as_float(random_values(c, 82, 0.5, 1.5)), bf = as_float(random_values(c, 83));
-  const std::vector<float> dyf = as_float(random_values(g.x_size(), 84));
+  const std::vector<float> xf = as_floats(random_values(g.x_size(), 81, 1.0, 3.0));
+  const std::vector<float> gf = as_floats(random_values(c, 82, 0.5, 1.5)),
+                           bf = as_floats(random_values(c, 83));
+  const std::vector<float> dyf = as_floats(random_values(g.x_size(), 84));
   const std::vector<double> xd(xf.begin(), xf.end()), gd(gf.begin(), gf.end()), bd(bf.begin(), bf.end()),
       dyd(dyf.begin(), dyf.end());
 
@@ -240,17 +243,11 @@ TEST(BatchNorm2dReference, FloatMatchesDouble) {
                                rmd.data(), rvd.data());
   // Forward: both instantiations run the same double arithmetic on the same (float) values and round once,
   // so |f - d| <= 2^-24 |d| (half an ulp) for y, the saved statistics and the running statistics.
-  auto expect_rounded = [](const std::vector<float>& f, const std::vector<double>& ref, const char* what) {
-    for (std::size_t i = 0; i < f.size(); ++i) {
-      EXPECT_LE(std::abs(static_cast<double>(f[i]) - ref[i]), 0x1p-24 * std::abs(ref[i]))
-          << what << "[" << i << "]";
-    }
-  };
-  expect_rounded(yf, yd, "y");
-  expect_rounded(mf, md, "save_mean");
-  expect_rounded(sf, sd, "save_invstd");
-  expect_rounded(rmf, rmd, "running_mean");
-  expect_rounded(rvf, rvd, "running_var");
+  expect_rounded_once(yf, yd, "y");
+  expect_rounded_once(mf, md, "save_mean");
+  expect_rounded_once(sf, sd, "save_invstd");
+  expect_rounded_once(rmf, rmd, "running_mean");
+  expect_rounded_once(rvf, rvd, "running_var");
 
   // Backward: the float path reads its saved mean and invstd rounded to float (relative error <= 2^-24),
   // which moves xhat by about 2^-24 (|xhat| + |mean| invstd) ~ 1e-6 at most here (mean ~2, invstd ~1.7,

@@ -11,10 +11,13 @@
 
 #include "core/error.h"
 #include "tests/common/gradcheck.h"
+#include "tests/common/rounded_once.h"
 
 namespace engine::cpu {
 namespace {
 
+using engine::testing::as_floats;
+using engine::testing::expect_rounded_once;
 using engine::testing::GradCheckCase;
 using engine::testing::random_values;
 
@@ -244,11 +247,10 @@ TEST(Conv2dReference, FloatMatchesDouble) {
   // Inputs are float values, so the products are exact in double and both instantiations run the same double
   // sums; the float result is the double one rounded once: |f - d| <= 2^-24 |d| (half an ulp).
   const Conv2dShape g = make_shape(3, 5, 7, 9, 4, 3, 2, 2, 1, 1, 2);
-  auto as_float = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-  const std::vector<float> xf = as_float(random_values(g.x_size(), 21)),
-                           wf = as_float(random_values(g.w_size(), 22));
-  const std::vector<float> bf = as_float(random_values(static_cast<std::size_t>(g.k), 23));
-  const std::vector<float> dyf = as_float(random_values(g.y_size(), 24));
+  const std::vector<float> xf = as_floats(random_values(g.x_size(), 21)),
+                           wf = as_floats(random_values(g.w_size(), 22));
+  const std::vector<float> bf = as_floats(random_values(static_cast<std::size_t>(g.k), 23));
+  const std::vector<float> dyf = as_floats(random_values(g.y_size(), 24));
   const std::vector<double> xd(xf.begin(), xf.end()), wd(wf.begin(), wf.end()), bd(bf.begin(), bf.end()),
       dyd(dyf.begin(), dyf.end());
 
@@ -259,17 +261,10 @@ TEST(Conv2dReference, FloatMatchesDouble) {
   conv2d_backward(g, xf.data(), wf.data(), dyf.data(), dxf.data(), dwf.data(), dbf.data());
   const Grads d = backward(g, xd, wd, dyd);
 
-  auto expect_rounded = [](const std::vector<float>& f, const std::vector<double>& ref, const char* what) {
-    ASSERT_EQ(f.size(), ref.size());
-    for (std::size_t i = 0; i < f.size(); ++i) {
-      EXPECT_LE(std::abs(static_cast<double>(f[i]) - ref[i]), 0x1p-24 * std::abs(ref[i]))
-          << what << "[" << i << "]";
-    }
-  };
-  expect_rounded(yf, yd, "y");
-  expect_rounded(dxf, d.dx, "dx");
-  expect_rounded(dwf, d.dw, "dw");
-  expect_rounded(dbf, d.db, "db");
+  expect_rounded_once(yf, yd, "y");
+  expect_rounded_once(dxf, d.dx, "dx");
+  expect_rounded_once(dwf, d.dw, "dw");
+  expect_rounded_once(dbf, d.db, "db");
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+#pragma once
+// The float64 reference kernels are templates that accumulate in double. Fed the same float values (so every
+// product is exact in double), the float and double instantiations run the same double arithmetic and the
+// float one rounds each result once: |f - d| <= 2^-24 |d|, half an ulp. The tests of that claim share these.
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace engine::testing {
+
+inline std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+// Every f[i] is d[i] rounded once to float; a failure names what and i.
+inline void expect_rounded_once(const std::vector<float>& f, const std::vector<double>& d, const char* what) {
+  ASSERT_EQ(f.size(), d.size()) << what;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    EXPECT_LE(std::abs(static_cast<double>(f[i]) - d[i]), 0x1p-24 * std::abs(d[i]))
+        << what << "[" << i << "]";
+  }
+}
+
+}  // namespace engine::testing
