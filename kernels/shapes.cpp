@@ -18,6 +18,22 @@ void BatchNorm2dShape::validate() const {
                n, c, h, w);
 }
 
+void BatchNorm2dShape::validate_eps(double eps) {
+  ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not be negative, got {}", eps);
+}
+
+void BatchNorm2dShape::validate_training(double momentum, double eps) const {
+  validate();
+  validate_eps(eps);
+  ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "batchnorm2d: momentum must lie in [0, 1], got {}",
+               momentum);
+  ENGINE_CHECK(
+      count() >= 2,
+      "batchnorm2d: expected more than 1 value per channel when training, got input [{}, {}, {}, {}] "
+      "({} per channel)",
+      n, c, h, w, count());
+}
+
 namespace {
 
 // The checks both poolings share; `op` names the op in the message.

@@ -15,6 +15,11 @@ struct BatchNorm2dShape {
 
   // Throws engine::Error unless every size is positive.
   void validate() const;
+  // Throws engine::Error for a negative eps (every pass takes one).
+  static void validate_eps(double eps);
+  // validate() and validate_eps(), and what a training forward needs besides: momentum in [0, 1] and more
+  // than one value per channel (a batch variance of one value is 0/0 in PyTorch's unbiased running update).
+  void validate_training(double momentum, double eps) const;
 };
 
 struct Pool2dShape {
@@ -88,6 +93,11 @@ struct LinearShape {
 
   // Throws engine::Error unless every size is positive.
   void validate() const;
+  // Throws engine::Error for a negative eps (every pass takes one).
+  static void validate_eps(double eps);
+  // validate() and validate_eps(), and what a training forward needs besides: momentum in [0, 1] and more
+  // than one value per channel (a batch variance of one value is 0/0 in PyTorch's unbiased running update).
+  void validate_training(double momentum, double eps) const;
 };
 
 }  // namespace engine

@@ -27,23 +27,13 @@ double beta_of(const T* beta, int c) {
   return beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
 }
 
-void check_eps(double eps) { ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not be negative, got {}", eps); }
-
 }  // namespace
 
 template <typename T>
 void batchnorm2d_forward_training(const BatchNorm2dShape& g, const T* x, const T* gamma, const T* beta, T* y,
                                   T* save_mean, T* save_invstd, T* running_mean, T* running_var,
                                   double momentum, double eps, const T* running_mean_shift) {
-  g.validate();
-  check_eps(eps);
-  ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "batchnorm2d: momentum must lie in [0, 1], got {}",
-               momentum);
-  ENGINE_CHECK(
-      g.count() >= 2,
-      "batchnorm2d: expected more than 1 value per channel when training, got input [{}, {}, {}, {}] "
-      "({} per channel)",
-      g.n, g.c, g.h, g.w, g.count());
+  g.validate_training(momentum, eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
                "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
   ENGINE_CHECK(
@@ -92,7 +82,7 @@ template <typename T>
 void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const T* x, const T* gamma, const T* beta,
                               const T* running_mean, const T* running_var, T* y, double eps) {
   g.validate();
-  check_eps(eps);
+  BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
                "batchnorm2d_forward_eval: x, y, running_mean and running_var must not be null");
   const std::size_t hw = spatial(g);
@@ -166,7 +156,7 @@ template <typename T>
 void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const T* x, const T* gamma, const T* running_mean,
                                const T* running_var, const T* dy, T* dx, T* dgamma, T* dbeta, double eps) {
   g.validate();
-  check_eps(eps);
+  BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && dy != nullptr && running_mean != nullptr && running_var != nullptr,
                "batchnorm2d_backward_eval: x, dy, running_mean and running_var must not be null");
   std::vector<double> mean(static_cast<std::size_t>(g.c)), invstd(static_cast<std::size_t>(g.c));

@@ -134,23 +134,13 @@ void backward(const BatchNorm2dShape& g, const float* x, const float* gamma, con
   }
 }
 
-void check_eps(double eps) { ENGINE_CHECK(eps >= 0.0, "batchnorm2d: eps must not be negative, got {}", eps); }
-
 }  // namespace
 
 void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
                                   const float* beta, float* y, float* save_mean, float* save_invstd,
                                   float* running_mean, float* running_var, double momentum, double eps,
                                   bool relu, const float* running_mean_shift) {
-  g.validate();
-  check_eps(eps);
-  ENGINE_CHECK(momentum >= 0.0 && momentum <= 1.0, "batchnorm2d: momentum must lie in [0, 1], got {}",
-               momentum);
-  ENGINE_CHECK(
-      g.count() >= 2,
-      "batchnorm2d: expected more than 1 value per channel when training, got input [{}, {}, {}, {}] "
-      "({} per channel)",
-      g.n, g.c, g.h, g.w, g.count());
+  g.validate_training(momentum, eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
                "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
   ENGINE_CHECK(
@@ -195,7 +185,7 @@ void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const float* x, const f
                               const float* beta, const float* running_mean, const float* running_var,
                               float* y, double eps, bool relu) {
   g.validate();
-  check_eps(eps);
+  BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
                "batchnorm2d_forward_eval: x, y, running_mean and running_var must not be null");
   const int64_t hw = static_cast<int64_t>(g.h) * g.w;
@@ -235,7 +225,7 @@ void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const float* x, const 
                                const float* running_mean, const float* running_var, const float* dy,
                                float* dx, float* dgamma, float* dbeta, double eps, const float* relu_y) {
   g.validate();
-  check_eps(eps);
+  BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && dy != nullptr && running_mean != nullptr && running_var != nullptr,
                "batchnorm2d_backward_eval: x, dy, running_mean and running_var must not be null");
   std::vector<double> mean(static_cast<std::size_t>(g.c)), invstd(static_cast<std::size_t>(g.c));
