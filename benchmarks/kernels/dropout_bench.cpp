@@ -45,15 +45,7 @@ Check check(GpuBench* g, std::int64_t n) {
 
 void run(Report& r, GpuBench* g) {
   const Check c = check(g, g != nullptr ? 1 << 20 : 4096);
-  struct Case {
-    std::string label;
-    std::int64_t n;
-  };
-  std::vector<Case> cases;
-  for (const ZooLayer& z : zoo_layers("Dropout")) cases.push_back({z.label(), shape_numel(z.layer.in)});
-  if (g != nullptr && r.options().fill_size)
-    cases.push_back({dims({kFillElements}) + " fill", kFillElements});
-  for (const Case& k : cases) {
+  for (const FlatCase& k : flat_zoo_cases("Dropout", r, g)) {
     const double n = static_cast<double>(k.n);
     Row fwd{.family = "dropout", .name = "forward p=0.5", .shape = k.label, .bytes = 8 * n, .check = c};
     Row bwd{.family = "dropout", .name = "backward p=0.5", .shape = k.label, .bytes = 8 * n, .check = c};

@@ -35,4 +35,17 @@ std::vector<ZooLayer> zoo_layers(const std::string& kind, std::int64_t batch) {
   return out;
 }
 
+void add_fill_case(std::vector<FlatCase>& cases, const Report& report, const GpuBench* bench) {
+  if (bench != nullptr && report.options().fill_size) {
+    cases.push_back({dims({kFillElements}) + " fill", kFillElements});
+  }
+}
+
+std::vector<FlatCase> flat_zoo_cases(const std::string& kind, const Report& report, const GpuBench* bench) {
+  std::vector<FlatCase> cases;
+  for (const ZooLayer& z : zoo_layers(kind)) cases.push_back({z.label(), shape_numel(z.layer.in)});
+  add_fill_case(cases, report, bench);
+  return cases;
+}
+
 }  // namespace engine::bench

@@ -38,6 +38,16 @@ std::vector<ZooLayer> zoo_layers(const std::string& kind, std::int64_t batch = 1
 // (256 MiB per tensor), thousands of waves on any current GPU and far beyond any L2.
 inline constexpr std::int64_t kFillElements = std::int64_t{64} << 20;
 
+// One size a flat (elementwise) family runs at: its label in the table and its element count.
+struct FlatCase {
+  std::string label;
+  std::int64_t n = 0;
+};
+// Adds the kFillElements case when the family times a GPU (`bench` set) and --fill-size is on.
+void add_fill_case(std::vector<FlatCase>& cases, const Report& report, const GpuBench* bench);
+// The zoo layers of `kind` as flat element counts (their input's), then the fill case.
+std::vector<FlatCase> flat_zoo_cases(const std::string& kind, const Report& report, const GpuBench* bench);
+
 Family relu_family();
 Family dropout_family();
 Family batchnorm2d_family();

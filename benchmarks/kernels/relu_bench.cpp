@@ -42,15 +42,7 @@ Check check(GpuBench* g, std::int64_t n) {
 
 void run(Report& r, GpuBench* g) {
   const Check c = check(g, g != nullptr ? 1 << 20 : 4096);
-  struct Case {
-    std::string label;
-    std::int64_t n;
-  };
-  std::vector<Case> cases;
-  for (const ZooLayer& z : zoo_layers("ReLU")) cases.push_back({z.label(), shape_numel(z.layer.in)});
-  if (g != nullptr && r.options().fill_size)
-    cases.push_back({dims({kFillElements}) + " fill", kFillElements});
-  for (const Case& k : cases) {
+  for (const FlatCase& k : flat_zoo_cases("ReLU", r, g)) {
     const double n = static_cast<double>(k.n);
     Row fwd{.family = "relu", .name = "forward", .shape = k.label, .bytes = 8 * n, .check = c};
     Row bwd{.family = "relu", .name = "backward", .shape = k.label, .bytes = 12 * n, .check = c};

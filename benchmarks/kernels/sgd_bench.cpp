@@ -45,18 +45,13 @@ Check check(GpuBench* g, std::int64_t n) {
 
 void run(Report& r, GpuBench* g) {
   const Check c = check(g, g != nullptr ? 1 << 20 : 4096);
-  struct Case {
-    std::string label;
-    std::int64_t n;
-  };
-  std::vector<Case> cases;
+  std::vector<FlatCase> cases;
   for (const char* model : {"vgg6", "resnet18", "mnist_cnn"}) {
     const std::int64_t n = zoo_model_cost(model, 1).parameters;
     cases.push_back({dims({n}) + " " + model + " params", n});
   }
-  if (g != nullptr && r.options().fill_size)
-    cases.push_back({dims({kFillElements}) + " fill", kFillElements});
-  for (const Case& k : cases) {
+  add_fill_case(cases, r, g);
+  for (const FlatCase& k : cases) {
     Row row{.family = "sgd",
             .name = "step momentum+wd",
             .shape = k.label,
