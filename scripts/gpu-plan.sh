@@ -26,16 +26,17 @@
 #     "conv2d_cudnn: no usable bfloat16 ... algorithm ... candidates:" listing each one's math type
 #     (CudaNhwc.Vgg6Bf16TrainingStepMatchesNchw, the bf16 autocast tests, cnn_train --precision bf16).
 #  2. Deterministic search (cnn_train --deterministic, the tests' default handles) on grouped, depthwise and
-#     dilated shapes: pick() keeps CUDNN_DETERMINISTIC backward algorithms only; cuDNN may have none for a
+#     dilated shapes: pick() keeps CUDNN_DETERMINISTIC algorithms only; cuDNN may have none for a
 #     depthwise dW. Same message, "deterministic=true" in it (CudaNhwc.GroupedAndDilatedConv2dRunOnCudnn).
 #  3. An aarch64 host (GH200): gcc contracts a*b+c into an FMA by default there (x86-64's baseline has no FMA),
-#     and the CPU references the GPU tests compare bit for bit (cpu::sgd_step, ema, dropout, casts, residual
-#     add, the loader's normalization) assume no contraction. Bitwise failures on an ARM host only: compile
-#     the CPU reference code with -ffp-contract=off, the kernels are not at fault.
+#     and the CPU references that the GPU tests compare bit for bit and that multiply-add (cpu::sgd_step,
+#     cpu::ema_update; CudaSgd.*, CudaEma.*, CudaVector4's SGD) assume no contraction. Bitwise failures there
+#     on an ARM host only: compile the CPU reference code with -ffp-contract=off, the kernels are not at fault.
 #  4. A DDP step captured into a CUDA graph creates a CUDA event inside the capture when the supervisor has no
 #     spare marker (dist/comm_supervisor.cpp collective() -> make_marker()); legal in the thread-local capture
 #     mode as far as CUDA's documentation goes. If a capture fails naming cudaEventCreate, make the markers
-#     before the capture. On one GPU the two-rank graph test skips: the in-graph NCCL path stays unrun.
+#     before the capture. One GPU runs that path in a world of one
+#     (CnnTrainDdpGpu.NcclWorldOfOneCapturedStepsEqualEagerSteps); the two-rank graph test needs two GPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=${1:-}
