@@ -17,6 +17,26 @@
 # CIFAR-10's three pieces travel in calls 1-3 and call 3 finds all of them. Sizes: the tracked and
 # untracked-not-ignored files (what the tool sends of the tree, shared/ included) plus the carried paths, in MiB
 # of 2^20 bytes.
+#
+# First-GPU-run watch list: what a reading of the CUDA code could not decide without a device (session 11's
+# reading; read it when a call's table shows a failure, before looking further):
+#  1. bf16 convolutions whose C is not a multiple of 8 (the first layer, C = 3), both layouts:
+#     conv2d_cudnn.cpp acceptable() refuses candidates cuDNN reports with CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+#     for bf16 data. If cuDNN 9's legacy API offers nothing else for such a shape, the step fails with
+#     "conv2d_cudnn: no usable bfloat16 ... algorithm ... candidates:" listing each one's math type
+#     (CudaNhwc.Vgg6Bf16TrainingStepMatchesNchw, the bf16 autocast tests, cnn_train --precision bf16).
+#  2. Deterministic search (cnn_train --deterministic, the tests' default handles) on grouped, depthwise and
+#     dilated shapes: pick() keeps CUDNN_DETERMINISTIC algorithms only; cuDNN may have none for a
+#     depthwise dW. Same message, "deterministic=true" in it (CudaNhwc.GroupedAndDilatedConv2dRunOnCudnn).
+#  3. An aarch64 host (GH200): gcc contracts a*b+c into an FMA by default there (x86-64's baseline has no FMA),
+#     and the CPU references that the GPU tests compare bit for bit and that multiply-add (cpu::sgd_step,
+#     cpu::ema_update; CudaSgd.*, CudaEma.*, CudaVector4's SGD) assume no contraction. Bitwise failures there
+#     on an ARM host only: compile the CPU reference code with -ffp-contract=off, the kernels are not at fault.
+#  4. A DDP step captured into a CUDA graph creates a CUDA event inside the capture when the supervisor has no
+#     spare marker (dist/comm_supervisor.cpp collective() -> make_marker()); legal in the thread-local capture
+#     mode as far as CUDA's documentation goes. If a capture fails naming cudaEventCreate, make the markers
+#     before the capture. One GPU runs that path in a world of one
+#     (CnnTrainDdpGpu.NcclWorldOfOneCapturedStepsEqualEagerSteps); the two-rank graph test needs two GPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=${1:-}
@@ -72,4 +92,5 @@ done
 echo
 echo "If the device tool's status shows less time left than a call's timeout_s + 60, run it as"
 echo "BUDGET=<budget_left_s - 90> bash scripts/gpu-check.sh ... so that its table still prints."
+echo "When a table shows a failure, read the first-GPU-run watch list at the top of scripts/gpu-plan.sh."
 exit "$over"

@@ -1,6 +1,7 @@
 // cnn_train's distributed data parallel on a GPU (label gpu; skipped where no device is visible), on the tiny
-// image-folder dataset the tests write: NCCL with world size 1 end to end; two ranks sharing GPU 0 through
-// gloo following the single-process run of the concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
+// image-folder dataset the tests write: NCCL with world size 1 end to end, and its captured steps (the
+// Reducer's side stream inside a CUDA graph) equal to its eager ones; two ranks sharing GPU 0 through gloo
+// following the single-process run of the concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,6 +37,30 @@ TEST(CnnTrainDdpGpu, NcclWorldSizeOneTrainsEndToEnd) {
   EXPECT_NE(r.output.find("1 rank(s) through nccl"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[GPU0] Epoch 1 |"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir + "/last.safetensors"));
+}
+
+// The in-graph NCCL path on a one-GPU machine: in a world of one the Reducer still forks its side stream off
+// the captured step (an event), all-reduces each bucket there and joins back before SGD. A missing join or a
+// bucket read before its gradient is written shows as a difference from the eager run (CudaGraphProgram's
+// two-rank test needs two GPUs).
+TEST(CnnTrainDdpGpu, NcclWorldOfOneCapturedStepsEqualEagerSteps) {
+  SKIP_WITHOUT_GPU();
+  const std::string root = testing::tiny_folder_dataset("gpu_nccl1_graph");
+  const std::string off = testing::temp_dir("gpu_nccl1_graph_off"),
+                    on = testing::temp_dir("gpu_nccl1_graph_on");
+  for (const auto& [dir, mode] : {std::pair{off, "off"}, std::pair{on, "on"}}) {
+    const testing::RunResult r = run_train(
+        with_args(testing::tiny_folder_args(root, dir, "cnn3", 8, 2), {"--gpus", "0", "--cuda-graph", mode}));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("1 rank(s) through nccl"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("CUDA graph: the training step is captured") != std::string::npos,
+              std::string_view(mode) == "on")
+        << r.output;
+  }
+  for (const testing::TensorDifference& d :
+       testing::checkpoint_differences(off + "/epoch2.safetensors", on + "/epoch2.safetensors")) {
+    EXPECT_EQ(d.worst, 0.0) << d.name << " differs by " << d.worst;
+  }
 }
 
 // As the CPU test CnnTrainDdp.TwoRanksWithSyncBnFollowTheSingleProcessRunOfTheConcatenatedBatch, on GPU 0:
