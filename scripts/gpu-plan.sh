@@ -28,10 +28,10 @@
 #  2. Deterministic search (cnn_train --deterministic, the tests' default handles) on grouped, depthwise and
 #     dilated shapes: pick() keeps CUDNN_DETERMINISTIC algorithms only; cuDNN may have none for a
 #     depthwise dW. Same message, "deterministic=true" in it (CudaNhwc.GroupedAndDilatedConv2dRunOnCudnn).
-#  3. An aarch64 host (GH200): gcc contracts a*b+c into an FMA by default there (x86-64's baseline has no FMA),
-#     and the CPU references that the GPU tests compare bit for bit and that multiply-add (cpu::sgd_step,
-#     cpu::ema_update; CudaSgd.*, CudaEma.*, CudaVector4's SGD) assume no contraction. Bitwise failures there
-#     on an ARM host only: compile the CPU reference code with -ffp-contract=off, the kernels are not at fault.
+#  3. An aarch64 host (GH200): gcc contracts a*b+c into an FMA by default there, and the CPU references that
+#     the GPU tests compare bit for bit (cpu::sgd_step, cpu::ema_update; CudaSgd.*, CudaEma.*) assume no
+#     contraction: kernels/CMakeLists.txt builds the references with -ffp-contract=off. A bitwise failure on
+#     an ARM host only: check that flag reached the reference code (a header-only template would escape it).
 #  4. A DDP step captured into a CUDA graph creates a CUDA event inside the capture when the supervisor has no
 #     spare marker (dist/comm_supervisor.cpp collective() -> make_marker()); legal in the thread-local capture
 #     mode as far as CUDA's documentation goes. If a capture fails naming cudaEventCreate, make the markers
