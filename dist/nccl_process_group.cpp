@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -67,27 +68,30 @@ class NcclCommunicator final : public Communicator {
 // A collective captured into a CUDA graph (apps/train/training_graph.h) runs only when the graph is launched,
 // and an event recorded during a capture cannot be queried: such a marker records nothing and reports ready.
 // The replays' collectives are then watched at the run's next synchronizing collective (the stop vote, the
-// epoch's totals), which the watchdog times as usual.
+// epoch's totals), which the watchdog times as usual. The CUDA event is made on the first record outside a
+// capture, so a marker the supervisor makes in the middle of a capture creates no CUDA object there.
 class CudaEventMarker final : public Marker {
  public:
   void record(void* stream) override {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status));
     captured_ = status != cudaStreamCaptureStatusNone;
-    if (!captured_) event_.record(static_cast<cudaStream_t>(stream));
+    if (captured_) return;
+    if (!event_) event_.emplace();
+    event_->record(static_cast<cudaStream_t>(stream));
   }
   CommStatus query() override {
-    if (captured_) return CommStatus::ready();
+    if (captured_ || !event_) return CommStatus::ready();
     try {
-      return event_.query() ? CommStatus::ready() : CommStatus::in_progress();
+      return event_->query() ? CommStatus::ready() : CommStatus::in_progress();
     } catch (const std::exception& e) {
       return CommStatus::failed(e.what());
     }
   }
 
  private:
-  Event event_;
-  bool captured_ = false;  // recorded while its stream captured a graph
+  std::optional<Event> event_;  // made on the first record outside a capture
+  bool captured_ = false;       // recorded while its stream captured a graph
 };
 
 // One collective inside ncclGroupStart/End; the group is ended even when the call inside failed, so that

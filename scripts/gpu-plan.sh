@@ -32,10 +32,10 @@
 #     the GPU tests compare bit for bit (cpu::sgd_step, cpu::ema_update; CudaSgd.*, CudaEma.*) assume no
 #     contraction: kernels/CMakeLists.txt builds the references with -ffp-contract=off. A bitwise failure on
 #     an ARM host only: check that flag reached the reference code (a header-only template would escape it).
-#  4. A DDP step captured into a CUDA graph creates a CUDA event inside the capture when the supervisor has no
-#     spare marker (dist/comm_supervisor.cpp collective() -> make_marker()); legal in the thread-local capture
-#     mode as far as CUDA's documentation goes. If a capture fails naming cudaEventCreate, make the markers
-#     before the capture. One GPU runs that path in a world of one
+#  4. A DDP step captured into a CUDA graph may make a marker inside the capture when the supervisor has no
+#     spare (dist/comm_supervisor.cpp collective() -> make_marker()); CudaEventMarker makes its CUDA event on
+#     its first record outside a capture, so no cudaEventCreate runs there. If a capture still fails naming
+#     an event call, look at the reducer's own fork/join events. One GPU runs that path in a world of one
 #     (CnnTrainDdpGpu.NcclWorldOfOneCapturedStepsEqualEagerSteps); the two-rank graph test needs two GPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
