@@ -120,4 +120,10 @@ void LinearShape::validate() const {
                in_features);
 }
 
+void ChannelAffineShape::validate() const {
+  ENGINE_CHECK(outer > 0 && channels > 0 && inner > 0,
+               "channel_affine: sizes must be positive, got outer={} channels={} inner={}", outer, channels,
+               inner);
+}
+
 }  // namespace engine

@@ -90,4 +90,13 @@ struct LinearShape {
   void validate() const;
 };
 
+// A per-channel scale and shift, y = x * scale[c] + shift[c], over x seen as [outer, channels, inner]: NCHW
+// is (N, C, H*W), NHWC (N*H*W, C, 1), a matrix [N, F] (N, F, 1), one value for every element (1, 1, numel).
+struct ChannelAffineShape {
+  std::int64_t outer = 0, channels = 0, inner = 0;
+  std::int64_t numel() const { return outer * channels * inner; }
+  // Throws engine::Error naming the bad size.
+  void validate() const;
+};
+
 }  // namespace engine

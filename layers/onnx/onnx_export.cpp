@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
+#include "layers/channel_affine.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
@@ -120,6 +121,16 @@ class Writer {
     if (dynamic_cast<const Flatten*>(&layer) != nullptr) return node("Flatten", p, {x});
     if (const auto* m = dynamic_cast<const Mul*>(&layer))
       return node("Mul", p, {x, scalar(p + ".scale", m->scale())});
+    if (const auto* a = dynamic_cast<const ChannelAffine*>(&layer)) {
+      const ChannelAffineOptions& o = a->options();
+      auto value = [&](const ChannelValue& v) {
+        return v.trainable ? param(layer, v.name) : buffer(layer, v.name);
+      };
+      std::string y = x;
+      if (o.scale.on) y = node("Mul", p + (o.shift.on ? "/mul" : ""), {y, value(o.scale)});
+      if (o.shift.on) y = node("Add", p + (o.scale.on ? "/add" : ""), {y, value(o.shift)});
+      return y;
+    }
     if (dynamic_cast<const Dropout*>(&layer) != nullptr) return x;  // inference form: the identity
     ENGINE_FAIL("export to ONNX: {} of model '{}' has no ONNX form in the writer", layer.describe(),
                 model_.name());

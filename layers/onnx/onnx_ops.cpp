@@ -326,8 +326,8 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_el
 std::string supported_ops() {
   return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
          "(floor mode), "
-         "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Mul and Div by a scalar "
-         "constant, Dropout, Identity, Constant";
+         "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add and Mul by a scalar or "
+         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {
