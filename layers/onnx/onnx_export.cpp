@@ -91,6 +91,7 @@ class Writer {
       ints(n, "kernel_shape", {m->kernel_size(), m->kernel_size()});
       ints(n, "strides", {m->stride(), m->stride()});
       ints(n, "pads", {m->padding(), m->padding(), m->padding(), m->padding()});
+      if (m->ceil_mode()) int_attr(n, "ceil_mode", 1);
       return n.output(0);
     }
     if (const auto* a = dynamic_cast<const AvgPool2d*>(&layer)) {
@@ -99,10 +100,8 @@ class Writer {
       ints(n, "kernel_shape", {o.kernel_h, o.kernel_w});
       ints(n, "strides", {o.stride_h, o.stride_w});
       ints(n, "pads", {o.pad_h, o.pad_w, o.pad_h, o.pad_w});
-      pb::AttributeProto* c = n.add_attribute();
-      c->set_name("count_include_pad");
-      c->set_type(pb::AttributeProto::INT);
-      c->set_i(o.count_include_pad ? 1 : 0);
+      int_attr(n, "count_include_pad", o.count_include_pad ? 1 : 0);
+      if (o.ceil_mode) int_attr(n, "ceil_mode", 1);
       return n.output(0);
     }
     if (const auto* l = dynamic_cast<const Linear*>(&layer)) {
@@ -180,6 +179,12 @@ class Writer {
     a->set_name(name);
     a->set_type(pb::AttributeProto::INTS);
     for (const std::int64_t x : v) a->add_ints(x);
+  }
+  static void int_attr(pb::NodeProto& n, const std::string& name, std::int64_t v) {
+    pb::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto::INT);
+    a->set_i(v);
   }
   static void floats(pb::NodeProto& n, const std::string& name, double v) {
     pb::AttributeProto* a = n.add_attribute();

@@ -98,6 +98,13 @@ void spatial_common(const Builder& b, const pb::NodeProto& node, bool takes_dila
   }
 }
 
+// ceil_mode 0 or 1 (the output size rounded down or up, kernels/shapes.h's Pool2dShape::ceil_mode).
+bool ceil_mode(const Builder& b, const pb::NodeProto& node) {
+  const std::int64_t c = attr_int(node, "ceil_mode", 0);
+  if (c != 0 && c != 1) b.refuse(node, fmt::format("attribute ceil_mode = {} is not 0 or 1", c));
+  return c == 1;
+}
+
 void check_kernel_shape(const Builder& b, const pb::NodeProto& node, int kernel) {
   const std::vector<std::int64_t> ks = attr_ints(node, "kernel_shape");
   if (ks.size() != 2 || ks[0] != ks[1] || (kernel > 0 && ks[0] != kernel)) {
@@ -168,8 +175,6 @@ void maxpool(Builder& b, const pb::NodeProto& node) {
                   {"kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "storage_order"});
   spatial_common(b, node);
   only_first_output(b, node);
-  if (attr_int(node, "ceil_mode", 0) != 0)
-    b.refuse(node, "attribute ceil_mode = 1 is not supported (floor only)");
   if (attr_int(node, "storage_order", 0) != 0) b.refuse(node, "attribute storage_order = 1 is not supported");
   check_kernel_shape(b, node, 0);
   b.runtime(node, 0);
@@ -177,7 +182,8 @@ void maxpool(Builder& b, const pb::NodeProto& node) {
   const int stride = square(b, node, "strides", 1, "equal strides along both axes");
   const int pad = square(b, node, "pads", 0, "the same padding on every side");
   if (2 * pad > k) b.refuse(node, fmt::format("attribute pads = {} is more than half the kernel {}", pad, k));
-  b.add_layer(node, std::make_unique<MaxPool2d>(k, stride, pad), node.input(0), {}, {}, node.output(0));
+  b.add_layer(node, std::make_unique<MaxPool2d>(k, stride, pad, ceil_mode(b, node)), node.input(0), {}, {},
+              node.output(0));
 }
 
 // A list attribute of one value per spatial axis ([h, w]; pads: [h_begin, w_begin, h_end, w_end] with equal
@@ -196,14 +202,12 @@ std::pair<int, int> per_axis(const Builder& b, const pb::NodeProto& node, const 
   return {static_cast<int>(v[0]), static_cast<int>(v[1])};
 }
 
-// AveragePool in floor mode with symmetric pads: the engine's AvgPool2d (rectangular windows too).
+// AveragePool in floor or ceil mode with symmetric pads: the engine's AvgPool2d (rectangular windows too).
 void averagepool(Builder& b, const pb::NodeProto& node) {
   only_attributes(
       b, node,
       {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad", "dilations"});
   spatial_common(b, node);
-  if (attr_int(node, "ceil_mode", 0) != 0)
-    b.refuse(node, "attribute ceil_mode = 1 is not supported (floor only)");
   const std::vector<std::int64_t> ks = attr_ints(node, "kernel_shape");
   if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1 || ks[0] > 1'000'000 || ks[1] > 1'000'000) {
     b.refuse(node, fmt::format("attribute kernel_shape = [{}] is not supported (2-d kernels only)",
@@ -221,6 +225,7 @@ void averagepool(Builder& b, const pb::NodeProto& node) {
                                fmt::join(attr_ints(node, "pads"), ", "), o.kernel_h, o.kernel_w));
   }
   o.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;
+  o.ceil_mode = ceil_mode(b, node);
   if (x.shape.size() != 4 || x.shape[2] + 2 * o.pad_h < o.kernel_h || x.shape[3] + 2 * o.pad_w < o.kernel_w) {
     b.refuse(node, fmt::format("kernel_shape [{}, {}] with pads [{}, {}] does not fit the input {} (an "
                                "input [N, C, H, W] at least as large as the window is)",
@@ -325,7 +330,7 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_el
 
 std::string supported_ops() {
   return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
-         "(floor mode), "
+         "(floor or ceil mode), "
          "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add and Mul by a scalar or "
          "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant";
 }
