@@ -29,7 +29,8 @@ void channel_affine_backward(const ChannelAffineShape& s, const T* x, const T* s
   ENGINE_CHECK(dscale == nullptr || x != nullptr, "channel_affine_backward: the scale's gradient needs x");
   std::vector<double> a(static_cast<std::size_t>(s.channels), 1.0);
   if (scale != nullptr) {
-    for (std::int64_t c = 0; c < s.channels; ++c) a[static_cast<std::size_t>(c)] = scale[c];
+    for (std::int64_t c = 0; c < s.channels; ++c)
+      a[static_cast<std::size_t>(c)] = static_cast<double>(scale[c]);
   }
   std::vector<double> sum_dyx(a.size(), 0.0), sum_dy(a.size(), 0.0);
   for (std::int64_t o = 0; o < s.outer; ++o) {
