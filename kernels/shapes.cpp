@@ -68,8 +68,9 @@ void Pool2dShape::validate() const {
 
 int AvgPool2dShape::divisor(int op, int oq) const {
   const Pool2dShape& s = window;
-  if (count_include_pad) return s.kernel_h * s.kernel_w;
   const int h0 = op * s.stride_h - s.pad_h, w0 = oq * s.stride_w - s.pad_w;
+  if (count_include_pad)
+    return (std::min(h0 + s.kernel_h, s.h + s.pad_h) - h0) * (std::min(w0 + s.kernel_w, s.w + s.pad_w) - w0);
   const int rows = std::min(h0 + s.kernel_h, s.h) - std::max(h0, 0);
   const int cols = std::min(w0 + s.kernel_w, s.w) - std::max(w0, 0);
   return rows * cols;
@@ -134,6 +135,12 @@ void LinearShape::validate() const {
   ENGINE_CHECK(n > 0 && in_features > 0 && out_features > 0,
                "linear: sizes must be positive, got x[{}, {}] and w[{}, {}]", n, in_features, out_features,
                in_features);
+}
+
+void ChannelAffineShape::validate() const {
+  ENGINE_CHECK(outer > 0 && channels > 0 && inner > 0,
+               "channel_affine: sizes must be positive, got outer={} channels={} inner={}", outer, channels,
+               inner);
 }
 
 }  // namespace engine

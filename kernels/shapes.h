@@ -27,14 +27,25 @@ struct Pool2dShape {
   int kernel_h = 0, kernel_w = 0;
   int stride_h = 0, stride_w = 0;
   int pad_h = 0, pad_w = 0;
+  // PyTorch's and ONNX's ceil_mode: the output size rounds up, one more window where the last one would
+  // overhang the input's end (past the right padding), but never a window that starts in the right padding.
+  bool ceil_mode = false;
 
-  int p() const { return (h + 2 * pad_h - kernel_h) / stride_h + 1; }  // output height
-  int q() const { return (w + 2 * pad_w - kernel_w) / stride_w + 1; }  // output width
+  int p() const { return extent(h, kernel_h, stride_h, pad_h); }  // output height
+  int q() const { return extent(w, kernel_w, stride_w, pad_w); }  // output width
   std::int64_t input_size() const { return static_cast<std::int64_t>(n) * c * h * w; }
   std::int64_t output_size() const { return static_cast<std::int64_t>(n) * c * p() * q(); }
   // Throws engine::Error naming the bad field: non-positive sizes/kernel/stride, negative padding,
   // padding above half the kernel, a kernel larger than the padded input, a plane too big for int32.
   void validate() const;
+
+ private:
+  int extent(int in, int kernel, int stride, int pad) const {
+    const int span = in + 2 * pad - kernel;
+    if (!ceil_mode) return span / stride + 1;
+    const int out = (span + stride - 1) / stride + 1;
+    return (out - 1) * stride >= in + pad ? out - 1 : out;  // the last window starts inside
+  }
 };
 
 // Average pooling: the window of Pool2dShape and what a window overlapping the padding divides by: every
@@ -49,7 +60,9 @@ struct AvgPool2dShape {
   int q() const { return window.q(); }
   std::int64_t input_size() const { return window.input_size(); }
   std::int64_t output_size() const { return window.output_size(); }
-  // The divisor of output (op, oq): kernel_h * kernel_w, or the real cells of its window.
+  // The divisor of output (op, oq): the cells of its window inside the padded input (kernel_h * kernel_w but
+  // for a ceil-mode window overhanging the right padding: ONNX's reference and PyTorch count only the
+  // padding's cells), or only its real cells.
   int divisor(int op, int oq) const;
   // Throws engine::Error naming the bad field, as Pool2dShape::validate but with padding below the kernel.
   void validate() const;
@@ -98,6 +111,15 @@ struct LinearShape {
   // validate() and validate_eps(), and what a training forward needs besides: momentum in [0, 1] and more
   // than one value per channel (a batch variance of one value is 0/0 in PyTorch's unbiased running update).
   void validate_training(double momentum, double eps) const;
+};
+
+// A per-channel scale and shift, y = x * scale[c] + shift[c], over x seen as [outer, channels, inner]: NCHW
+// is (N, C, H*W), NHWC (N*H*W, C, 1), a matrix [N, F] (N, F, 1), one value for every element (1, 1, numel).
+struct ChannelAffineShape {
+  std::int64_t outer = 0, channels = 0, inner = 0;
+  std::int64_t numel() const { return outer * channels * inner; }
+  // Throws engine::Error naming the bad size.
+  void validate() const;
 };
 
 }  // namespace engine

@@ -45,7 +45,8 @@ AvgPool2dShape AvgPool2d::geometry(const Shape& x) const {
               .stride_h = o.stride_h,
               .stride_w = o.stride_w,
               .pad_h = o.pad_h,
-              .pad_w = o.pad_w};
+              .pad_w = o.pad_w,
+              .ceil_mode = o.ceil_mode};
   s.count_include_pad = o.count_include_pad;
   return s;
 }

@@ -1,6 +1,8 @@
 #pragma once
-// AvgPool2d: PyTorch's nn.AvgPool2d(kernel_size, stride=kernel_size, padding=0, count_include_pad=True) in
-// floor mode (ceil_mode=False), and ONNX's AveragePool with ceil_mode 0 and symmetric pads. Kernels, strides
+// AvgPool2d: PyTorch's nn.AvgPool2d(kernel_size, stride=kernel_size, padding=0, count_include_pad=True,
+// ceil_mode), and ONNX's AveragePool with symmetric pads. In ceil mode a last window overhanging the right
+// padding divides, with the padding counted, by its cells inside the padded input (PyTorch and ONNX's
+// reference). Kernels, strides
 // and padding may differ between the two axes. Padding may reach kernel - 1 (ONNX's range; PyTorch allows at
 // most half the kernel). Backward spreads each output gradient over its window's real cells, divided as the
 // forward divides. No parameters, nothing saved but the input's shape.
@@ -15,6 +17,7 @@ struct AvgPool2dOptions {
   int stride_h = 0, stride_w = 0;  // 0: the kernel's size along that axis (PyTorch's default)
   int pad_h = 0, pad_w = 0;
   bool count_include_pad = true;  // divide by the whole window (padding included) or by its real cells
+  bool ceil_mode = false;         // the output size rounds up (kernels/shapes.h, Pool2dShape::ceil_mode)
 };
 
 class AvgPool2d final : public Layer {

@@ -5,7 +5,9 @@ torch is found, see tests/common/pytorch_tools.h).
                                                      writes DIR/NET.onnx for each NET: "residual", a CNN that is
                                                      not in the zoo (a residual branch, GELU, global average
                                                      pooling), or "grouped" (grouped, depthwise and dilated
-                                                     convolutions, windowed average pooling), exported with the
+                                                     convolutions, windowed average pooling), or "affine"
+                                                     (x * scale + shift per channel, parameters [C, 1, 1] and
+                                                     [1, C, 1, 1]), exported with the
                                                      lines of README's "Your own model"
   python3 scripts/onnx_torch_check.py compare FILE:NET...
                                                      each FILE (written by the test) against its NET:
@@ -69,6 +71,43 @@ class GroupedNet(torch.nn.Module):
         return self.fc(torch.flatten(self.pool2(self.pool1(x)), 1))
 
 
+# AffineNet's sums, as above: forward conv (3 x 3x3), the average pool (4), the linear layer (8 * 16 * 16);
+# backward the linear layer's dx and dW, the scale's and shift's sums and the conv's dW and bias over 4096
+# positions.
+AFFINE_SUMS = [27, 4, 2048] + [10, 4] + [4096] * 4
+AFFINE_TOLERANCE = 2 * 3 * 2.0**-24 * sum(n**0.5 for n in AFFINE_SUMS)
+
+
+class Affine(torch.nn.Module):
+    """x * scale + shift, one value per channel: ONNX's Mul and Add by broadcasting constants."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.linspace(0.5, 1.5, channels).reshape(channels, 1, 1))
+        self.shift = torch.nn.Parameter(torch.linspace(-0.2, 0.3, channels).reshape(1, channels, 1, 1))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class AffineNet(torch.nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.affine = Affine(8)
+        self.pool = torch.nn.AvgPool2d(2)
+        self.fc = torch.nn.Linear(8 * 16 * 16, classes)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu(self.affine(self.conv(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+NETS = {"grouped": (lambda: GroupedNet(), lambda: GROUPED_TOLERANCE),
+        "affine": (lambda: AffineNet(), lambda: AFFINE_TOLERANCE),
+        "residual": (lambda: Net(), lambda: TOLERANCE)}
+
+
 class Net(torch.nn.Module):
     def __init__(self, classes=10):
         super().__init__()
@@ -92,7 +131,7 @@ def export(out_dir, *nets):
 
 def export_one(out_dir, net):
     torch.manual_seed(0)
-    model = GroupedNet() if net == "grouped" else Net()
+    model = NETS[net][0]()
     x = torch.randn(1, 3, 32, 32)
     # README's "Your own model": eval() and PRESERVE keep BatchNorm as its own node (EVAL would fold it into
     # the convolutions), do_constant_folding=False keeps the state-dict names on the initializers.
@@ -114,8 +153,8 @@ def compare(*pairs):
 # Returns whether the engine's FILE matches PyTorch's NET.
 def compare_one(path, net):
     t = load_file(path)
-    model = GroupedNet() if net == "grouped" else Net()
-    tolerance = GROUPED_TOLERANCE if net == "grouped" else TOLERANCE
+    model = NETS[net][0]()
+    tolerance = NETS[net][1]()
     state = {k[len("state."):]: v for k, v in t.items() if k.startswith("state.")}
     # num_batches_tracked is no ONNX tensor: the engine starts it at 0, as PyTorch does.
     missing, unexpected = model.load_state_dict(state, strict=False)

@@ -96,6 +96,13 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.backward_flops = x;
     c.forward_bytes = kF32 * (x + y);
     c.backward_bytes = kF32 * y + dx_bytes;
+  } else if (c.kind == "ChannelAffine") {
+    // x * scale + shift: two flops an element; backward dx = dy * scale and the per-channel sums of dy * x
+    // and dy (a trained scale reads x again).
+    c.forward_flops = 2 * x;
+    c.backward_flops = 3 * x;
+    c.forward_bytes = kF32 * (x + y + p);
+    c.backward_bytes = kF32 * (x + y + 2 * p) + dx_bytes;
   } else {
     ENGINE_FAIL("layer_costs: no cost model for {} '{}'", c.kind, c.path);
   }

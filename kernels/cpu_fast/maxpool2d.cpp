@@ -60,8 +60,9 @@ void maxpool2x2_forward(const Pool2dShape& s, const float* x, float* y, std::int
 
 void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
   s.validate();
+  // Ceil mode on an odd side adds a clipped last window: the generic loop's business.
   if (s.kernel_h == 2 && s.kernel_w == 2 && s.stride_h == 2 && s.stride_w == 2 && s.pad_h == 0 &&
-      s.pad_w == 0) {
+      s.pad_w == 0 && (!s.ceil_mode || (s.h % 2 == 0 && s.w % 2 == 0))) {
     maxpool2x2_forward(s, x, y, argmax);
     return;
   }

@@ -20,10 +20,11 @@ using detail::plane_cell;
 using detail::PlaneCell;
 using detail::PoolGeom;
 
-// AvgPool2dShape::divisor on the device: the whole window, or its real cells.
+// AvgPool2dShape::divisor on the device: the window inside the padded input, or its real cells.
 __device__ __forceinline__ double divisor(const PoolGeom& g, bool count_include_pad, int op, int oq) {
-  if (count_include_pad) return static_cast<double>(g.kh * g.kw);
   const int h0 = op * g.sh - g.ph, w0 = oq * g.sw - g.pw;
+  if (count_include_pad)
+    return static_cast<double>((min(h0 + g.kh, g.h + g.ph) - h0) * (min(w0 + g.kw, g.w + g.pw) - w0));
   const int rows = min(h0 + g.kh, g.h) - max(h0, 0), cols = min(w0 + g.kw, g.w) - max(w0, 0);
   return static_cast<double>(rows * cols);
 }

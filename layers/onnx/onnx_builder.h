@@ -2,6 +2,7 @@
 // Internal to layers/onnx/: the state of one import, shared by the graph walk (onnx_import.cpp) and the
 // per-op conversions (onnx_ops.cpp).
 
+#include <array>
 #include <map>
 #include <memory>
 #include <set>
@@ -82,5 +83,13 @@ class Builder {
 void convert_node(Builder& b, const pb::NodeProto& node);
 // The op types convert_node knows, for messages.
 std::string supported_ops();
+
+// auto_pad SAME_UPPER or SAME_LOWER (onnx_auto_pad.cpp)?
+bool is_same_auto_pad(const std::string& auto_pad);
+// The pads {h, w} that auto_pad SAME_* gives a window (kernel, stride, dilation per axis {h, w}) over x [N,
+// C, H, W]; refuses, naming the node and the pads, a total that is odd (the layers pad both ends alike).
+std::pair<int, int> same_pads(const Builder& b, const pb::NodeProto& node, const std::string& auto_pad,
+                              const Shape& x, const std::array<int, 2>& kernel,
+                              const std::array<int, 2>& stride, const std::array<int, 2>& dilation);
 
 }  // namespace engine::layers::onnx::detail

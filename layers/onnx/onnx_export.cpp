@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
+#include "layers/channel_affine.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
@@ -90,6 +91,7 @@ class Writer {
       ints(n, "kernel_shape", {m->kernel_size(), m->kernel_size()});
       ints(n, "strides", {m->stride(), m->stride()});
       ints(n, "pads", {m->padding(), m->padding(), m->padding(), m->padding()});
+      if (m->ceil_mode()) int_attr(n, "ceil_mode", 1);
       return n.output(0);
     }
     if (const auto* a = dynamic_cast<const AvgPool2d*>(&layer)) {
@@ -98,10 +100,8 @@ class Writer {
       ints(n, "kernel_shape", {o.kernel_h, o.kernel_w});
       ints(n, "strides", {o.stride_h, o.stride_w});
       ints(n, "pads", {o.pad_h, o.pad_w, o.pad_h, o.pad_w});
-      pb::AttributeProto* c = n.add_attribute();
-      c->set_name("count_include_pad");
-      c->set_type(pb::AttributeProto::INT);
-      c->set_i(o.count_include_pad ? 1 : 0);
+      int_attr(n, "count_include_pad", o.count_include_pad ? 1 : 0);
+      if (o.ceil_mode) int_attr(n, "ceil_mode", 1);
       return n.output(0);
     }
     if (const auto* l = dynamic_cast<const Linear*>(&layer)) {
@@ -120,6 +120,16 @@ class Writer {
     if (dynamic_cast<const Flatten*>(&layer) != nullptr) return node("Flatten", p, {x});
     if (const auto* m = dynamic_cast<const Mul*>(&layer))
       return node("Mul", p, {x, scalar(p + ".scale", m->scale())});
+    if (const auto* a = dynamic_cast<const ChannelAffine*>(&layer)) {
+      const ChannelAffineOptions& o = a->options();
+      auto value = [&](const ChannelValue& v) {
+        return v.trainable ? param(layer, v.name) : buffer(layer, v.name);
+      };
+      std::string y = x;
+      if (o.scale.on) y = node("Mul", p + (o.shift.on ? "/mul" : ""), {y, value(o.scale)});
+      if (o.shift.on) y = node("Add", p + (o.scale.on ? "/add" : ""), {y, value(o.shift)});
+      return y;
+    }
     if (dynamic_cast<const Dropout*>(&layer) != nullptr) return x;  // inference form: the identity
     ENGINE_FAIL("export to ONNX: {} of model '{}' has no ONNX form in the writer", layer.describe(),
                 model_.name());
@@ -169,6 +179,12 @@ class Writer {
     a->set_name(name);
     a->set_type(pb::AttributeProto::INTS);
     for (const std::int64_t x : v) a->add_ints(x);
+  }
+  static void int_attr(pb::NodeProto& n, const std::string& name, std::int64_t v) {
+    pb::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto::INT);
+    a->set_i(v);
   }
   static void floats(pb::NodeProto& n, const std::string& name, double v) {
     pb::AttributeProto* a = n.add_attribute();

@@ -86,16 +86,22 @@ int square(const Builder& b, const pb::NodeProto& node, const std::string& name,
 // auto_pad, and dilations unless the op takes them (Conv reads its own).
 void spatial_common(const Builder& b, const pb::NodeProto& node, bool takes_dilations = false) {
   const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
-    b.refuse(node,
-             fmt::format("attribute auto_pad = {} is not supported (NOTSET with explicit pads, or VALID)",
-                         auto_pad));
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !is_same_auto_pad(auto_pad)) {
+    b.refuse(node, fmt::format("attribute auto_pad = {} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER",
+                               auto_pad));
   }
   for (const std::int64_t d : attr_ints(node, "dilations")) {
     if (d != 1 && !takes_dilations)
       b.refuse(node, fmt::format("attribute dilations = [{}] is not supported (1 only)",
                                  fmt::join(attr_ints(node, "dilations"), ", ")));
   }
+}
+
+// ceil_mode 0 or 1 (the output size rounded down or up, kernels/shapes.h's Pool2dShape::ceil_mode).
+bool ceil_mode(const Builder& b, const pb::NodeProto& node) {
+  const std::int64_t c = attr_int(node, "ceil_mode", 0);
+  if (c != 0 && c != 1) b.refuse(node, fmt::format("attribute ceil_mode = {} is not 0 or 1", c));
+  return c == 1;
 }
 
 void check_kernel_shape(const Builder& b, const pb::NodeProto& node, int kernel) {
@@ -130,6 +136,13 @@ void conv(Builder& b, const pb::NodeProto& node) {
   o.kernel_size = static_cast<int>(w.shape[2]);
   o.stride = square(b, node, "strides", 1, "equal strides along both axes");
   o.padding = square(b, node, "pads", 0, "the same padding on every side");
+  if (const std::string pad = attr_string(node, "auto_pad", ""); is_same_auto_pad(pad)) {
+    const auto [ph, pw] = same_pads(b, node, pad, x.shape, {o.kernel_size, o.kernel_size},
+                                    {o.stride, o.stride}, {o.dilation, o.dilation});
+    if (ph != pw)
+      b.refuse(node, fmt::format("auto_pad = {} needs pads {} along H and {} along W: unequal", pad, ph, pw));
+    o.padding = ph;
+  }
   o.bias = b.has_input(node, 2);
   if (x.shape.size() == 4 && x.shape[1] != o.in_channels) {
     b.refuse(node, fmt::format("weight '{}' {} needs {} input channels, the input has {}", node.input(1),
@@ -168,16 +181,22 @@ void maxpool(Builder& b, const pb::NodeProto& node) {
                   {"kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "storage_order"});
   spatial_common(b, node);
   only_first_output(b, node);
-  if (attr_int(node, "ceil_mode", 0) != 0)
-    b.refuse(node, "attribute ceil_mode = 1 is not supported (floor only)");
   if (attr_int(node, "storage_order", 0) != 0) b.refuse(node, "attribute storage_order = 1 is not supported");
   check_kernel_shape(b, node, 0);
-  b.runtime(node, 0);
+  const Value& x = b.runtime(node, 0);
   const int k = static_cast<int>(attr_ints(node, "kernel_shape")[0]);
   const int stride = square(b, node, "strides", 1, "equal strides along both axes");
-  const int pad = square(b, node, "pads", 0, "the same padding on every side");
+  int pad = square(b, node, "pads", 0, "the same padding on every side");
+  if (const std::string same = attr_string(node, "auto_pad", ""); is_same_auto_pad(same)) {
+    const auto [ph, pw] = same_pads(b, node, same, x.shape, {k, k}, {stride, stride}, {1, 1});
+    if (ph != pw)
+      b.refuse(node,
+               fmt::format("auto_pad = {} needs pads {} along H and {} along W: unequal", same, ph, pw));
+    pad = ph;
+  }
   if (2 * pad > k) b.refuse(node, fmt::format("attribute pads = {} is more than half the kernel {}", pad, k));
-  b.add_layer(node, std::make_unique<MaxPool2d>(k, stride, pad), node.input(0), {}, {}, node.output(0));
+  b.add_layer(node, std::make_unique<MaxPool2d>(k, stride, pad, ceil_mode(b, node)), node.input(0), {}, {},
+              node.output(0));
 }
 
 // A list attribute of one value per spatial axis ([h, w]; pads: [h_begin, w_begin, h_end, w_end] with equal
@@ -196,14 +215,12 @@ std::pair<int, int> per_axis(const Builder& b, const pb::NodeProto& node, const 
   return {static_cast<int>(v[0]), static_cast<int>(v[1])};
 }
 
-// AveragePool in floor mode with symmetric pads: the engine's AvgPool2d (rectangular windows too).
+// AveragePool in floor or ceil mode with symmetric pads: the engine's AvgPool2d (rectangular windows too).
 void averagepool(Builder& b, const pb::NodeProto& node) {
   only_attributes(
       b, node,
       {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "count_include_pad", "dilations"});
   spatial_common(b, node);
-  if (attr_int(node, "ceil_mode", 0) != 0)
-    b.refuse(node, "attribute ceil_mode = 1 is not supported (floor only)");
   const std::vector<std::int64_t> ks = attr_ints(node, "kernel_shape");
   if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1 || ks[0] > 1'000'000 || ks[1] > 1'000'000) {
     b.refuse(node, fmt::format("attribute kernel_shape = [{}] is not supported (2-d kernels only)",
@@ -216,11 +233,16 @@ void averagepool(Builder& b, const pb::NodeProto& node) {
   std::tie(o.stride_h, o.stride_w) = per_axis(b, node, "strides", 1);
   if (o.stride_h == 0 || o.stride_w == 0) b.refuse(node, "attribute strides: a stride of 0");
   std::tie(o.pad_h, o.pad_w) = per_axis(b, node, "pads", 0);
+  if (const std::string same = attr_string(node, "auto_pad", ""); is_same_auto_pad(same)) {
+    std::tie(o.pad_h, o.pad_w) =
+        same_pads(b, node, same, x.shape, {o.kernel_h, o.kernel_w}, {o.stride_h, o.stride_w}, {1, 1});
+  }
   if (o.pad_h >= o.kernel_h || o.pad_w >= o.kernel_w) {
     b.refuse(node, fmt::format("attribute pads = [{}] is not supported (below the kernel [{}, {}])",
                                fmt::join(attr_ints(node, "pads"), ", "), o.kernel_h, o.kernel_w));
   }
   o.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;
+  o.ceil_mode = ceil_mode(b, node);
   if (x.shape.size() != 4 || x.shape[2] + 2 * o.pad_h < o.kernel_h || x.shape[3] + 2 * o.pad_w < o.kernel_w) {
     b.refuse(node, fmt::format("kernel_shape [{}, {}] with pads [{}, {}] does not fit the input {} (an "
                                "input [N, C, H, W] at least as large as the window is)",
@@ -325,9 +347,9 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_el
 
 std::string supported_ops() {
   return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
-         "(floor mode), "
-         "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Mul and Div by a scalar "
-         "constant, Dropout, Identity, Constant";
+         "(floor or ceil mode), "
+         "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add and Mul by a scalar or "
+         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {

@@ -1,9 +1,11 @@
-// The element-wise ONNX ops: Add (a residual join, or a bound operand of equal shape), Mul and Div by a
-// scalar constant, Dropout, Identity, Constant, and the Erf pattern PyTorch writes for GELU before opset 20:
+// The element-wise ONNX ops: Add (a residual join, or a bound operand of equal shape), Add and Mul by a
+// constant that broadcasts per channel or as a scalar, Div by a scalar constant, Dropout, Identity,
+// Constant, and the Erf pattern PyTorch writes for GELU before opset 20:
 //   y = Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)   -> the engine's GELU on x.
 #include <cmath>
 
 #include "core/error.h"
+#include "layers/channel_affine.h"
 #include "layers/dropout.h"
 #include "layers/gelu.h"
 #include "layers/mul.h"
@@ -60,22 +62,119 @@ bool erf_gelu(Builder& b, const pb::NodeProto& div) {
   return true;
 }
 
-// y = x * c or x / c for a scalar constant c.
-void scale(Builder& b, const pb::NodeProto& node, bool divide) {
-  double c = 0;
-  int x = -1;
-  if (is_scalar(b, node, 1, &c))
-    x = 0;
-  else if (!divide && is_scalar(b, node, 0, &c))
-    x = 1;
-  if (x < 0) {
-    b.refuse(node, fmt::format("{} is supported by a scalar constant only (an initializer or Constant of one "
-                               "value); inputs here: '{}', '{}'",
-                               node.op_type(), node.input(0), node.input_size() > 1 ? node.input(1) : ""));
+// How a constant operand broadcasts against the run-time operand x under ONNX's (numpy's) rules: shapes
+// aligned at the LAST axis, so a [C] constant meets W of an [N, C, H, W] x, not C.
+enum class Broadcast { Scalar, PerChannel, Other };
+
+Broadcast broadcast_of(const Shape& x, const Shape& c) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : c) n *= d;
+  if (c.size() > x.size()) return Broadcast::Other;  // the output would gain axes
+  if (n == 1) return Broadcast::Scalar;
+  // The constant's axis that meets x's channel axis 1; every other axis of the constant must be 1.
+  const std::ptrdiff_t channel = 1 - static_cast<std::ptrdiff_t>(x.size() - c.size());
+  if (channel < 0 || x.size() < 2 || c[static_cast<std::size_t>(channel)] != x[1]) return Broadcast::Other;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (static_cast<std::ptrdiff_t>(i) != channel && c[i] != 1) return Broadcast::Other;
   }
-  if (divide && c == 0.0) b.refuse(node, "divides by the constant 0");
-  b.runtime(node, x);
-  b.add_layer(node, std::make_unique<Mul>(divide ? 1.0 / c : c), node.input(x), {}, {}, node.output(0));
+  return Broadcast::PerChannel;
+}
+
+// The operand of a two-input node that is a constant beside a run-time value (-1 when there is none).
+int constant_operand(const Builder& b, const pb::NodeProto& node) {
+  if (node.input_size() != 2) return -1;
+  for (int i = 0; i < 2; ++i) {
+    if (b.has_input(node, i) && b.has(node.input(i)) && b.value(node, i).constant &&
+        b.has_input(node, 1 - i) && b.has(node.input(1 - i)) && !b.value(node, 1 - i).constant)
+      return i;
+  }
+  return -1;
+}
+
+// A constant operand of `node` as a ChannelAffine value: per channel, a trainable parameter (as every
+// initializer a layer takes as its weight: PyTorch writes an nn.Parameter so), claimed by this node; a
+// scalar, a fixed buffer (as Mul and Div by a scalar always were: PyTorch writes a Python number so).
+// "block.gamma" is named "gamma" (the layer takes the prefix "block"); a bare name is its own.
+ChannelValue channel_value(Builder& b, const pb::NodeProto& node, int ci, bool per_channel,
+                           HostTensor* value) {
+  const std::string& name = node.input(ci);
+  const std::size_t dot = name.find_last_of('.');
+  ChannelValue v{true, {}, dot == std::string::npos ? name : name.substr(dot + 1), per_channel};
+  if (v.name.empty()) v.name = node.op_type() == "Mul" ? "weight" : "bias";
+  *value = per_channel ? b.weight(node, ci) : HostTensor{b.constant(node, ci).values, {1}};
+  v.shape = value->shape;
+  return v;
+}
+
+// x * c or x + c for a constant c per channel or scalar, and x * c + d (a per-channel Mul whose only reader
+// is an Add of a per-channel constant) as one layer. Returns false when no operand is such a constant beside
+// a run-time value; refuses constants of other shapes, naming the node, the inputs and their shapes.
+bool channel_constant(Builder& b, const pb::NodeProto& node) {
+  const bool mul = node.op_type() == "Mul";
+  const int ci = constant_operand(b, node);
+  if (ci < 0) return false;
+  const int xi = 1 - ci;
+  const Value& x = b.runtime(node, xi);
+  const HostTensor& c = b.constant(node, ci);
+  if (!mul && c.shape == x.shape) return false;  // an operand of equal shape: a sum
+  const Broadcast kind = broadcast_of(x.shape, c.shape);
+  if (kind == Broadcast::Scalar && mul) {
+    b.add_layer(node, std::make_unique<Mul>(c.values[0]), node.input(xi), {}, {}, node.output(0));
+    return true;
+  }
+  if (kind == Broadcast::Other ||
+      (kind == Broadcast::PerChannel && x.shape.size() != 2 && x.shape.size() != 4)) {
+    b.refuse(node,
+             fmt::format("input {} '{}' {} against input {} '{}' {}: only a scalar or a per-channel "
+                         "constant ([C, 1, 1] or [1, C, 1, 1] on [N, C, H, W]; [C] on [N, C]) "
+                         "broadcasts in the engine (ONNX aligns the last axes: a [C] constant on "
+                         "[N, C, H, W] is one value per column W)",
+                         ci, node.input(ci), shape_str(c.shape), xi, node.input(xi), shape_str(x.shape)));
+  }
+  ChannelAffineOptions o;
+  std::vector<std::pair<std::string, std::string>> params;
+  std::vector<HostTensor> values;
+  std::vector<std::pair<std::string, std::vector<double>>> fixed;
+  auto take = [&](const pb::NodeProto& n, int i, ChannelValue* slot) {
+    HostTensor v;
+    *slot = channel_value(b, n, i, kind == Broadcast::PerChannel, &v);
+    if (slot->trainable) {
+      params.emplace_back(slot->name, n.input(i));
+      values.push_back(std::move(v));
+    } else {
+      fixed.emplace_back(slot->name, std::move(v.values));
+    }
+  };
+  take(node, ci, mul ? &o.scale : &o.shift);
+  std::string output = node.output(0);
+  const pb::NodeProto* add = mul && kind == Broadcast::PerChannel ? only_consumer(b, output, "Add") : nullptr;
+  const int di = add != nullptr ? other_input(*add, output) : -1;
+  if (di >= 0 && b.has(add->input(di)) && b.value(*add, di).constant &&
+      broadcast_of(x.shape, b.value(*add, di).data.shape) == Broadcast::PerChannel &&
+      add->attribute_size() == 0) {
+    take(*add, di, &o.shift);
+    if (o.shift.name == o.scale.name) o.shift.name += "_shift";
+    b.consumed.insert(add);
+    output = add->output(0);
+  }
+  auto layer = std::make_unique<ChannelAffine>(o);
+  for (auto& [local, v] : fixed) layer->set_initial_values(local, std::move(v));
+  b.add_layer(node, std::move(layer), node.input(xi), params, values, output);
+  return true;
+}
+
+// y = x / c for a scalar constant c.
+void divide(Builder& b, const pb::NodeProto& node) {
+  double c = 0;
+  if (!is_scalar(b, node, 1, &c)) {
+    b.refuse(node,
+             fmt::format("Div is supported by a scalar constant only (an initializer or Constant of one "
+                         "value); inputs here: '{}', '{}'",
+                         node.input(0), node.input_size() > 1 ? node.input(1) : ""));
+  }
+  if (c == 0.0) b.refuse(node, "divides by the constant 0");
+  b.runtime(node, 0);
+  b.add_layer(node, std::make_unique<Mul>(1.0 / c), node.input(0), {}, {}, node.output(0));
 }
 
 void dropout(Builder& b, const pb::NodeProto& node) {
@@ -132,10 +231,20 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node) {
   if (op == "Add") {
     if (node.attribute_size() > 0)
       b.refuse(node, fmt::format("attribute '{}' is not supported", node.attribute(0).name()));
+    if (channel_constant(b, node)) return;
     return b.add_sum(node, node.input(0), node.input(1), node.output(0));
   }
   if (op == "Div" && erf_gelu(b, node)) return;
-  if (op == "Mul" || op == "Div") return scale(b, node, op == "Div");
+  if (op == "Div") return divide(b, node);
+  if (op == "Mul") {
+    if (node.attribute_size() > 0)
+      b.refuse(node, fmt::format("attribute '{}' is not supported", node.attribute(0).name()));
+    if (channel_constant(b, node)) return;
+    b.refuse(node,
+             fmt::format("multiplies '{}' by '{}': the engine multiplies by a constant only (a scalar or "
+                         "one value per channel)",
+                         node.input(0), node.input_size() > 1 ? node.input(1) : ""));
+  }
   if (op == "Dropout") return dropout(b, node);
   if (op == "Identity") {
     b.value(node, 0);

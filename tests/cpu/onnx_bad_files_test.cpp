@@ -219,6 +219,40 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
 }
 
 // Every prefix of a valid file: an engine::Error or a model, never a crash (ASan runs this too).
+// auto_pad SAME_UPPER on the 3x3 stride-1 conv is its pads [1, 1, 1, 1]: the same network. With stride 2 on
+// 8x8 the total is (4 - 1) * 2 + 3 - 8 = 1, odd: refused naming the pads it would need.
+TEST_F(OnnxBadFiles, AutoPadSameIsItsExplicitPadsOrRefusedNamingThem) {
+  pb::ModelProto same = small_model();
+  pb::NodeProto& conv = *same.mutable_graph()->mutable_node(0);
+  conv.mutable_attribute()->erase(conv.mutable_attribute()->begin());  // the pads
+  pb::AttributeProto& a = *conv.add_attribute();
+  a.set_name("auto_pad");
+  a.set_type(pb::AttributeProto::STRING);
+  a.set_s("SAME_UPPER");
+  const ExecutionContext ctx = testing::cpu_context(DType::F64);
+  Model explicit_pads = onnx::import_model_bytes(small_model().SerializeAsString(), "m.onnx");
+  Model auto_pad = onnx::import_model_bytes(same.SerializeAsString(), "same.onnx");
+  explicit_pads.finalize(ctx, 1);
+  auto_pad.finalize(ctx, 2);
+  const Tensor x = testing::random_tensor({2, 3, 8, 8}, DType::F64, 4);
+  EXPECT_EQ(testing::host_values(auto_pad.forward(x, Mode::Eval)),
+            testing::host_values(explicit_pads.forward(x, Mode::Eval)));
+
+  set_ints(conv, "strides", {2, 2});
+  EXPECT_NE(
+      import_error(same).find("node '/conv/Conv' (Conv): auto_pad = SAME_UPPER on the input [1, 3, 8, 8] "
+                              "needs pads [0, 0, 1, 1] (begin h, w, end h, w): uneven ends"),
+      std::string::npos)
+      << import_error(same);
+  a.set_s("SAME_LOWER");
+  EXPECT_NE(import_error(same).find("needs pads [1, 1, 0, 0]"), std::string::npos) << import_error(same);
+  a.set_s("SAME");
+  EXPECT_NE(import_error(same).find(
+                "attribute auto_pad = SAME is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER"),
+            std::string::npos)
+      << import_error(same);
+}
+
 TEST_F(OnnxBadFiles, EveryTruncationIsAnErrorOrAModel) {
   const std::string bytes = small_model().SerializeAsString();
   int errors = 0;

@@ -22,11 +22,12 @@ using namespace cuda_test;
 struct AvgCase {
   int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
   bool count_include_pad;
+  bool ceil_mode = false;
 };
 
 void PrintTo(const AvgCase& p, std::ostream* os) {
-  *os << fmt::format("kernel {}x{} stride {}x{} pad {}x{} count_include_pad {}", p.kernel_h, p.kernel_w,
-                     p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.count_include_pad);
+  *os << fmt::format("kernel {}x{} stride {}x{} pad {}x{} count_include_pad {} ceil_mode {}", p.kernel_h,
+                     p.kernel_w, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.count_include_pad, p.ceil_mode);
 }
 
 AvgPool2dShape shape_of(const AvgCase& c) {
@@ -39,7 +40,8 @@ AvgPool2dShape shape_of(const AvgCase& c) {
            .stride_h = c.stride_h,
            .stride_w = c.stride_w,
            .pad_h = c.pad_h,
-           .pad_w = c.pad_w},
+           .pad_w = c.pad_w,
+           .ceil_mode = c.ceil_mode},
           c.count_include_pad};
 }
 
@@ -73,12 +75,17 @@ INSTANTIATE_TEST_SUITE_P(Windows, CudaAvgPool2d,
                                            AvgCase{3, 3, 2, 2, 1, 1, false},  // ... padding not counted
                                            AvgCase{3, 3, 1, 1, 2, 2, false},  // padding = kernel - 1
                                            AvgCase{3, 2, 2, 1, 1, 1, false},  // rectangular
-                                           AvgCase{7, 9, 1, 1, 0, 0, true}),  // one window per plane
+                                           AvgCase{7, 9, 1, 1, 0, 0, true},   // one window per plane
+                                           // ceil mode: one more window per axis, overhanging the padding
+                                           AvgCase{4, 4, 2, 2, 1, 1, true, true},
+                                           AvgCase{4, 4, 2, 2, 1, 1, false, true},
+                                           AvgCase{2, 2, 2, 2, 0, 0, true, true}),
                          [](const ::testing::TestParamInfo<AvgCase>& param) {
                            const AvgCase& p = param.param;
-                           return fmt::format("k{}x{}_s{}x{}_p{}x{}_{}", p.kernel_h, p.kernel_w, p.stride_h,
+                           return fmt::format("k{}x{}_s{}x{}_p{}x{}_{}{}", p.kernel_h, p.kernel_w, p.stride_h,
                                               p.stride_w, p.pad_h, p.pad_w,
-                                              p.count_include_pad ? "include" : "exclude");
+                                              p.count_include_pad ? "include" : "exclude",
+                                              p.ceil_mode ? "_ceil" : "");
                          });
 
 TEST(CudaAvgPool2dRules, RejectsPaddingAsLargeAsTheKernel) {

@@ -29,12 +29,13 @@ std::vector<float> tied_values(std::size_t n, std::uint64_t seed) {
 
 struct PoolCase {
   int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  bool ceil_mode = false;
 };
 
 // Readable parameter names in gtest/ctest output.
 void PrintTo(const PoolCase& p, std::ostream* os) {
-  *os << fmt::format("kernel {}x{} stride {}x{} pad {}x{}", p.kernel_h, p.kernel_w, p.stride_h, p.stride_w,
-                     p.pad_h, p.pad_w);
+  *os << fmt::format("kernel {}x{} stride {}x{} pad {}x{} ceil_mode {}", p.kernel_h, p.kernel_w, p.stride_h,
+                     p.stride_w, p.pad_h, p.pad_w, p.ceil_mode);
 }
 
 class CudaMaxPool2d : public ::testing::TestWithParam<PoolCase> {};
@@ -53,7 +54,8 @@ TEST_P(CudaMaxPool2d, ForwardArgmaxAndBackwardEqualTheReferenceBitwise) {
                           .stride_h = pc.stride_h,
                           .stride_w = pc.stride_w,
                           .pad_h = pc.pad_h,
-                          .pad_w = pc.pad_w};
+                          .pad_w = pc.pad_w,
+                          .ceil_mode = pc.ceil_mode};
   const auto in_size = static_cast<std::size_t>(shape.input_size());
   const auto out_size = static_cast<std::size_t>(shape.output_size());
   const auto x = tied_values(in_size, 21);
@@ -75,18 +77,20 @@ TEST_P(CudaMaxPool2d, ForwardArgmaxAndBackwardEqualTheReferenceBitwise) {
   EXPECT_TRUE(bitwise_equal(to_host<float>(dx_d, s), dx_ref));
 }
 
-INSTANTIATE_TEST_SUITE_P(Windows, CudaMaxPool2d,
-                         ::testing::Values(PoolCase{2, 2, 2, 2, 0,
-                                                    0},  // ResNet/VGG style, odd input: ragged edge
-                                           PoolCase{3, 3, 2, 2, 1, 1},   // overlapping + padded
-                                           PoolCase{3, 3, 1, 1, 1, 1},   // every cell in up to 9 windows
-                                           PoolCase{3, 2, 2, 1, 0, 1},   // non-square kernel and stride
-                                           PoolCase{7, 9, 1, 1, 0, 0}),  // one window per plane (global)
-                         [](const ::testing::TestParamInfo<PoolCase>& param) {
-                           const PoolCase& p = param.param;
-                           return fmt::format("k{}x{}_s{}x{}_p{}x{}", p.kernel_h, p.kernel_w, p.stride_h,
-                                              p.stride_w, p.pad_h, p.pad_w);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Windows, CudaMaxPool2d,
+    ::testing::Values(PoolCase{2, 2, 2, 2, 0, 0},         // ResNet/VGG style, odd input: ragged edge
+                      PoolCase{3, 3, 2, 2, 1, 1},         // overlapping + padded
+                      PoolCase{3, 3, 1, 1, 1, 1},         // every cell in up to 9 windows
+                      PoolCase{3, 2, 2, 1, 0, 1},         // non-square kernel and stride
+                      PoolCase{7, 9, 1, 1, 0, 0},         // one window per plane (global)
+                      PoolCase{2, 2, 2, 2, 0, 0, true},   // ceil mode: clipped last windows
+                      PoolCase{4, 4, 2, 2, 1, 1, true}),  // ... past the right padding
+    [](const ::testing::TestParamInfo<PoolCase>& param) {
+      const PoolCase& p = param.param;
+      return fmt::format("k{}x{}_s{}x{}_p{}x{}{}", p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.pad_h,
+                         p.pad_w, p.ceil_mode ? "_ceil" : "");
+    });
 
 TEST(CudaMaxPool2dRules, NanWinsTheLastNanWinsAndTheFirstMaximumWins) {
   SKIP_WITHOUT_GPU();

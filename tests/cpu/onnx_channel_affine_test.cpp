@@ -1,0 +1,170 @@
+// ONNX's Add and Mul by a broadcasting constant, on hand-made files: x * scale + shift per channel is one
+// ChannelAffine whose parameters keep the file's names, shapes and values, and a scalar added is a fixed
+// buffer; written back by the exporter and read again it is the same network (logits and gradients equal in
+// float64); constants that do not broadcast per channel or as a scalar by numpy's rule are refused naming the
+// node, the inputs and their shapes. PyTorch's own export trains like PyTorch in onnx_pytorch_test.cpp.
+// Skips in builds without libonnx-dev.
+
+#if ENGINE_HAVE_ONNX
+#include <onnx/onnx_pb.h>
+#endif
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "layers/onnx/onnx_model.h"
+#include "tests/common/error_of.h"
+#include "tests/common/scratch_dirs.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::layers {
+namespace {
+
+#if ENGINE_HAVE_ONNX
+namespace pb = ::onnx;
+
+void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& dims, int count,
+                float first) {
+  pb::TensorProto& t = *g.add_initializer();
+  t.set_name(name);
+  t.set_data_type(pb::TensorProto::FLOAT);
+  for (const std::int64_t d : dims) t.add_dims(d);
+  for (int i = 0; i < count; ++i) t.add_float_data(first + 0.125F * static_cast<float>(i % 5));
+}
+
+void add_node(pb::GraphProto& g, const std::string& op, const std::string& name,
+              const std::vector<std::string>& in, const std::string& out) {
+  pb::NodeProto& n = *g.add_node();
+  n.set_op_type(op);
+  n.set_name(name);
+  for (const std::string& s : in) n.add_input(s);
+  n.add_output(out);
+}
+
+// x [N, 3, 5, 5] -> conv 1x1 (4 filters) -> * affine.scale [4, 1, 1] + affine.shift [1, 4, 1, 1] -> + one [1]
+// -> global average pool -> flatten -> gemm to 3 classes. `scale_shape` replaces the scale's shape.
+pb::ModelProto affine_model(const std::vector<std::int64_t>& scale_shape = {4, 1, 1}) {
+  pb::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  pb::GraphProto& g = *m.mutable_graph();
+  pb::ValueInfoProto& x = *g.add_input();
+  x.set_name("x");
+  auto* type = x.mutable_type()->mutable_tensor_type();
+  type->set_elem_type(pb::TensorProto::FLOAT);
+  type->mutable_shape()->add_dim()->set_dim_param("N");
+  for (const int d : {3, 5, 5}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  std::int64_t scale_count = 1;
+  for (const std::int64_t d : scale_shape) scale_count *= d;
+  add_tensor(g, "conv.weight", {4, 3, 1, 1}, 12, -0.25F);
+  add_tensor(g, "affine.scale", scale_shape, static_cast<int>(scale_count), 0.5F);
+  add_tensor(g, "affine.shift", {1, 4, 1, 1}, 4, -0.125F);
+  add_tensor(g, "one", {1}, 1, 1.0F);
+  add_tensor(g, "fc.weight", {4, 3}, 12, -0.5F);  // MatMul: [in, out]
+  add_node(g, "Conv", "/conv/Conv", {"x", "conv.weight"}, "c");
+  add_node(g, "Mul", "/affine/Mul", {"c", "affine.scale"}, "m");
+  add_node(g, "Add", "/affine/Add", {"affine.shift", "m"}, "a");  // the constant first: Add commutes
+  add_node(g, "Add", "/Add", {"a", "one"}, "p1");
+  add_node(g, "GlobalAveragePool", "/pool", {"p1"}, "p");
+  add_node(g, "Flatten", "/flatten", {"p"}, "f");
+  add_node(g, "MatMul", "/fc/MatMul", {"f", "fc.weight"}, "y");
+  g.add_output()->set_name("y");
+  return m;
+}
+
+Model import_bytes(const pb::ModelProto& m) {
+  return onnx::import_model_bytes(m.SerializeAsString(), "m.onnx");
+}
+
+std::string import_error(const pb::ModelProto& m) {
+  return engine::testing::error_of([&] { import_bytes(m); });
+}
+#endif
+
+class OnnxChannelAffine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!onnx::onnx_available())
+      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  }
+};
+
+#if ENGINE_HAVE_ONNX
+TEST_F(OnnxChannelAffine, ScaleAndShiftPerChannelAreOneLayerWithTheFilesNamesAndValues) {
+  Model m = import_bytes(affine_model());
+  m.finalize(testing::cpu_context(DType::F64), 5);
+  std::vector<std::string> names;
+  for (const Parameter& p : m.parameters()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv.weight", "affine.scale", "affine.shift", "fc.weight"}));
+  EXPECT_EQ(m.parameters()[1].value.shape(), (Shape{4, 1, 1}));
+  EXPECT_EQ(m.parameters()[2].value.shape(), (Shape{1, 4, 1, 1}));
+  EXPECT_EQ(testing::host_values(m.parameters()[1].value), (std::vector<double>{0.5, 0.625, 0.75, 0.875}));
+  EXPECT_EQ(testing::host_values(m.parameters()[2].value), (std::vector<double>{-0.125, 0, 0.125, 0.25}));
+  ASSERT_EQ(m.buffers().size(), 1u) << "the scalar added is a fixed buffer";
+  EXPECT_EQ(testing::host_values(m.buffers()[0].value), (std::vector<double>{1.0}));
+
+  // The logits by hand for one input: conv 1x1, * scale + shift, + 1, the mean over the plane, MatMul.
+  const Tensor x = testing::random_tensor({1, 3, 5, 5}, DType::F64, 31);
+  const std::vector<double> xv = testing::host_values(x);
+  const std::vector<double> w = testing::host_values(m.parameters()[0].value);
+  const std::vector<double> fc = testing::host_values(m.parameters()[3].value);  // [out 3, in 4]
+  std::vector<double> pooled(4, 0.0);
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 25; ++i) {
+      double conv = 0.0;
+      for (int k = 0; k < 3; ++k) conv += w[c * 3 + k] * xv[k * 25 + i];
+      pooled[c] += (conv * (0.5 + 0.125 * c) + (-0.125 + 0.125 * c) + 1.0) / 25.0;
+    }
+  }
+  const std::vector<double> logits = testing::host_values(m.forward(x, Mode::Eval));
+  for (int o = 0; o < 3; ++o) {
+    double want = 0.0;
+    for (int c = 0; c < 4; ++c) want += fc[o * 4 + c] * pooled[c];
+    EXPECT_NEAR(logits[o], want, 1e-12) << "logit " << o;
+  }
+}
+
+TEST_F(OnnxChannelAffine, ExportedAndImportedAgainIsTheSameNetwork) {
+  const ExecutionContext ctx = testing::cpu_context(DType::F64);
+  Model net = import_bytes(affine_model());
+  net.finalize(ctx, 5);
+  const std::string path = (engine::testing::scratch_dir("onnx_affine_", "net") / "net.onnx").string();
+  onnx::export_model(net, path);
+  Model again = onnx::import_model(path);
+  again.finalize(ctx, 99);  // another seed: every value must come from the file
+  ASSERT_EQ(again.parameters().size(), net.parameters().size());
+  for (std::size_t i = 0; i < net.parameters().size(); ++i)
+    EXPECT_EQ(again.parameters()[i].name, net.parameters()[i].name);
+  const Tensor x = testing::random_tensor({2, 3, 5, 5}, DType::F64, 17);
+  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
+            testing::host_values(again.forward(x, Mode::Train)));
+  const Tensor dy = testing::random_tensor({2, 3}, DType::F64, 23);
+  net.backward(dy);
+  again.backward(dy);
+  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(again.flat_gradients()));
+}
+
+TEST_F(OnnxChannelAffine, ConstantsThatDoNotBroadcastPerChannelAreRefusedByName) {
+  // numpy aligns the last axes: [4] meets W (5) of [N, 4, 5, 5], not the 4 channels.
+  const std::string per_w = import_error(affine_model({4}));
+  EXPECT_NE(
+      per_w.find("node '/affine/Mul' (Mul): input 1 'affine.scale' [4] against input 0 'c' [1, 4, 5, 5]"),
+      std::string::npos)
+      << per_w;
+  EXPECT_NE(per_w.find("one value per column W"), std::string::npos) << per_w;
+  const std::string plane = import_error(affine_model({4, 5, 1}));
+  EXPECT_NE(plane.find("'affine.scale' [4, 5, 1] against input 0 'c' [1, 4, 5, 5]"), std::string::npos)
+      << plane;
+  const std::string wider = import_error(affine_model({1, 1, 4, 1, 1}));
+  EXPECT_NE(wider.find("'affine.scale' [1, 1, 4, 1, 1]"), std::string::npos) << wider;
+  pb::ModelProto two = affine_model();
+  two.mutable_graph()->mutable_node(1)->set_input(1, "c");  // c * c: no constant
+  EXPECT_NE(import_error(two).find("node '/affine/Mul' (Mul): multiplies 'c' by 'c'"), std::string::npos)
+      << import_error(two);
+}
+#endif
+
+}  // namespace
+}  // namespace engine::layers
