@@ -1,6 +1,8 @@
 #include "apps/train_flags.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -147,7 +149,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "training augmentation: none; crop-flip (random crop with 4 pixels of zero padding, random "
       "horizontal flip); flip-translate (airbench94: flip on alternate epochs with a random phase "
       "per image, translate by up to --translate pixels with reflection padding)");
-  app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout");
+  app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout")
+      ->check(number_range(std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()));
   app.add_flag("--cpu", c.cpu, "train on the CPU even when a GPU is present");
   app.add_option("--limit-train", c.limit_train, "use only the first N training samples (0: all)")
       ->check(number_range(std::int64_t{0}, std::int64_t{1} << 40));

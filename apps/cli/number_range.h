@@ -13,13 +13,17 @@
 namespace engine::apps {
 
 // A check for an option of type T: the value parses as a T (else "'abc' is not a number" / "is not an
-// integer") and lies in [min, max] (else "-1 is outside [1, 1000000]"); CLI11 puts the flag in front.
+// integer" / "is not a non-negative integer") and lies in [min, max] (else "-1 is outside [1, 1000000]");
+// CLI11 puts the flag in front.
 template <typename T>
 CLI::Validator number_range(T min, T max) {
   static_assert(std::is_arithmetic_v<T>);
   std::ostringstream description;
   description << CLI::detail::type_name<T>() << " in [" << min << " - " << max << "]";
   auto check = [min, max](std::string& input) -> std::string {
+    // strtoull reads "-1" as 2^64 - 1: a sign is no part of an unsigned number.
+    if (std::is_unsigned_v<T> && input.find('-') != std::string::npos)
+      return "'" + input + "' is not a non-negative integer";
     T value{};
     // value != value: NaN, which every comparison below would let through.
     if (!CLI::detail::lexical_cast(input, value) || value != value)  // NOLINT(misc-redundant-expression)

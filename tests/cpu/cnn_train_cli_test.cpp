@@ -84,6 +84,7 @@ TEST(CnnTrainCli, ANumberThatDoesNotParseOrLiesOutsideItsRangeIsSaidSo) {
       {"--epochs", "1.5", "--epochs: '1.5' is not an integer"},
       {"--epochs", "-1", "--epochs: -1 is outside [1, 1000000]"},
       {"--timeout", "0", "--timeout: 0 is outside [0.1, 1e+07]"},
+      {"--seed", "-1", "--seed: '-1' is not a non-negative integer"},  // was read as 2^64 - 1
   };
   for (const std::vector<std::string>& c : cases) {
     const testing::RunResult r = run_train({"--dataset", "mnist", c[0], c[1]});
