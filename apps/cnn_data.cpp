@@ -20,6 +20,7 @@
 
 #include "apps/cli/choice_option.h"
 #include "apps/cli/cli_errors.h"
+#include "apps/cli/number_range.h"
 #include "apps/pictures/data_grid.h"
 #include "apps/train/dataset_catalog.h"
 #include "core/error.h"
@@ -126,8 +127,8 @@ int main(int argc, char** argv) {
                  "dataset folder (default: " + engine::apps::default_roots_help() + ")");
   engine::apps::add_choice_option(app, "--split", o.split, kSplitChoices, "train or test");
   app.add_option("--grid", o.grid, "write a PNG grid of the first samples with their labels");
-  app.add_option("--grid-rows", o.grid_rows, "grid rows")->check(CLI::Range(1, 64));
-  app.add_option("--grid-cols", o.grid_cols, "grid columns")->check(CLI::Range(1, 64));
+  app.add_option("--grid-rows", o.grid_rows, "grid rows")->check(engine::apps::number_range(1, 64));
+  app.add_option("--grid-cols", o.grid_cols, "grid columns")->check(engine::apps::number_range(1, 64));
   app.add_option("--channels", o.channels, "folder datasets: channels to decode to (1, 3 or 4)")
       ->check(CLI::IsMember({1, 3, 4}));
   app.add_option("--size", o.size, "folder datasets: resize every image to HxW (or N x N); default: keep");

@@ -8,6 +8,7 @@
 // mean and std are printed), its output "logits" [N, classes]. cnn_train --model model.onnx trains it again.
 // Exit codes: 0 ok; 2 bad usage or input (a missing or corrupt checkpoint, named); 1 another failure.
 
+#include <filesystem>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,11 +19,29 @@
 #include "apps/predict.h"
 #include "layers/onnx/onnx_model.h"
 
+namespace {
+
+// What keeps `path` from being the file to write, or "": refused before the checkpoint is read, so no
+// half-written FILE.partial is left beside a folder that could never take it.
+std::string output_file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_directory(path, error)) return "'" + path + "' is a folder: name the file to write (FILE.onnx)";
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, error))
+    return "the folder of '" + path + "', '" + folder.string() + "', does not exist";
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string checkpoint, output;
   CLI::App app{"cnn_export_onnx: write a cnn_train checkpoint's model as ONNX"};
   app.add_option("--checkpoint", checkpoint, "a checkpoint written by cnn_train")->required();
-  app.add_option("--output", output, "the ONNX file to write (FILE.onnx)")->required();
+  app.add_option("--output", output, "the ONNX file to write (FILE.onnx)")
+      ->required()
+      ->check(CLI::Validator(output_file_problem, "FILE", "WRITABLE"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "apps/cli/cli_errors.h"
+#include "apps/cli/number_range.h"
 #include "apps/predict.h"
 #include "core/error.h"
 
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
   int top = 3;
   CLI::App app{"cnn_predict: classify images with a cnn_train checkpoint"};
   app.add_option("--checkpoint", checkpoint, "a checkpoint written by cnn_train")->required();
-  app.add_option("--top", top, "how many classes to print per image")->check(CLI::Range(1, 1000));
+  app.add_option("--top", top, "how many classes to print per image")
+      ->check(engine::apps::number_range(1, 1000));
   app.add_option("--classes", classes,
                  "class names, comma-separated (default: from the checkpoint's dataset)");
   app.add_option("images", images, "image files (PNG, JPEG, BMP)")->required();

@@ -65,13 +65,18 @@ Predictor::Predictor(const std::string& checkpoint, const std::string& class_nam
   } catch (const std::exception&) {
     ENGINE_FAIL("checkpoint '{}': malformed input metadata", checkpoint);
   }
-  class_names_ = split_csv(class_names_csv.empty() ? meta.at("class_names") : class_names_csv);
+  const std::vector<std::string> trained = split_csv(meta.at("class_names"));
+  class_names_ = class_names_csv.empty() ? trained : split_csv(class_names_csv);
+  // Said here, not by the checkpoint load below, which would name the last layer's shape instead.
+  ENGINE_CHECK(class_names_.size() == trained.size(),
+               "--classes '{}' names {} classes; checkpoint '{}' was trained on {} ({})", class_names_csv,
+               class_names_.size(), checkpoint, trained.size(), fmt::join(trained, ", "));
   ENGINE_CHECK(static_cast<int>(mean_.size()) == channels_ && static_cast<int>(std_.size()) == channels_,
                "checkpoint '{}': mean/std for {} channels", checkpoint, channels_);
   model_ = std::make_unique<layers::Model>(layers::build_model(
       meta.at("model"), channels_, static_cast<int>(class_names_.size()), height_, width_));
   model_->finalize(layers::ExecutionContext{}, 0);
-  optim::load_checkpoint(checkpoint, *model_, nullptr);  // a wrong class count fails here, naming the tensor
+  optim::load_checkpoint(checkpoint, *model_, nullptr);
 }
 
 Predictor::~Predictor() = default;

@@ -1,11 +1,14 @@
 #include "apps/train_flags.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "apps/cli/choice_option.h"
+#include "apps/cli/number_range.h"
 #include "apps/train/dataset_catalog.h"
 #include "apps/train/model_defaults.h"
 #include "apps/train/recipe.h"
@@ -45,12 +48,12 @@ void add_airbench_flags(CLI::App& app, TrainConfig& c) {
                     "epoch: the rate changes once per epoch; step: after every optimizer step (warmup, step "
                     "and cosine lengths stay in epochs, counted in steps)");
   app.add_option("--triangle-start", c.triangle_start, "triangle schedule: the factor of --lr at the start")
-      ->check(CLI::Range(0.0, 1e300));
+      ->check(number_range(0.0, 1e300));
   app.add_option("--triangle-peak", c.triangle_peak,
                  "triangle schedule: the fraction of the run where the rate peaks at --lr")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_range(0.0, 1.0));
   app.add_option("--triangle-end", c.triangle_end, "triangle schedule: the factor of --lr at the end")
-      ->check(CLI::Range(0.0, 1e300));
+      ->check(number_range(0.0, 1e300));
   app.add_option("--param-group", c.param_groups,
                  "SELECTOR:SETTINGS, repeatable: parameters with their own SGD settings. SELECTOR: Kind.leaf "
                  "(BatchNorm2d.bias) or text in the parameter's name; SETTINGS: lr=X (times the scheduled "
@@ -60,22 +63,23 @@ void add_airbench_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--ema-every", c.ema_every,
                  "average the weights every K optimizer steps (0: no average); the decay per update is "
                  "D^K * (step / total steps)^P, as airbench94")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1000000}));
   app.add_option("--ema-start-epoch", c.ema_start_epoch, "the first epoch (0-based) that updates the average")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
-  app.add_option("--ema-decay", c.ema_decay, "the average's decay per step, D")->check(CLI::Range(0.0, 1.0));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1000000}));
+  app.add_option("--ema-decay", c.ema_decay, "the average's decay per step, D")
+      ->check(number_range(0.0, 1.0));
   app.add_option("--ema-decay-pow", c.ema_decay_pow, "the decay's warm-up power, P")
-      ->check(CLI::Range(0.0, 1e300));
+      ->check(number_range(0.0, 1e300));
   add_choice_option(app, "--ema-mode", c.ema_mode, kEmaModeChoices,
                     "lookahead: the average is copied into the weights at every update and after every epoch "
                     "(airbench94); average: kept beside the weights");
   app.add_flag("--eval-ema", c.eval_ema, "--ema-mode average: evaluate on the averaged weights");
   app.add_option("--translate", c.translate, "--augment flip-translate: the largest shift in pixels")
-      ->check(CLI::Range(0, 1 << 16));
+      ->check(number_range(0, 1 << 16));
   app.add_option("--tta", c.tta,
                  "test-time augmentation (airbench94): 0 none; 1 average the logits of the image and its "
                  "mirror; 2 also of the image shifted by one pixel up-left and down-right, each mirrored too")
-      ->check(CLI::Range(0, 2));
+      ->check(number_range(0, 2));
 }
 
 // --whiten-init (apps/train/whiten_init.h).
@@ -85,7 +89,7 @@ void add_whiten_init_flag(CLI::App& app, TrainConfig& c) {
                  "to the patch-whitening filters of the first N training images: the eigenvectors of their "
                  "patches' covariance over sqrt(eigenvalue + 5e-4), and their negatives (0: off; airbench94 "
                  "uses 5000)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1} << 40));
 }
 
 }  // namespace
@@ -112,52 +116,53 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                      defaults_by_dataset(model_of) + "; on --resume/--eval-only: the checkpoint's)")
       ->check(check_model);
   app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
+      ->check(number_range(std::int64_t{1}, std::int64_t{1000000}));
   app.add_option(
          "--batch-size", c.batch_size,
          "samples per step per process (default by model: " + model_defaults_help(batch_size_of) + ")")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->check(number_range(std::int64_t{1}, std::int64_t{1} << 20))
       ->default_str("by model");
   app.add_option("--lr", c.lr, "base learning rate (default by model: " + model_defaults_help(lr_of) + ")")
-      ->check(CLI::Range(0.0, 1e300))
+      ->check(number_range(0.0, 1e300))
       ->default_str("by model");
-  app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1e300));
+  app.add_option("--momentum", c.momentum, "SGD momentum")->check(number_range(0.0, 1e300));
   app.add_option("--weight-decay", c.weight_decay, "L2 weight decay added to the gradient")
-      ->check(CLI::Range(0.0, 1e300));
+      ->check(number_range(0.0, 1e300));
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum");
   add_choice_option(app, "--schedule", c.schedule, kScheduleChoices,
                     "learning-rate schedule (changed once per --schedule-unit)");
   app.add_option("--step-epochs", c.step_epochs,
                  "step schedule: N (decay every N epochs) or milestones N1,N2,... (decay at each)");
-  app.add_option("--gamma", c.gamma, "step schedule: the decay factor")->check(CLI::Range(1e-300, 1e300));
+  app.add_option("--gamma", c.gamma, "step schedule: the decay factor")->check(number_range(1e-300, 1e300));
   app.add_option("--warmup-epochs", c.warmup_epochs, "linear warmup: epoch e < W runs at lr * (e+1)/W")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1000000}));
   add_airbench_flags(app, c);
   add_whiten_init_flag(app, c);
   app.add_option("--label-smoothing", c.label_smoothing, "label smoothing of the cross-entropy loss")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_range(0.0, 1.0));
   app.add_option("--accumulate", c.accumulate,
                  "gradient accumulation: one optimizer step per K batches, on the mean of their gradients "
                  "(an effective batch of K * --batch-size per process; with DDP, one all-reduce per step)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
+      ->check(number_range(std::int64_t{1}, std::int64_t{1000000}));
   add_choice_option(
       app, "--augment", c.augment, kAugmentChoices,
       "training augmentation: none; crop-flip (random crop with 4 pixels of zero padding, random "
       "horizontal flip); flip-translate (airbench94: flip on alternate epochs with a random phase "
       "per image, translate by up to --translate pixels with reflection padding)");
-  app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout");
+  app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout")
+      ->check(number_range(std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()));
   app.add_flag("--cpu", c.cpu, "train on the CPU even when a GPU is present");
   app.add_option("--limit-train", c.limit_train, "use only the first N training samples (0: all)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1} << 40));
   app.add_option("--limit-test", c.limit_test, "use only the first N test samples (0: all)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1} << 40));
   app.add_option("--save-every", c.save_every, "save a checkpoint every N epochs (0: only at the end)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1000000}));
   app.add_option("--save-every-steps", c.save_every_steps,
                  "also save a mid-epoch checkpoint (stepS.safetensors, with the sampler's position; only the "
                  "newest is kept) every K optimizer steps, for --resume auto after a crash or preemption (0: "
                  "none)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+      ->check(number_range(std::int64_t{0}, std::int64_t{1} << 40));
   app.add_option("--checkpoint-dir", c.checkpoint_dir,
                  "folder for checkpoints (epochE.safetensors, last.safetensors); an empty string saves none");
   app.add_option("--resume", c.resume,
@@ -173,13 +178,13 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "epoch, the loss every --tensorboard-every steps, weight and gradient histograms, a sample grid");
   app.add_option("--tensorboard-every", c.tensorboard_every,
                  "with --tensorboard: the loss every N optimizer steps")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+      ->check(number_range(std::int64_t{1}, std::int64_t{1} << 40));
   app.add_option("--trace", c.trace,
                  "write a trace of --trace-steps training steps to this .json (Chrome trace-event format: "
                  "ui.perfetto.dev or chrome://tracing): each layer's forward and backward, the loss, the "
                  "optimizer, the wait for data");
   app.add_option("--trace-steps", c.trace_steps, "with --trace: how many steps, after the first")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+      ->check(number_range(std::int64_t{1}, std::int64_t{1000}));
   app.add_option("--confusion", c.confusion,
                  "after training, draw the confusion matrix on the test set to this PNG (its numbers go to "
                  "--metrics)");

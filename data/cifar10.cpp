@@ -128,6 +128,9 @@ Dataset decode_cifar10_batch(std::span<const std::uint8_t> bytes, const std::str
 }
 
 Dataset decode_cifar10_tar(std::span<const std::uint8_t> tar_bytes, const std::string& source, Split split) {
+  // An empty file (a --data-dir that names a file by mistake) would read as an archive without the batches.
+  ENGINE_CHECK(!tar_bytes.empty(), "{}: empty file: expected a folder of CIFAR-10 batches or {}", source,
+               kTarball);
   const auto members = list_tar(tar_bytes, source);
   auto find = [&](const std::string& name) -> const TarMember* {
     for (const auto& m : members) {

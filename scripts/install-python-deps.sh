@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python clients some tests run for real (each test skips, saying so, where its module does not import):
 #   tensorboard   its EventAccumulator reads cnn_train --tensorboard's event files (tests/python/)
-#   onnxruntime   runs the models --export-onnx writes, beside the engine's own logits
+#   onnxruntime   runs the models cnn_export_onnx writes, beside the engine's own logits
 #   PyTorch       the peer and oracle: checkpoints both ways, the same steps, torchrun (single host, across
 #                 network-namespace hosts, elastic), torch.onnx.export; torch, torchvision, safetensors,
 #                 numpy and onnx (the exporter needs it) go into a virtual environment of their own (scripts/python-env.sh names it), with

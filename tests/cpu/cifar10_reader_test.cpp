@@ -216,6 +216,12 @@ TEST(Cifar10Reader, RejectsACorruptTarball) {
   // An empty archive (just the end marker): the batch is missing.
   write_bytes(tmp / "cifar-10-binary.tar.gz", gzip_compress(std::vector<std::uint8_t>(1024, 0)));
   EXPECT_DATA_ERROR(load_cifar10(tmp / "cifar-10-binary.tar.gz", Split::Test), "no test_batch.bin inside");
+  // An empty file, compressed or not (a --data-dir naming a file by mistake): said so, not "no batch inside".
+  write_bytes(tmp / "empty", {});
+  EXPECT_DATA_ERROR(load_cifar10(tmp / "empty", Split::Test), "empty", "empty file: expected a folder");
+  write_bytes(tmp / "cifar-10-binary.tar.gz", gzip_compress({}));
+  EXPECT_DATA_ERROR(load_cifar10(tmp / "cifar-10-binary.tar.gz", Split::Test),
+                    "empty file: expected a folder");
 }
 
 }  // namespace

@@ -81,5 +81,27 @@ TEST(CnnPredict, SaysAColourImageWasResizedAndGreyedForAGreyModel) {
       << r.output;
 }
 
+// --classes naming another number of classes than the checkpoint's: refused naming both counts (it used to
+// surface as the last layer's weight shape, "tensor 'fc.weight' has shape [3, ...]").
+TEST(CnnPredict, ClassNamesOfAnotherCountAreRefusedNamingBothCounts) {
+  const std::string root = testing::tiny_folder_dataset("predict_classes");
+  const std::string dir = testing::temp_dir("predict_classes_out");
+  const testing::RunResult train =
+      run_train(testing::with_args({"--cpu"}, testing::tiny_folder_args(root, dir, "cnn3", 8, 1)));
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::string checkpoint = dir + "/last.safetensors";
+  const std::string image = root + "/test/class_b/0.png";
+  const testing::RunResult r =
+      run_program("cnn_predict", {"--checkpoint", checkpoint, "--classes", "cat,dog", image});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--classes 'cat,dog' names 2 classes; checkpoint '" + checkpoint +
+                          "' was trained on 3 (class_a, class_b, class_c)"),
+            std::string::npos)
+      << r.output;
+  const testing::RunResult renamed =
+      run_program("cnn_predict", {"--checkpoint", checkpoint, "--classes", "cat,dog,emu", image});
+  EXPECT_EQ(renamed.exit_code, 0) << renamed.output;
+}
+
 }  // namespace
 }  // namespace engine::apps

@@ -74,6 +74,31 @@ TEST(CnnTrainCli, MissingValue) { expect_bad_usage({"--dataset", "mnist", "--lr"
 
 TEST(CnnTrainCli, LrThatDoesNotParse) { expect_bad_usage({"--dataset", "mnist", "--lr", "abc"}, "--lr"); }
 
+// What was wrong with the number, readably (CLI11's own check said "Value abc not in range 0.000000 to" and
+// 300 digits of 1e300, and let NaN through).
+TEST(CnnTrainCli, ANumberThatDoesNotParseOrLiesOutsideItsRangeIsSaidSo) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--lr", "abc", "--lr: 'abc' is not a number"},
+      {"--lr", "nan", "--lr: 'nan' is not a number"},
+      {"--momentum", "inf", "--momentum: inf is outside [0, 1e+300]"},
+      {"--epochs", "1.5", "--epochs: '1.5' is not an integer"},
+      {"--epochs", "-1", "--epochs: -1 is outside [1, 1000000]"},
+      {"--timeout", "0", "--timeout: 0 is outside [0.1, 1e+07]"},
+      {"--seed", "-1", "--seed: '-1' is not a non-negative integer"},  // was read as 2^64 - 1
+  };
+  for (const std::vector<std::string>& c : cases) {
+    const testing::RunResult r = run_train({"--dataset", "mnist", c[0], c[1]});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c[2]), std::string::npos) << "expected '" << c[2] << "' in:\n" << r.output;
+    EXPECT_LT(r.output.size(), 200u) << r.output;
+  }
+}
+
+// An empty list would read as no --gpus at all and train on the CPU.
+TEST(CnnTrainCli, EmptyGpusIsRefused) {
+  expect_bad_usage({"--dataset", "mnist", "--gpus", ""}, "--gpus: is empty: list GPU ids");
+}
+
 TEST(CnnTrainCli, NegativeEpochs) { expect_bad_usage({"--dataset", "mnist", "--epochs", "-1"}, "--epochs"); }
 
 TEST(CnnTrainCli, ZeroBatchSize) {
