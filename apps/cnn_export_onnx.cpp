@@ -21,8 +21,8 @@
 
 namespace {
 
-// What keeps `path` from being the file to write, or "": refused before the checkpoint is read, so no
-// half-written FILE.partial is left beside a folder that could never take it.
+// What keeps `path` from being the file to write, or "": refused before the checkpoint is read, not after
+// the whole export.
 std::string output_file_problem(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;

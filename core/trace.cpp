@@ -1,13 +1,13 @@
 #include "core/trace.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <cstdint>
 #include <deque>
+#include <span>
 
 #include <fmt/format.h>
 
+#include "core/durable_file.h"
 #include "core/error.h"
 #include "core/stream.h"
 
@@ -164,15 +164,9 @@ void Recorder::write_json(const std::string& path, const std::string& process_na
     json += "}";
   }
   json += "\n]}\n";
-  // Written next to the target and renamed over it: a reader never sees half a trace.
-  const std::string partial = path + ".partial";
-  std::FILE* f = std::fopen(partial.c_str(), "wb");
-  ENGINE_CHECK(f != nullptr, "--trace: cannot create {}: {}", partial, std::strerror(errno));
-  const bool written = std::fwrite(json.data(), 1, json.size(), f) == json.size();
-  const bool closed = std::fclose(f) == 0;
-  ENGINE_CHECK(written && closed, "--trace: cannot write {}: {}", partial, std::strerror(errno));
-  ENGINE_CHECK(std::rename(partial.c_str(), path.c_str()) == 0, "--trace: cannot rename {} to {}: {}",
-               partial, path, std::strerror(errno));
+  // A reader never sees half a trace, and a failed write leaves nothing behind.
+  const std::span<const std::uint8_t> piece(reinterpret_cast<const std::uint8_t*>(json.data()), json.size());
+  write_file_durably("--trace", path, {&piece, 1});
 }
 
 Recorder* active() { return g_active; }

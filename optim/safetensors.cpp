@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/durable_file.h"
 #include "core/error.h"
 
 namespace engine::optim {
@@ -19,7 +20,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 namespace {
 
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // safetensors' own limit (100 MB)
-constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
+constexpr std::size_t kReadChunkBytes = std::size_t{4} << 20;
 
 std::uint64_t numel_of(const Shape& shape) {
   std::uint64_t n = 1;
@@ -34,20 +35,6 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
-
-void write_all(int fd, const std::uint8_t* data, std::size_t size, const std::string& path,
-               std::size_t& written, const WriteOptions& options) {
-  while (size > 0) {
-    const std::size_t chunk = std::min(size, kChunkBytes);
-    const ssize_t n = ::write(fd, data, chunk);
-    if (n < 0 && errno == EINTR) continue;
-    ENGINE_CHECK(n > 0, "cannot write '{}': {}", path, std::strerror(errno));
-    data += n;
-    size -= static_cast<std::size_t>(n);
-    written += static_cast<std::size_t>(n);
-    if (options.after_chunk) options.after_chunk(written);
-  }
-}
 
 }  // namespace
 
@@ -81,43 +68,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorRecord>&
   const std::uint64_t n = text.size();
   std::memcpy(length, &n, 8);
 
-  const std::filesystem::path target(path);
-  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    Fd out{::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    ENGINE_CHECK(out.fd >= 0, "cannot write checkpoint '{}': {}", temp, std::strerror(errno));
-    try {
-      std::size_t written = 0;
-      write_all(out.fd, length, 8, temp, written, options);
-      write_all(out.fd, reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), temp, written,
-                options);
-      for (const TensorRecord& t : tensors)
-        write_all(out.fd, t.bytes.data(), t.bytes.size(), temp, written, options);
-      ENGINE_CHECK(::fsync(out.fd) == 0, "cannot flush '{}': {}", temp, std::strerror(errno));
-      // close can report a write-back failure (NFS, a failing disk): the file is not renamed then.
-      const int fd = out.fd;
-      out.fd = -1;
-      ENGINE_CHECK(::close(fd) == 0, "cannot close '{}': {}", temp, std::strerror(errno));
-    } catch (...) {
-      std::filesystem::remove(temp);
-      throw;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, target, ec);
-  if (ec) {
-    std::filesystem::remove(temp);
-    ENGINE_FAIL("cannot rename '{}' to '{}': {}", temp, path, ec.message());
-  }
-  // The rename itself is durable once the folder is flushed.
-  // EINVAL: a file system that cannot flush a folder (some network and FUSE ones); nothing more to do there.
-  Fd dir{::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  ENGINE_CHECK(dir.fd >= 0 || errno == EACCES, "cannot open folder '{}' to flush '{}': {}", folder.string(),
-               path, std::strerror(errno));
-  ENGINE_CHECK(dir.fd < 0 || ::fsync(dir.fd) == 0 || errno == EINVAL,
-               "cannot flush folder '{}' after writing '{}': {}", folder.string(), path,
-               std::strerror(errno));
+  std::vector<std::span<const std::uint8_t>> pieces{
+      {length, 8}, {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}};
+  for (const TensorRecord& t : tensors) pieces.emplace_back(t.bytes.data(), t.bytes.size());
+  write_file_durably("checkpoint", path, pieces, {.after_chunk = options.after_chunk});
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
@@ -131,7 +85,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   std::vector<std::uint8_t> bytes;
   const std::uintmax_t size_hint = std::filesystem::file_size(path, ec);
   if (!ec) bytes.reserve(static_cast<std::size_t>(size_hint));
-  std::vector<std::uint8_t> chunk(kChunkBytes);
+  std::vector<std::uint8_t> chunk(kReadChunkBytes);
   for (;;) {
     const ssize_t n = ::read(in.fd, chunk.data(), chunk.size());
     if (n < 0 && errno == EINTR) continue;

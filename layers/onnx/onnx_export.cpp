@@ -2,10 +2,11 @@
 // compute its Eval-mode forward (BatchNorm with its running statistics, Dropout left out), at opset 17, the
 // newest Debian's ONNX checker knows. GELU is written in its Erf form (the Gelu op is opset 20).
 #include <cmath>
-#include <cstdio>
-#include <fstream>
+#include <cstdint>
 #include <map>
+#include <span>
 
+#include "core/durable_file.h"
 #include "core/error.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
@@ -257,17 +258,13 @@ void export_model(const Model& model, const std::string& path) {
   out.add_output("logits");
   set_shape(*g.add_output(), "logits", model.output_shape(in));
   detail::run_checker(m, path);
-  // Written next to the target and renamed over it: a reader never sees half a file.
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    ENGINE_CHECK(f.good(), "export to ONNX: cannot write '{}'", tmp);
-    ENGINE_CHECK(m.SerializeToOstream(&f), "export to ONNX: writing '{}' failed", tmp);
-    f.close();
-    ENGINE_CHECK(f.good(), "export to ONNX: writing '{}' failed (disk full?)", tmp);
-  }
-  ENGINE_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "export to ONNX: cannot rename '{}' to '{}'", tmp,
-               path);
+  // Written next to the target, flushed and renamed over it: a reader never sees half a file, and a failed
+  // write leaves nothing behind.
+  std::string bytes;
+  ENGINE_CHECK(m.SerializeToString(&bytes), "export to ONNX: cannot serialize the model for '{}'", path);
+  const std::span<const std::uint8_t> piece(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                            bytes.size());
+  write_file_durably("export to ONNX", path, {&piece, 1});
 }
 
 }  // namespace engine::layers::onnx
