@@ -13,27 +13,18 @@
 #include "kernels/cpu/avgpool2d.h"
 #include "kernels/cpu_fast/avgpool2d.h"
 #include "layers/avgpool2d.h"
+#include "tests/common/float_checks.h"
 #include "tests/common/test_data.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
 namespace {
 
+using engine::testing::expect_bitwise;
 using engine::testing::uniform_floats;
 using testing::cpu_context;
 using testing::host_values;
 using testing::random_tensor;
-
-void expect_bitwise(const std::vector<float>& fast, const std::vector<float>& ref, const std::string& what) {
-  ASSERT_EQ(fast.size(), ref.size());
-  int bad = 0;
-  for (std::size_t i = 0; i < fast.size() && bad < 5; ++i) {
-    if (!(fast[i] == ref[i])) {  // NaN (a poisoned cell left unwritten) fails too
-      ADD_FAILURE() << what << "[" << i << "]: fast " << fast[i] << " vs reference " << ref[i];
-      ++bad;
-    }
-  }
-}
 
 TEST(CpuFastAvgPool2d, EqualsTheReferenceBitwise) {
   const Pool2dShape windows[] = {

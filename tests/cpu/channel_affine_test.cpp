@@ -17,12 +17,14 @@
 #include "kernels/ops/transpose.h"
 #include "layers/channel_affine.h"
 #include "tests/common/error_of.h"
+#include "tests/common/float_checks.h"
 #include "tests/common/test_data.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
 namespace {
 
+using engine::testing::expect_bitwise;
 using engine::testing::uniform_floats;
 using testing::cpu_context;
 using testing::host_values;
@@ -66,17 +68,6 @@ TEST(ChannelAffineReference, EqualsLoopsOverNChannelsAndCells) {
         EXPECT_NEAR(ds[ch], want_ds[ch], 1e-12) << "dscale[" << ch << "]";
         EXPECT_NEAR(dt[ch], want_dt[ch], 1e-12) << "dshift[" << ch << "]";
       }
-    }
-  }
-}
-
-void expect_bitwise(const std::vector<float>& fast, const std::vector<float>& ref, const std::string& what) {
-  ASSERT_EQ(fast.size(), ref.size());
-  int bad = 0;
-  for (std::size_t i = 0; i < fast.size() && bad < 5; ++i) {
-    if (!(fast[i] == ref[i])) {  // NaN (a poisoned cell left unwritten) fails too
-      ADD_FAILURE() << what << "[" << i << "]: " << fast[i] << " vs reference " << ref[i];
-      ++bad;
     }
   }
 }

@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "core/philox.h"
+#include "tests/common/float_checks.h"
 #include "tests/common/gradcheck.h"
-#include "tests/common/rounded_once.h"
 
 namespace engine::cpu {
 namespace {

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/common/float_checks.h"
 #include "tests/common/gradcheck.h"
-#include "tests/common/rounded_once.h"
 
 namespace engine::cpu {
 namespace {

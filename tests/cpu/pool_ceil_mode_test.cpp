@@ -21,6 +21,7 @@
 #include "layers/avgpool2d.h"
 #include "layers/maxpool2d.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/float_checks.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/common/test_data.h"
 #include "tests/cpu/layer_test_util.h"
@@ -28,6 +29,7 @@
 namespace engine::layers {
 namespace {
 
+using engine::testing::expect_bitwise;
 using testing::cpu_context;
 using testing::host_values;
 
@@ -149,17 +151,6 @@ TEST(PoolCeilMode, AverageBackwardIsTheForwardsAdjoint) {
     EXPECT_EQ(s.q(), 5);
     EXPECT_NEAR(std::inner_product(dy.begin(), dy.end(), y.begin(), 0.0),
                 std::inner_product(dx.begin(), dx.end(), x.begin(), 0.0), 1e-12);
-  }
-}
-
-void expect_bitwise(const std::vector<float>& fast, const std::vector<float>& ref, const std::string& what) {
-  ASSERT_EQ(fast.size(), ref.size()) << what;
-  int bad = 0;
-  for (std::size_t i = 0; i < fast.size() && bad < 5; ++i) {
-    if (!(fast[i] == ref[i])) {  // NaN (a poisoned cell left unwritten) fails too
-      ADD_FAILURE() << what << "[" << i << "]: " << fast[i] << " vs reference " << ref[i];
-      ++bad;
-    }
   }
 }
 
