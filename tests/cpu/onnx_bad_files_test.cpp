@@ -5,6 +5,8 @@
 
 #if ENGINE_HAVE_ONNX
 #include <onnx/onnx_pb.h>
+
+#include "tests/common/onnx_protos.h"
 #endif
 
 #include <string>
@@ -23,24 +25,13 @@ namespace {
 #if ENGINE_HAVE_ONNX
 namespace pb = ::onnx;
 
-void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& dims,
-                int count) {
-  pb::TensorProto& t = *g.add_initializer();
-  t.set_name(name);
-  t.set_data_type(pb::TensorProto::FLOAT);
-  for (const std::int64_t d : dims) t.add_dims(d);
-  for (int i = 0; i < count; ++i) t.add_float_data(0.01F * static_cast<float>(i % 7) - 0.02F);
+// Small values that vary (the test checks the names and values survive).
+void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& dims) {
+  engine::testing::add_float_initializer(g, name, dims,
+                                         [](int i) { return 0.01F * static_cast<float>(i % 7) - 0.02F; });
 }
 
-pb::NodeProto& add_node(pb::GraphProto& g, const std::string& op, const std::string& name,
-                        const std::vector<std::string>& in, const std::string& out) {
-  pb::NodeProto& n = *g.add_node();
-  n.set_op_type(op);
-  n.set_name(name);
-  for (const std::string& s : in) n.add_input(s);
-  n.add_output(out);
-  return n;
-}
+using engine::testing::add_node;
 
 void set_ints(pb::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
   pb::AttributeProto& a = *n.add_attribute();
@@ -62,10 +53,10 @@ pb::ModelProto small_model() {
   shape->set_elem_type(pb::TensorProto::FLOAT);
   shape->mutable_shape()->add_dim()->set_dim_param("N");
   for (const int d : {3, 8, 8}) shape->mutable_shape()->add_dim()->set_dim_value(d);
-  add_tensor(g, "conv.weight", {4, 3, 3, 3}, 108);
-  add_tensor(g, "conv.bias", {4}, 4);
-  add_tensor(g, "fc.weight", {10, 4}, 40);
-  add_tensor(g, "fc.bias", {10}, 10);
+  add_tensor(g, "conv.weight", {4, 3, 3, 3});
+  add_tensor(g, "conv.bias", {4});
+  add_tensor(g, "fc.weight", {10, 4});
+  add_tensor(g, "fc.bias", {10});
   pb::NodeProto& conv = add_node(g, "Conv", "/conv/Conv", {"x", "conv.weight", "conv.bias"}, "c");
   set_ints(conv, "pads", {1, 1, 1, 1});
   set_ints(conv, "kernel_shape", {3, 3});

@@ -7,6 +7,8 @@
 
 #if ENGINE_HAVE_ONNX
 #include <onnx/onnx_pb.h>
+
+#include "tests/common/onnx_protos.h"
 #endif
 
 #include <string>
@@ -25,23 +27,14 @@ namespace {
 #if ENGINE_HAVE_ONNX
 namespace pb = ::onnx;
 
-void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& dims, int count,
+// Values from `first` in steps of 1/8, exact in float (the test compares them with ==).
+void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& dims,
                 float first) {
-  pb::TensorProto& t = *g.add_initializer();
-  t.set_name(name);
-  t.set_data_type(pb::TensorProto::FLOAT);
-  for (const std::int64_t d : dims) t.add_dims(d);
-  for (int i = 0; i < count; ++i) t.add_float_data(first + 0.125F * static_cast<float>(i % 5));
+  engine::testing::add_float_initializer(
+      g, name, dims, [first](int i) { return first + 0.125F * static_cast<float>(i % 5); });
 }
 
-void add_node(pb::GraphProto& g, const std::string& op, const std::string& name,
-              const std::vector<std::string>& in, const std::string& out) {
-  pb::NodeProto& n = *g.add_node();
-  n.set_op_type(op);
-  n.set_name(name);
-  for (const std::string& s : in) n.add_input(s);
-  n.add_output(out);
-}
+using engine::testing::add_node;
 
 // x [N, 3, 5, 5] -> conv 1x1 (4 filters) -> * affine.scale [4, 1, 1] + affine.shift [1, 4, 1, 1] -> + one [1]
 // -> global average pool -> flatten -> gemm to 3 classes. `scale_shape` replaces the scale's shape.
@@ -56,13 +49,11 @@ pb::ModelProto affine_model(const std::vector<std::int64_t>& scale_shape = {4, 1
   type->set_elem_type(pb::TensorProto::FLOAT);
   type->mutable_shape()->add_dim()->set_dim_param("N");
   for (const int d : {3, 5, 5}) type->mutable_shape()->add_dim()->set_dim_value(d);
-  std::int64_t scale_count = 1;
-  for (const std::int64_t d : scale_shape) scale_count *= d;
-  add_tensor(g, "conv.weight", {4, 3, 1, 1}, 12, -0.25F);
-  add_tensor(g, "affine.scale", scale_shape, static_cast<int>(scale_count), 0.5F);
-  add_tensor(g, "affine.shift", {1, 4, 1, 1}, 4, -0.125F);
-  add_tensor(g, "one", {1}, 1, 1.0F);
-  add_tensor(g, "fc.weight", {4, 3}, 12, -0.5F);  // MatMul: [in, out]
+  add_tensor(g, "conv.weight", {4, 3, 1, 1}, -0.25F);
+  add_tensor(g, "affine.scale", scale_shape, 0.5F);
+  add_tensor(g, "affine.shift", {1, 4, 1, 1}, -0.125F);
+  add_tensor(g, "one", {1}, 1.0F);
+  add_tensor(g, "fc.weight", {4, 3}, -0.5F);  // MatMul: [in, out]
   add_node(g, "Conv", "/conv/Conv", {"x", "conv.weight"}, "c");
   add_node(g, "Mul", "/affine/Mul", {"c", "affine.scale"}, "m");
   add_node(g, "Add", "/affine/Add", {"affine.shift", "m"}, "a");  // the constant first: Add commutes
