@@ -18,10 +18,8 @@
 
 namespace engine::testing {
 
-// The repository root, from this header's own path (whatever the test's working directory).
-// ENGINE_SOURCE_DIR (tests/CMakeLists.txt): __FILE__ is relative where the build maps paths (ccache's
-// base_dir, -ffile-prefix-map), which made the PyTorch check look for its script beside the build folder.
-inline std::filesystem::path repo_root() { return std::filesystem::path(ENGINE_SOURCE_DIR); }
+// The repository root, whatever the test's working directory (tests/common/environment.cpp).
+std::filesystem::path repo_root();
 
 // The dataset folder holding `marker` (a path relative to it), or "" when there is none.
 inline std::string dataset_dir(const char* env, const std::string& name, const std::string& marker) {

@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_train;
 
-const fs::path kRepo = ENGINE_SOURCE_DIR;  // not __FILE__: a prefix map (ccache base_dir) makes that relative
+const fs::path kRepo = engine::testing::repo_root();
 
 // Sets an environment variable for the scope of a test (the programs it runs inherit it).
 class ScopedEnv {

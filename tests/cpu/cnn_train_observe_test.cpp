@@ -19,6 +19,7 @@
 
 #include "apps/train/gnuplot.h"
 #include "core/trace.h"
+#include "tests/common/environment.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/trace_checks.h"
 #include "tests/cpu/cnn_train_test_util.h"
@@ -143,7 +144,7 @@ TEST(CnnTrainObserve, TensorBoardsOwnReaderReadsTheRun) {
   const std::string dir = testing::temp_dir("observe_tb_reader_ckpt"), tb = dir + "/tensorboard";
   const testing::RunResult r = run_train(with_args(tiny_run(root, dir, 2), {"--tensorboard", tb}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string script = std::string(ENGINE_SOURCE_DIR) + "/tests/python/read_tensorboard.py";
+  const std::string script = engine::testing::repo_root().string() + "/tests/python/read_tensorboard.py";
   const std::string out =
       engine::testing::command_output(engine::testing::pytorch_python() + " " + script + " " + tb);
   ASSERT_FALSE(out.empty()) << "TensorBoard's reader failed on " << tb;

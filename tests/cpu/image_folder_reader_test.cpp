@@ -11,6 +11,7 @@
 
 #include "data/image_codec.h"
 #include "data/image_folder.h"
+#include "tests/common/environment.h"
 #include "tests/cpu/data_test_util.h"
 
 namespace engine::data {
@@ -131,7 +132,7 @@ TEST(ImageCodec, RejectsABmpOfWidthZero) {
 // nothings/stb#1293, found by tests/fuzz/fuzz_image, kept in tests/fuzz/known_crashes/): refused by name,
 // through both the in-memory decoder and the file reader, at the file's size and resized.
 TEST(ImageCodec, RefusesTheJpegsThatCrashedStb) {
-  const std::filesystem::path dir = std::filesystem::path(ENGINE_SOURCE_DIR) / "tests/fuzz/known_crashes";
+  const std::filesystem::path dir = engine::testing::repo_root() / "tests/fuzz/known_crashes";
   int seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string path = entry.path().string();

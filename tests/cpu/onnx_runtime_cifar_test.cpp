@@ -94,8 +94,8 @@ TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
     ours.insert(ours.end(), z.data<float>(), z.data<float>() + chunk * kClasses);
   }
   const std::string ran = engine::testing::command_output(
-      engine::testing::pytorch_python() + " " + ENGINE_SOURCE_DIR + "/tests/python/onnxruntime_logits.py " +
-      path + " " + input + " 10000 3 32 32 " + output + " 2>&1");
+      engine::testing::pytorch_python() + " " + engine::testing::repo_root().string() +
+      "/tests/python/onnxruntime_logits.py " + path + " " + input + " 10000 3 32 32 " + output + " 2>&1");
   std::vector<float> theirs(ours.size());
   {
     std::ifstream f(output, std::ios::binary);

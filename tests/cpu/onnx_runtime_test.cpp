@@ -15,6 +15,7 @@
 
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/environment.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
@@ -51,9 +52,9 @@ TEST_P(OnnxRuntime, GivesTheEnginesLogitsAndTop1) {
   }
   const std::vector<double> ours = testing::host_values(model.forward(x, Mode::Inference));
   const std::string out = engine::testing::command_output(
-      engine::testing::pytorch_python() + " " + ENGINE_SOURCE_DIR + "/tests/python/onnxruntime_logits.py " +
-      path + " " + input + " " + std::to_string(n) + " " + std::to_string(k.c) + " " + std::to_string(k.hw) +
-      " " + std::to_string(k.hw));
+      engine::testing::pytorch_python() + " " + engine::testing::repo_root().string() +
+      "/tests/python/onnxruntime_logits.py " + path + " " + input + " " + std::to_string(n) + " " +
+      std::to_string(k.c) + " " + std::to_string(k.hw) + " " + std::to_string(k.hw));
   ASSERT_FALSE(out.empty()) << "onnxruntime failed on " << path;
   const nlohmann::json theirs = nlohmann::json::parse(out);
   ASSERT_EQ(theirs.size(), static_cast<std::size_t>(n));

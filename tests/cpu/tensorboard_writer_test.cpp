@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/common/environment.h"
 #include "tests/common/error_of.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
@@ -155,7 +156,7 @@ TEST(TensorboardEventWriter, TensorBoardsOwnReaderSeesTheRunAndTheResumedSteps) 
     resumed.start_at(5);
     for (int step = 5; step <= 7; ++step) resumed.scalar("train/loss", 10.0 * step, step);
   }
-  const std::string script = std::string(ENGINE_SOURCE_DIR) + "/tests/python/read_tensorboard.py";
+  const std::string script = engine::testing::repo_root().string() + "/tests/python/read_tensorboard.py";
   const std::string out =
       testing::command_output(testing::pytorch_python() + " " + script + " " + dir.string());
   ASSERT_FALSE(out.empty()) << "the reader failed on " << dir;

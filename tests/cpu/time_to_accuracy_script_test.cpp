@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/environment.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine::apps {
@@ -25,7 +26,7 @@ ScriptRun run_script(const std::vector<std::string>& args) {
       std::filesystem::path(testing::program_path("cnn_train")).parent_path().parent_path().string();
   // Appended piece by piece: "literal" + std::string trips gcc 12's -Wrestrict false positive.
   std::string command = "bash ";
-  command.append(shell_quote(std::string(ENGINE_SOURCE_DIR) + "/benchmarks/time_to_accuracy.sh"));
+  command.append(shell_quote(engine::testing::repo_root().string() + "/benchmarks/time_to_accuracy.sh"));
   command.append(" --build ").append(shell_quote(build));
   for (const std::string& a : args) command.append(" ").append(shell_quote(a));
   return testing::run_command(std::move(command));

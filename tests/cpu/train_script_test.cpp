@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/environment.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine::apps {
@@ -18,7 +19,7 @@ using testing::count_of;
 // The cnn_train command train.sh would run with `args`.
 testing::RunResult dry_run(const std::vector<std::string>& args) {
   std::string command = "TRAIN_DRY_RUN=1 bash ";
-  command.append(testing::shell_quote(std::string(ENGINE_SOURCE_DIR) + "/scripts/train.sh"));
+  command.append(testing::shell_quote(engine::testing::repo_root().string() + "/scripts/train.sh"));
   for (const std::string& a : args) command.append(" ").append(testing::shell_quote(a));
   return testing::run_command(std::move(command));
 }
