@@ -38,10 +38,11 @@ std::string check_checkpoint_fits_run(const std::string& flag, const std::string
   const std::string dataset = value("dataset"), model = value("model");
   const std::vector<std::string> classes = split_csv(value("class_names"));
   const std::string what = fmt::format("{}: {} was trained", flag, path);
-  const std::string instead = flag.starts_with("--resume auto")
-                                  ? "or give another --checkpoint-dir to start a new run"
-                              : flag.starts_with("--resume") ? "or leave out --resume to start a new run"
-                                                             : "or evaluate another checkpoint";
+  const std::string instead =
+      flag.starts_with("--resume auto") ? "or give another --checkpoint-dir to start a new run"
+      : flag.starts_with("--resume")    ? "or leave out --resume to start a new run (with --overwrite where "
+                                          "--checkpoint-dir holds checkpoints)"
+                                        : "or evaluate another checkpoint";
   if (run.same_dataset && !dataset.empty()) {
     const bool same =
         is_folder(dataset) && is_folder(run.dataset) ? classes == run.class_names : dataset == run.dataset;
