@@ -25,7 +25,7 @@ namespace engine::layers::onnx {
 // Whether this build reads and writes ONNX.
 bool onnx_available();
 
-// Whether `model_name` names an ONNX file (ends in ".onnx", in any case) rather than a model of the zoo.
+// Whether `model_name` names an ONNX file (ends in ".onnx") rather than a model of the zoo.
 bool is_onnx_path(std::string_view model_name);
 
 // A tensor on the host, in double (ONNX's float, double and integer tensors all fit the engine's use).
