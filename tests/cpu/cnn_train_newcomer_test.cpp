@@ -68,6 +68,28 @@ TEST(CnnTrainNewcomer, AnOutputThatFailsAfterTrainingKeepsTheCheckpoint) {
   EXPECT_EQ(saved.metadata().at("epoch"), "1");
 }
 
+// A trace is written during training: a disk that fails it (tests/common/io_error_shim.cpp: the first write
+// of the trace's file fails with EIO) is a warning, and the run saves its checkpoint (before, it ended with
+// exit 1 and nothing saved).
+TEST(CnnTrainNewcomer, ATraceThatCannotBeWrittenIsAWarning) {
+  const std::string root = testing::tiny_folder_dataset("newcomer_trace_data");
+  const std::string dir = testing::temp_dir("newcomer_trace");
+  const std::string shim =
+      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "libio_error_shim.so").string();
+  std::string command = "LD_PRELOAD=" + testing::shell_quote(shim) +
+                        " ENGINE_IO_FAULT_PATH=newcomer_t.json " +
+                        "ENGINE_IO_FAULT_OP=write ENGINE_IO_FAULT_NTH=1 " +
+                        testing::shell_quote(testing::program_path("cnn_train"));
+  for (const std::string& a :
+       with_args(tiny(root, dir + "/ckpt", 1), {"--trace", dir + "/newcomer_t.json", "--trace-steps", "1"}))
+    command += " " + testing::shell_quote(a);
+  const testing::RunResult r = testing::run_command(command);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("io_error_shim: write("), std::string::npos) << "the fault was met\n" << r.output;
+  EXPECT_NE(r.output.find("; training goes on without the trace"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ckpt/epoch1.safetensors")) << r.output;
+}
+
 TEST(CnnTrainNewcomer, ANewRunIntoAFolderOfCheckpointsIsRefusedAndResumeAutoTakesTheLastRuns) {
   const std::string root = testing::tiny_folder_dataset("newcomer_folder_data");
   const std::string dir = testing::temp_dir("newcomer_folder");
