@@ -74,7 +74,8 @@ value_of() {
 }
 dataset=$(value_of --dataset)
 model=$(value_of --model)
-how="${model:-cnn_train's default model for $dataset} on $dataset $where"
+[ -n "$model" ] || model="cnn_train's default model for $dataset"
+how="$model on $dataset $where"
 
 if [ "${TRAIN_DRY_RUN:-0}" = 1 ]; then
   printf '%q ' ./build/apps/cnn_train "${args[@]}"

@@ -76,13 +76,15 @@ TEST(CnnTrainNewcomer, ATraceThatCannotBeWrittenIsAWarning) {
   const std::string dir = testing::temp_dir("newcomer_trace");
   const std::string shim =
       (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "libio_error_shim.so").string();
-  std::string command = "LD_PRELOAD=" + testing::shell_quote(shim) +
-                        " ENGINE_IO_FAULT_PATH=newcomer_t.json " +
-                        "ENGINE_IO_FAULT_OP=write ENGINE_IO_FAULT_NTH=1 " +
-                        testing::shell_quote(testing::program_path("cnn_train"));
+  std::vector<std::string> words = {"ENGINE_IO_FAULT_PATH=newcomer_t.json", "ENGINE_IO_FAULT_OP=write",
+                                    "ENGINE_IO_FAULT_NTH=1",
+                                    testing::shell_quote(testing::program_path("cnn_train"))};
   for (const std::string& a :
        with_args(tiny(root, dir + "/ckpt", 1), {"--trace", dir + "/newcomer_t.json", "--trace-steps", "1"}))
-    command += " " + testing::shell_quote(a);
+    words.push_back(testing::shell_quote(a));
+  std::string command = "LD_PRELOAD=";
+  command.append(testing::shell_quote(shim));
+  for (const std::string& w : words) command.append(" ").append(w);
   const testing::RunResult r = testing::run_command(command);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("io_error_shim: write("), std::string::npos) << "the fault was met\n" << r.output;
@@ -95,7 +97,7 @@ TEST(CnnTrainNewcomer, ANewRunIntoAFolderOfCheckpointsIsRefusedAndResumeAutoTake
   const std::string dir = testing::temp_dir("newcomer_folder");
   ASSERT_EQ(run_train(tiny(root, dir, 3)).exit_code, 0);  // run A: epoch3.safetensors
   const std::string a_epoch3 = file_bytes(dir + "/epoch3.safetensors");
-  testing::RunResult r = run_train(with_args(tiny(root, dir, 1), {"--seed", "5"}));  // run B
+  testing::RunResult r = run_train(with_args(tiny(root, dir, 1), {"--label-smoothing", "0.1"}));  // run B
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--checkpoint-dir '" + dir +
                           "' holds the checkpoints of an earlier run (epoch3.safetensors, last.safetensors): "
@@ -106,11 +108,11 @@ TEST(CnnTrainNewcomer, ANewRunIntoAFolderOfCheckpointsIsRefusedAndResumeAutoTake
   EXPECT_EQ(file_bytes(dir + "/epoch3.safetensors"), a_epoch3) << "run A's checkpoint is untouched";
   EXPECT_EQ(run_train(with_args(tiny(root, dir, 1), {"--overwrite", "--resume", "auto"})).exit_code, 2);
 
-  // Told to overwrite: run A's checkpoints go, and --resume auto continues run B (its seed, its epoch 1).
-  r = run_train(with_args(tiny(root, dir, 1), {"--seed", "5", "--overwrite"}));
+  // Told to overwrite: run A's checkpoints go, and --resume auto continues run B (its epoch 1).
+  r = run_train(with_args(tiny(root, dir, 1), {"--label-smoothing", "0.1", "--overwrite"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir + "/epoch3.safetensors"));
-  r = run_train(with_args(tiny(root, dir, 2), {"--seed", "5", "--resume", "auto"}));
+  r = run_train(with_args(tiny(root, dir, 2), {"--label-smoothing", "0.1", "--resume", "auto"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from " + dir + "/"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Epoch 2 |"), std::string::npos) << r.output;
