@@ -5,7 +5,9 @@
 #     (distributed data parallel, one process per GPU, when there are several);
 #   - without: on the CPU, a 12,000-image subset for 2 epochs (batch 64, cosine), 15 s of training on an idle
 #     2-core machine (README: the measured times).
-# Writes build/train/{metrics.jsonl,curves.png,checkpoints/}; the last line printed is the test accuracy.
+# Writes build/train/{metrics.jsonl,curves.png,checkpoints/} (run again, its checkpoints replace the last run's:
+# --overwrite, unless --resume or --eval-only is given); the last line printed is the test accuracy. It builds
+# every program the README uses (scripts/check-readme.sh checks that).
 #
 #   bash scripts/train.sh [CNN_TRAIN FLAGS...]   e.g. --epochs 3: flags given here replace the script's own
 #                                               (--flag VALUE or --flag=VALUE), others are added
