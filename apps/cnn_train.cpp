@@ -19,8 +19,8 @@
 //
 // Restarts: with --resume auto a run started again with the same command (by torchrun --max-restarts, a
 // requeued Slurm job, or by hand) continues from the newest checkpoint in --checkpoint-dir. A new run into a
-// --checkpoint-dir holding checkpoints is refused (apps/train/checkpoint_folder.h): --overwrite replaces them.
-// A refused input's message has no source location; --verbose adds it (apps/cli/cli_errors.h).
+// --checkpoint-dir holding checkpoints is refused (apps/train/checkpoint_folder.h): --overwrite replaces
+// them. A refused input's message has no source location; --verbose adds it (apps/cli/cli_errors.h).
 
 #include <cstdio>
 

@@ -28,7 +28,7 @@ std::string_view without_location(const Error& error) {
 
 // CLI11's words said plainly: a flag given twice is "--epochs: At Most 1 required but received 2".
 std::string plain_parse_error(const CLI::ParseError& error) {
-  const std::string what = error.what();
+  std::string what = error.what();
   const std::string at_most = ": At Most 1 required but received ";
   const std::size_t at = what.find(at_most);
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) == nullptr || at == std::string::npos) return what;
