@@ -21,6 +21,7 @@
 #include "apps/cli/choice_option.h"
 #include "apps/cli/cli_errors.h"
 #include "apps/cli/number_range.h"
+#include "apps/cli/output_path.h"
 #include "apps/pictures/data_grid.h"
 #include "apps/train/dataset_catalog.h"
 #include "core/error.h"
@@ -126,12 +127,14 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", o.data_dir,
                  "dataset folder (default: " + engine::apps::default_roots_help() + ")");
   engine::apps::add_choice_option(app, "--split", o.split, kSplitChoices, "train or test");
-  app.add_option("--grid", o.grid, "write a PNG grid of the first samples with their labels");
+  app.add_option("--grid", o.grid, "write a PNG grid of the first samples with their labels")
+      ->check(CLI::Validator(engine::apps::output_file_problem, "FILE", "WRITABLE"));
   app.add_option("--grid-rows", o.grid_rows, "grid rows")->check(engine::apps::number_range(1, 64));
   app.add_option("--grid-cols", o.grid_cols, "grid columns")->check(engine::apps::number_range(1, 64));
   app.add_option("--channels", o.channels, "folder datasets: channels to decode to (1, 3 or 4)")
       ->check(CLI::IsMember({1, 3, 4}));
   app.add_option("--size", o.size, "folder datasets: resize every image to HxW (or N x N); default: keep");
+  engine::apps::add_verbose_flag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -145,10 +148,10 @@ int main(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_report(loaded, seconds);
   } catch (const engine::Error& e) {  // the readers' and flags' errors: bad input
-    fmt::print(stderr, "cnn_data: {}\n", e.what());
+    fmt::print(stderr, "cnn_data: {}\n", engine::apps::failure_text(e));
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cnn_data: {}\n", e.what());
+    fmt::print(stderr, "cnn_data: {}\n", engine::apps::failure_text(e));
     return 1;
   }
 
@@ -159,7 +162,7 @@ int main(int argc, char** argv) {
       fmt::print("\nwrote {} ({} x {} pixels: the first {} samples)\n", o.grid, grid.width, grid.height,
                  std::min<std::int64_t>(loaded.dataset.size(), std::int64_t{o.grid_rows} * o.grid_cols));
     } catch (const std::exception& e) {
-      fmt::print(stderr, "cnn_data: --grid {}: {}\n", o.grid, e.what());
+      fmt::print(stderr, "cnn_data: --grid {}: {}\n", o.grid, engine::apps::failure_text(e));
       return 1;
     }
   }

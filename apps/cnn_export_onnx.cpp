@@ -8,7 +8,6 @@
 // mean and std are printed), its output "logits" [N, classes]. cnn_train --model model.onnx trains it again.
 // Exit codes: 0 ok; 2 bad usage or input (a missing or corrupt checkpoint, named); 1 another failure.
 
-#include <filesystem>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,24 +15,9 @@
 #include <fmt/ranges.h>
 
 #include "apps/cli/cli_errors.h"
+#include "apps/cli/output_path.h"
 #include "apps/predict.h"
 #include "layers/onnx/onnx_model.h"
-
-namespace {
-
-// What keeps `path` from being the file to write, or "": refused before the checkpoint is read, not after
-// the whole export.
-std::string output_file_problem(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (fs::is_directory(path, error)) return "'" + path + "' is a folder: name the file to write (FILE.onnx)";
-  const fs::path folder = fs::path(path).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, error))
-    return "the folder of '" + path + "', '" + folder.string() + "', does not exist";
-  return "";
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string checkpoint, output;
@@ -41,7 +25,8 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint, "a checkpoint written by cnn_train")->required();
   app.add_option("--output", output, "the ONNX file to write (FILE.onnx)")
       ->required()
-      ->check(CLI::Validator(output_file_problem, "FILE", "WRITABLE"));
+      ->check(CLI::Validator(engine::apps::output_file_problem, "FILE", "WRITABLE"));
+  engine::apps::add_verbose_flag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -56,7 +41,7 @@ int main(int argc, char** argv) {
         output, engine::shape_str(predictor.model().sample_shape()), fmt::join(predictor.mean(), ", "),
         fmt::join(predictor.std(), ", "));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cnn_export_onnx: {}\n", e.what());
+    fmt::print(stderr, "cnn_export_onnx: {}\n", engine::apps::failure_text(e));
     return 2;
   }
   return 0;

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--classes", classes,
                  "class names, comma-separated (default: from the checkpoint's dataset)");
   app.add_option("images", images, "image files (PNG, JPEG, BMP)")->required();
+  engine::apps::add_verbose_flag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   try {
     predictor = std::make_unique<engine::apps::Predictor>(checkpoint, classes);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cnn_predict: {}\n", e.what());
+    fmt::print(stderr, "cnn_predict: {}\n", engine::apps::failure_text(e));
     return 2;
   }
   int rc = 0;
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
                    predictor->class_name(order[i]));
       }
     } catch (const std::exception& e) {
-      fmt::print(stderr, "cnn_predict: {}\n", e.what());
+      fmt::print(stderr, "cnn_predict: {}\n", engine::apps::failure_text(e));
       rc = 2;
     }
   }

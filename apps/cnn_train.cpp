@@ -18,7 +18,9 @@
 // rank where the failure began, and names it.
 //
 // Restarts: with --resume auto a run started again with the same command (by torchrun --max-restarts, a
-// requeued Slurm job, or by hand) continues from the newest checkpoint in --checkpoint-dir.
+// requeued Slurm job, or by hand) continues from the newest checkpoint in --checkpoint-dir. A new run into a
+// --checkpoint-dir holding checkpoints is refused (apps/train/checkpoint_folder.h): --overwrite replaces
+// them. A refused input's message has no source location; --verbose adds it (apps/cli/cli_errors.h).
 
 #include <cstdio>
 
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
   CLI::App app{"cnn_train: train a CNN of the model zoo (GPU when present, else CPU)"};
   engine::apps::add_train_flags(app, config);
   engine::apps::add_ddp_flags(app, ddp);
+  engine::apps::add_verbose_flag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -76,7 +79,7 @@ int main(int argc, char** argv) {
     engine::apps::download_train_data(config, env, rank->process_group());  // --download
     trainer = std::make_unique<engine::apps::Trainer>(config, rank->hooks());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cnn_train: {}\n", e.what());
+    fmt::print(stderr, "cnn_train: {}\n", engine::apps::failure_text(e));
     return rank && rank->group_failed() ? engine::dist::kPeerFailureExitStatus : 2;
   }
   try {
@@ -88,7 +91,7 @@ int main(int argc, char** argv) {
     return 128 + e.signal();
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "cnn_train: {}\n", e.what());
+    fmt::print(stderr, "cnn_train: {}\n", engine::apps::failure_text(e));
     return rank->group_failed() ? engine::dist::kPeerFailureExitStatus : 1;
   }
   trainer.reset();

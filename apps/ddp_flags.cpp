@@ -46,8 +46,8 @@ void add_ddp_flags(CLI::App& app, DdpConfig& d) {
       ->check(number_range(0.1, 1e7));
   app.add_flag("--log-all-ranks", d.log_all_ranks, "every rank prints its epoch lines (tagged [rank N])");
   app.add_option("--baseline-ips", d.baseline_ips,
-                 "the images/s of a one-GPU run: a distributed run then reports its speedup and scaling "
-                 "efficiency")
+                 "the images/s of the same run in one process (one GPU, or one CPU rank): a distributed run "
+                 "then reports its speedup and scaling efficiency")
       ->check(number_range(0.0, 1e12));
 }
 

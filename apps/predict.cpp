@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "data/file_io.h"
 #include "data/image_codec.h"
 #include "layers/models.h"
+#include "layers/onnx/onnx_model.h"
 #include "optim/checkpoint.h"
 
 namespace engine::apps {
@@ -73,6 +75,15 @@ Predictor::Predictor(const std::string& checkpoint, const std::string& class_nam
                class_names_.size(), checkpoint, trained.size(), fmt::join(trained, ", "));
   ENGINE_CHECK(static_cast<int>(mean_.size()) == channels_ && static_cast<int>(std_.size()) == channels_,
                "checkpoint '{}': mean/std for {} channels", checkpoint, channels_);
+  // An ONNX model's graph is read from its file (cnn_train records its absolute path).
+  ENGINE_CHECK(
+      !layers::onnx::is_onnx_path(meta.at("model")) || std::filesystem::exists(meta.at("model")),
+      "checkpoint '{}' holds the weights of the ONNX model '{}', whose graph is read from that file, "
+      "and it is not there: put the .onnx file back at that path{}",
+      checkpoint, meta.at("model"),
+      std::filesystem::path(meta.at("model")).is_absolute()
+          ? ""
+          : " (relative to the folder it was trained in: an older cnn_train recorded the path as given)");
   model_ = std::make_unique<layers::Model>(layers::build_model(
       meta.at("model"), channels_, static_cast<int>(class_names_.size()), height_, width_));
   model_->finalize(layers::ExecutionContext{}, 0);

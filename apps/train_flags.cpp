@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -9,6 +10,8 @@
 
 #include "apps/cli/choice_option.h"
 #include "apps/cli/number_range.h"
+#include "apps/cli/output_path.h"
+#include "apps/train/checkpoint_folder.h"
 #include "apps/train/dataset_catalog.h"
 #include "apps/train/model_defaults.h"
 #include "apps/train/recipe.h"
@@ -169,6 +172,10 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "continue training from this checkpoint, or 'auto': from the newest checkpoint in "
                  "--checkpoint-dir, mid-epoch ones included (none: start from scratch); auto also saves one "
                  "every epoch (what a job restarted by torchrun --max-restarts or requeued by Slurm needs)");
+  app.add_flag(
+      "--overwrite", c.overwrite,
+      "a new run into a --checkpoint-dir holding an earlier run's checkpoints removes them (without it "
+      "such a run is refused; --resume auto continues the earlier run)");
   app.add_option("--eval-only", c.eval_only, "evaluate this checkpoint on the test set and exit");
   app.add_option("--metrics", c.metrics, "write one JSON line per epoch to this file");
   app.add_option("--plot", c.plot, "write loss and accuracy curves per epoch to this PNG (needs gnuplot)");
@@ -238,6 +245,21 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   }
   ENGINE_CHECK(c.trace.empty() || (c.trace.size() > 5 && c.trace.substr(c.trace.size() - 5) == ".json"),
                "--trace '{}': the file name must end in .json", c.trace);
+  // Every output file's folder, before any data is read: found missing after the run had trained, before.
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--metrics", c.metrics},
+                                   {"--plot", c.plot},
+                                   {"--trace", c.trace},
+                                   {"--confusion", c.confusion},
+                                   {"--misclassified", c.misclassified}}) {
+    check_output_file(flag, path);
+  }
+  ENGINE_CHECK(
+      !c.overwrite || (c.resume.empty() && c.eval_only.empty()),
+      "--overwrite starts a new run in --checkpoint-dir; --resume and --eval-only read one: give one "
+      "of them");
+  check_new_run_folder(c);
+  // An ONNX model by its absolute path: the checkpoints name it, and are used from other folders.
+  if (layers::onnx::is_onnx_path(c.model)) c.model = std::filesystem::absolute(c.model).lexically_normal();
   c.schedule_config().validate();  // --step-epochs syntax, milestones, warmup
   for (const std::string& rule : c.param_groups) optim::parse_param_group_rule(rule);  // the syntax, early
   ENGINE_CHECK(

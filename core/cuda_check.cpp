@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/library_error.h"
+
 namespace engine::detail {
 
 std::string status_message(cudaError_t s) {
@@ -26,7 +28,7 @@ std::string status_message(ncclResult_t s) {
 }
 
 void throw_library_error(const std::string& message, const char* expr, const char* file, int line) {
-  throw Error(fmt::format("{} in `{}`", message, expr), file, line);
+  throw LibraryError(fmt::format("{} in `{}`", message, expr), file, line);
 }
 
 }  // namespace engine::detail

@@ -106,6 +106,12 @@ SafetensorsFile SafetensorsFile::parse(std::vector<std::uint8_t> bytes, const st
                size);
   std::uint64_t header_len = 0;
   std::memcpy(&header_len, f.file_.data(), 8);
+  // An ONNX file (a ModelProto begins with its ir_version field, tag byte 0x08) given where a checkpoint
+  // goes.
+  ENGINE_CHECK(
+      (header_len >= 2 && header_len <= kMaxHeaderBytes) || f.file_[0] != 0x08,
+      "'{}' is not a checkpoint (an ONNX file?): a checkpoint is the .safetensors file cnn_train writes",
+      source);
   ENGINE_CHECK(
       header_len >= 2 && header_len <= kMaxHeaderBytes,
       "checkpoint '{}' has a corrupt header: header length {} (a JSON header of 2 to {} bytes expected)",

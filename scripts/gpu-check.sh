@@ -263,7 +263,7 @@ EOF
         "carry .gpu-data/part4 in call 1 (scripts/gpu-plan.sh 1)"
     else
       step mnist_cnn 90 "$build/apps/cnn_train" --dataset mnist --data-dir "$MNIST_DIR" --model mnist_cnn \
-        --epochs 3 --batch-size 64 --lr 0.05 --schedule cosine --checkpoint-dir "$build/gpu-logs/mnist-ckpt"
+        --epochs 3 --batch-size 64 --lr 0.05 --schedule cosine --checkpoint-dir "$build/gpu-logs/mnist-ckpt" --overwrite
       acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/mnist_cnn.log" | tail -1)
       grep -E "Epoch|Test Acc" "$logs/mnist_cnn.log" | tail -4
       result=$(verdict)
@@ -304,7 +304,7 @@ EOF
       finish
     fi
     step vgg6 240 "$build/apps/cnn_train" --dataset cifar10 --data-dir "$CIFAR10_DIR" --model vgg6 --epochs 15 \
-      --augment crop-flip --schedule cosine --checkpoint-dir "$build/gpu-logs/vgg6-ckpt"
+      --augment crop-flip --schedule cosine --checkpoint-dir "$build/gpu-logs/vgg6-ckpt" --overwrite
     acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/vgg6.log" | tail -1)
     grep -E "Epoch" "$logs/vgg6.log" | tail -3
     result=$(verdict)

@@ -8,7 +8,49 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
+#include "core/library_error.h"
+
 namespace engine::apps {
+
+namespace {
+
+bool verbose_failures = false;  // --verbose
+
+// An engine::Error's what() without the " [at dir/file.cpp:line]" that core/error.cpp appends.
+std::string_view without_location(const Error& error) {
+  const std::string_view what = error.what();
+  const std::string tail = fmt::format(":{}]", error.line());
+  const std::size_t at = what.rfind(" [at ");
+  if (!what.ends_with(tail) || at == std::string_view::npos) return what;
+  return what.substr(0, at);
+}
+
+// CLI11's words said plainly: a flag given twice is "--epochs: At Most 1 required but received 2".
+std::string plain_parse_error(const CLI::ParseError& error) {
+  std::string what = error.what();
+  const std::string at_most = ": At Most 1 required but received ";
+  const std::size_t at = what.find(at_most);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) == nullptr || at == std::string::npos) return what;
+  return fmt::format("{} is given {} times; give it once", what.substr(0, at),
+                     what.substr(at + at_most.size()));
+}
+
+}  // namespace
+
+void add_verbose_flag(CLI::App& app) {
+  verbose_failures = false;  // until this app's command line says otherwise
+  app.add_flag("--verbose", verbose_failures,
+               "a failure's message also names the source location that raised it (for a bug report)");
+}
+
+std::string failure_text(const std::exception& error) {
+  const auto* engine_error = dynamic_cast<const Error*>(&error);
+  if (engine_error == nullptr || verbose_failures || dynamic_cast<const LibraryError*>(&error) != nullptr) {
+    return error.what();
+  }
+  return std::string(without_location(*engine_error));
+}
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);  // distances from a[0, i) to every prefix of b
@@ -57,7 +99,7 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& error, std::s
                near.empty() ? "" : "; did you mean " + near + "?");
     unknown = true;
   }
-  if (!unknown) fmt::print(stderr, "{}: {}\n", program, error.what());
+  if (!unknown) fmt::print(stderr, "{}: {}\n", program, plain_parse_error(error));
   fmt::print(stderr, "Run with --help for more information.\n");
   return 2;
 }

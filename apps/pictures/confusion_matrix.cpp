@@ -88,15 +88,17 @@ data::Image ConfusionMatrix::image(const std::vector<std::string>& names) const 
   int label_w = 0;
   for (int c = 0; c < classes_; ++c) label_w = std::max(label_w, text_width(name_of(names, c)));
   const std::int64_t left = kPad + label_w + kPad, top = kPad + 2 * kTextHeight + kPad;
+  // A column as wide as its widest class name, so that no name is cut ("T-shirt/", "Ankle boo" before).
+  const std::int64_t col_w = std::max<std::int64_t>(kCell, label_w + 4);
   const std::int64_t recall_w = text_width("100.0%") + 2 * kPad;
   const std::string footer =
       fmt::format("rows: true class | {} of {} correct ({:.2f}%)", correct(), total(),
                   total() > 0 ? 100.0 * static_cast<double>(correct()) / static_cast<double>(total()) : 0.0);
   Canvas canvas(top + classes_ * kCell + kPad + kTextHeight + kPad,
-                std::max(left + classes_ * kCell + recall_w, left + text_width(footer) + kPad), kBackground);
-  canvas.text(left, kPad, "predicted ->", classes_ * kCell, 1, kInk);
+                std::max(left + classes_ * col_w + recall_w, left + text_width(footer) + kPad), kBackground);
+  canvas.text(left, kPad, "predicted ->", classes_ * col_w, 1, kInk);
   for (int c = 0; c < classes_; ++c) {
-    canvas.text(left + c * kCell + 2, kPad + kTextHeight, name_of(names, c), kCell - 2, 1, kInk);
+    canvas.text(left + c * col_w + 2, kPad + kTextHeight, name_of(names, c), col_w - 2, 1, kInk);
     canvas.text(kPad, top + c * kCell + kCell / 2 - kTextHeight / 2, name_of(names, c), label_w, 1, kInk);
   }
   for (int t = 0; t < classes_; ++t) {
@@ -109,12 +111,12 @@ data::Image ConfusionMatrix::image(const std::vector<std::string>& names) const 
         return static_cast<std::uint8_t>(std::lround(255.0 - share * (255.0 - full)));
       };
       const std::uint8_t colour[3] = {fade(8), fade(48), fade(107)};
-      canvas.fill(top + t * kCell, left + p * kCell, kCell - 1, kCell - 1, colour);
+      canvas.fill(top + t * kCell, left + p * col_w, kCell - 1, col_w - 1, colour);
       const std::string n = std::to_string(count(t, p));
-      canvas.text(left + p * kCell + (kCell - text_width(n)) / 2,
-                  top + t * kCell + kCell / 2 - kTextHeight / 2, n, kCell - 2, 1, share > 0.5 ? 255 : kInk);
+      canvas.text(left + p * col_w + (col_w - text_width(n)) / 2,
+                  top + t * kCell + kCell / 2 - kTextHeight / 2, n, col_w - 2, 1, share > 0.5 ? 255 : kInk);
     }
-    canvas.text(left + classes_ * kCell + kPad, top + t * kCell + kCell / 2 - kTextHeight / 2,
+    canvas.text(left + classes_ * col_w + kPad, top + t * kCell + kCell / 2 - kTextHeight / 2,
                 fmt::format("{:.1f}%", 100.0 * recall(t)), recall_w, 1, kInk);
   }
   canvas.text(left, top + classes_ * kCell + kPad, footer, canvas.width - left, 1, kInk);

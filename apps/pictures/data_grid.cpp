@@ -87,7 +87,13 @@ data::Image make_captioned_grid(const data::Dataset& d, const std::vector<std::i
   const std::int64_t used_rows = (count + cols - 1) / cols;
   const std::int64_t used_cols = std::min<std::int64_t>(count, cols);
   const std::int64_t scale = std::max<std::int64_t>(1, (64 + d.height - 1) / d.height);
-  const std::int64_t cell_w = std::max<std::int64_t>(d.width * scale, 40) + kPad;
+  // As wide as the widest caption line at 1:1, so that none is cut ("true: Ankle boo" before).
+  std::int64_t widest = 40;
+  for (const std::string& caption : captions) {
+    for (const std::string& line : lines_of(caption))
+      widest = std::max<std::int64_t>(widest, text_width(line));
+  }
+  const std::int64_t cell_w = std::max<std::int64_t>(d.width * scale, widest) + kPad;
   // Captions twice as large when every line and every class name fits the cell that way (MNIST's digits),
   // else 1:1.
   int text_scale = 2;

@@ -6,9 +6,11 @@
 //
 // The kernel releases the lock when its process ends, however it ends (exit, a crash, kill -9), so no stale
 // lock is ever left to remove by hand; a restarted run (torchrun --max-restarts, a requeued Slurm job) starts
-// after the previous rank 0 is gone and takes it. The file stays (removing it would let a third run lock a
-// new file while a second still holds the old one). flock works on local folders and, since Linux 2.6.12,
-// on NFS, where the kernel turns it into a POSIX lock the server sees.
+// after the previous rank 0 is gone and takes it. A run that ends having saved nothing removes the lock file
+// (and the folder, when it made it; issue 44: a failed run left a folder holding only cnn_train.lock), so a
+// run that locked the file just before it went checks, once locked, that the name still holds its file, and
+// takes the lock again when not. flock works on local folders and, since Linux 2.6.12, on NFS, where the
+// kernel turns it into a POSIX lock the server sees.
 
 #include <string>
 
@@ -21,11 +23,16 @@ class CheckpointDirLock {
   // Creates `dir` when missing and locks it. Throws engine::Error naming the folder, and the holder's pid and
   // host when another run holds it.
   explicit CheckpointDirLock(const std::string& dir);
-  ~CheckpointDirLock();  // releases the lock
+  ~CheckpointDirLock();  // releases the lock; removes the file (and a folder it made) when nothing else is
+                         // there
   CheckpointDirLock(const CheckpointDirLock&) = delete;
   CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
 
  private:
+  void lock_once(const std::string& dir);  // opens and flocks path_ (fd_), or throws
+
+  std::string dir_, path_;
+  bool created_ = false;  // the folder was made by this run
   int fd_ = -1;
 };
 

@@ -28,8 +28,9 @@ std::string classes_text(const std::vector<std::string>& names) {
 
 }  // namespace
 
-void check_checkpoint_fits_run(const std::string& flag, const std::string& path,
-                               const std::map<std::string, std::string>& metadata, const RunIdentity& run) {
+std::string check_checkpoint_fits_run(const std::string& flag, const std::string& path,
+                                      const std::map<std::string, std::string>& metadata,
+                                      const RunIdentity& run) {
   const auto value = [&](const char* key) {
     const auto it = metadata.find(key);
     return it == metadata.end() ? std::string() : it->second;
@@ -37,10 +38,11 @@ void check_checkpoint_fits_run(const std::string& flag, const std::string& path,
   const std::string dataset = value("dataset"), model = value("model");
   const std::vector<std::string> classes = split_csv(value("class_names"));
   const std::string what = fmt::format("{}: {} was trained", flag, path);
-  const std::string instead = flag.starts_with("--resume auto")
-                                  ? "or give another --checkpoint-dir to start a new run"
-                              : flag.starts_with("--resume") ? "or leave out --resume to start a new run"
-                                                             : "or evaluate another checkpoint";
+  const std::string instead =
+      flag.starts_with("--resume auto") ? "or give another --checkpoint-dir to start a new run"
+      : flag.starts_with("--resume")    ? "or leave out --resume to start a new run (with --overwrite where "
+                                          "--checkpoint-dir holds checkpoints)"
+                                        : "or evaluate another checkpoint";
   if (run.same_dataset && !dataset.empty()) {
     const bool same =
         is_folder(dataset) && is_folder(run.dataset) ? classes == run.class_names : dataset == run.dataset;
@@ -63,6 +65,11 @@ void check_checkpoint_fits_run(const std::string& flag, const std::string& path,
     ENGINE_CHECK(classes.size() == run.class_names.size(), "{} on {}, this run's dataset {} has {}", what,
                  classes_text(classes), run.dataset, classes_text(run.class_names));
   }
+  const bool other_dataset =
+      is_folder(dataset) && is_folder(run.dataset) ? classes != run.class_names : dataset != run.dataset;
+  if (run.same_dataset || dataset.empty() || !other_dataset) return {};
+  return fmt::format("cnn_train: note: {} on {} ({}); evaluating it on {} ({})", what, dataset,
+                     classes_text(classes), run.dataset, classes_text(run.class_names));
 }
 
 }  // namespace engine::apps

@@ -258,7 +258,7 @@ void DdpRank::report(const std::vector<EpochMetrics>& history) const {
     line += fmt::format(" | speedup {:.2f}x over --baseline-ips {} | scaling efficiency {:.1f}%", speedup,
                         with_thousands(std::llround(ddp_.baseline_ips)), 100.0 * speedup / world_size_);
   } else {
-    line += " (give --baseline-ips, one GPU's img/s, for the speedup)";
+    line += " (give --baseline-ips, the img/s of the same run in one process, for the speedup)";
   }
   fmt::print("{}\n", line);
   std::fflush(stdout);

@@ -104,6 +104,8 @@ struct TrainConfig {
   std::int64_t save_every_steps = 0;  // > 0: also a mid-epoch checkpoint every K optimizer steps
   std::string checkpoint_dir = "checkpoints";
   std::string resume;  // a checkpoint, or "auto": the newest in checkpoint_dir (apps/train/resume_auto.h)
+  bool overwrite =
+      false;  // a new run replaces the checkpoints in checkpoint_dir (apps/train/checkpoint_folder.h)
   std::string eval_only;
   std::string metrics;
   std::string plot;

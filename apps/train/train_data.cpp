@@ -1,5 +1,7 @@
 #include "apps/train/train_data.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "apps/train/dataset_catalog.h"
@@ -29,11 +31,23 @@ void set_normalization(const DatasetEntry& dataset, TrainData& t) {
   t.std = stats.std;
 }
 
+// A dataset cnn_train can fetch whose folder is missing or empty: said with --download (issue 44), before the
+// reader names the first file it lacks.
+void check_present(const DatasetEntry& dataset, const std::string& root, const TrainConfig& c) {
+  std::error_code error;
+  if (!dataset.downloadable() || c.download) return;
+  const bool missing = !std::filesystem::is_directory(root, error) || std::filesystem::is_empty(root, error);
+  ENGINE_CHECK(!missing, "{}: {} {} (--data-dir, or the default folder): add --download to fetch it there",
+               c.dataset, root,
+               std::filesystem::exists(root, error) ? "is empty or not a folder" : "does not exist");
+}
+
 }  // namespace
 
 TrainData load_train_data(const TrainConfig& c) {
   const DatasetEntry& dataset = dataset_entry(c.dataset);
   const std::string root = dataset_root(c.dataset, c.data_dir);
+  check_present(dataset, root, c);
   TrainData t;
   t.train = dataset.load(root, data::Split::Train);
   t.test = dataset.load(root, data::Split::Test);
@@ -52,6 +66,7 @@ TrainData load_train_data(const TrainConfig& c) {
 TrainData load_test_data(const TrainConfig& c) {
   const DatasetEntry& dataset = dataset_entry(c.dataset);
   const std::string root = dataset_root(c.dataset, c.data_dir);
+  check_present(dataset, root, c);
   TrainData t;
   t.test = dataset.load(root, data::Split::Test);
   const std::int64_t full_test = t.test.size();

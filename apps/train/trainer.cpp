@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/train/checkpoint_folder.h"
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/checkpoint_match.h"
 #include "apps/train/cuda_graph_policy.h"
@@ -57,10 +58,12 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   std::string model_name = c.model;
   if (!checkpoint.empty()) {
     const optim::SafetensorsFile file = optim::SafetensorsFile::read(checkpoint);
-    check_checkpoint_fits_run(eval_only ? "--eval-only" : (c.resume_auto() ? "--resume auto" : "--resume"),
-                              checkpoint, file.metadata(),
-                              {c.dataset, c.model_given ? c.model : "", shape_source.class_names,
-                               shape_source.channels, shape_source.height, shape_source.width, !eval_only});
+    const std::string note = check_checkpoint_fits_run(
+        eval_only ? "--eval-only" : (c.resume_auto() ? "--resume auto" : "--resume"), checkpoint,
+        file.metadata(),
+        {c.dataset, c.model_given ? c.model : "", shape_source.class_names, shape_source.channels,
+         shape_source.height, shape_source.width, !eval_only});
+    if (!note.empty() && c.is_main()) print_line(note);
     // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
     const auto it = file.metadata().find("model");
     if (!c.model_given && it != file.metadata().end()) model_name = it->second;
@@ -102,6 +105,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   }
 
   if (saves && !checkpoint_lock_) checkpoint_lock_ = std::make_unique<CheckpointDirLock>(c.checkpoint_dir);
+  if (saves && c.overwrite) remove_run_checkpoints(c.checkpoint_dir);  // apps/train/checkpoint_folder.h
   if (hooks_.data_parallel) data_parallel_ = hooks_.data_parallel(*model_);
   if (data_parallel_ && !eval_only) data_parallel_->check_same_start(start_epoch_, start_position_);
   ENGINE_CHECK(

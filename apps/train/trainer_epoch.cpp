@@ -105,8 +105,16 @@ void Trainer::trace_begin() {
 void Trainer::trace_end() {
   trace::set_active(nullptr);
   if (data_parallel_) data_parallel_->trace_done();
+  bool written = false;  // a trace that cannot be written is a warning: the run and its checkpoints go on
   if (config_.is_main()) {
-    trace_->write_json(config_.trace, fmt::format("rank {}", config_.rank), config_.rank);
+    try {
+      trace_->write_json(config_.trace, fmt::format("rank {}", config_.rank), config_.rank);
+      written = true;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "cnn_train: warning: {}; training goes on without the trace\n", e.what());
+    }
+  }
+  if (written) {
     print_line(
         fmt::format("cnn_train: wrote a trace of {} step(s) to {} (open it in ui.perfetto.dev or "
                     "chrome://tracing)",

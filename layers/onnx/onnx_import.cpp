@@ -1,5 +1,7 @@
 // Reading an ONNX file: parse, check the graph's wiring (one producer per tensor, no dangling input, no
 // cycle), keep the nodes the output depends on, in topological order, and hand each to convert_node.
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -17,8 +19,11 @@ namespace pb = detail::pb;
 
 bool onnx_available() { return true; }
 
-bool is_onnx_path(std::string_view model_name) {
-  return model_name.size() > 5 && model_name.substr(model_name.size() - 5) == ".onnx";
+bool is_onnx_path(std::string_view model_name) {  // .onnx in any case (my_net.ONNX)
+  if (model_name.size() <= 5) return false;
+  std::string_view ext = model_name.substr(model_name.size() - 5);
+  return std::equal(ext.begin(), ext.end(), ".onnx",
+                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
 }
 
 namespace {

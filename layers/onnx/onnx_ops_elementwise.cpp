@@ -251,7 +251,14 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node) {
     return b.alias(node.output(0), node.input(0));
   }
   if (op == "Constant") return constant(b, node);
-  b.refuse(node, fmt::format("op {} is not supported; the engine trains {}", op, supported_ops()));
+  // PyTorch exports x.view(x.size(0), -1) as Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+  const std::string flatten_hint =
+      op == "Shape" ? " (x.view(x.size(0), -1) or x.reshape(x.size(0), -1) exports as Shape and Gather "
+                      "before its Reshape: write torch.flatten(x, 1) or nn.Flatten() in the model instead, "
+                      "which exports as one Flatten)"
+                    : "";
+  b.refuse(node,
+           fmt::format("op {} is not supported{}; the engine trains {}", op, flatten_hint, supported_ops()));
 }
 
 }  // namespace engine::layers::onnx::detail

@@ -1,4 +1,7 @@
 // The ONNX entry points of a build without libonnx-dev (cmake/OnnxSetup.cmake): each says so.
+#include <algorithm>
+#include <cctype>
+
 #include "core/error.h"
 #include "layers/onnx/onnx_model.h"
 
@@ -15,8 +18,11 @@ namespace {
 
 bool onnx_available() { return false; }
 
-bool is_onnx_path(std::string_view model_name) {
-  return model_name.size() > 5 && model_name.substr(model_name.size() - 5) == ".onnx";
+bool is_onnx_path(std::string_view model_name) {  // .onnx in any case (my_net.ONNX)
+  if (model_name.size() <= 5) return false;
+  std::string_view ext = model_name.substr(model_name.size() - 5);
+  return std::equal(ext.begin(), ext.end(), ".onnx",
+                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
 }
 
 Model import_model(const std::string& path, const ImportOptions&) { unavailable(path); }

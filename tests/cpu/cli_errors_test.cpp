@@ -1,6 +1,7 @@
 // A mistyped flag is answered with the nearest one the program knows (apps/cli/cli_errors.h; issue 28).
 #include "apps/cli/cli_errors.h"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "apps/train/ddp.h"
 #include "apps/train/train_config.h"
 #include "apps/train_flags.h"
+#include "core/error.h"
+#include "core/library_error.h"
 
 namespace engine::apps {
 namespace {
@@ -51,6 +54,29 @@ TEST(CliErrors, AnUnknownFlagIsStillAParseError) {
     EXPECT_EQ(status, 2);
     EXPECT_NE(err.find("cnn_train: unknown flag --epoch; did you mean --epochs?"), std::string::npos) << err;
   }
+}
+
+// Issue 44: every message ended with "[at data/idx.cpp:71]". A refused input reads as its message alone; a
+// CUDA library's failure (the engine's or the device's fault) keeps the location, and --verbose shows it
+// always.
+TEST(CliErrors, AFailureReadsWithoutItsSourceLocationUnlessVerboseOrALibraryError) {
+  const Error refused("MNIST: /x is not a folder", "data/idx.cpp", 71);
+  EXPECT_EQ(std::string(refused.what()), "MNIST: /x is not a folder [at data/idx.cpp:71]");
+  EXPECT_EQ(failure_text(refused), "MNIST: /x is not a folder");
+  const Error bracketed("a [at b] c", "x.cpp", 3);  // text like the suffix inside the message stays
+  EXPECT_EQ(failure_text(bracketed), "a [at b] c");
+  const LibraryError library("CUDA error: out of memory in `cudaMalloc(&p, n)`", "core/allocator.cpp", 88);
+  EXPECT_EQ(failure_text(library),
+            "CUDA error: out of memory in `cudaMalloc(&p, n)` [at core/allocator.cpp:88]");
+  EXPECT_EQ(failure_text(std::runtime_error("plain")), "plain");
+  CLI::App app;
+  add_verbose_flag(app);
+  app.parse(std::vector<std::string>{"--verbose"});
+  EXPECT_EQ(failure_text(refused), "MNIST: /x is not a folder [at data/idx.cpp:71]");
+  CLI::App quiet;
+  add_verbose_flag(quiet);
+  quiet.parse(std::vector<std::string>{});  // the flag is process-wide: off again for a program without it
+  EXPECT_EQ(failure_text(refused), "MNIST: /x is not a folder");
 }
 
 }  // namespace

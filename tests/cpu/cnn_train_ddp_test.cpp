@@ -59,6 +59,11 @@ TEST(CnnTrainDdp, TwoRanksWithSyncBnFollowTheSingleProcessRunOfTheConcatenatedBa
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 rank(s) through gloo"), std::string::npos) << ddp.output;
   EXPECT_NE(ddp.output.find("global batch 16 (8 per rank)"), std::string::npos) << ddp.output;
+  // Issue 44: CPU ranks were asked for "one GPU's img/s".
+  EXPECT_NE(
+      ddp.output.find("(give --baseline-ips, the img/s of the same run in one process, for the speedup)"),
+      std::string::npos)
+      << ddp.output;
 
   EXPECT_EQ(optim::SafetensorsFile::read(one + "/epoch1.safetensors").metadata().at("step"), "1");
   EXPECT_EQ(optim::SafetensorsFile::read(two + "/epoch1.safetensors").metadata().at("step"), "1");

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/pictures/canvas.h"
 #include "apps/pictures/data_grid.h"
 #include "tests/common/error_of.h"
 
@@ -84,6 +85,18 @@ TEST(ConfusionMatrix, TheHeatMapShowsTheDiagonalDarkAndEmptyCellsWhite) {
   EXPECT_LT(darkest, 40);  // dog's row is all on its diagonal: the deepest blue (or the text)
 }
 
+// Issue 44: the columns were 44 pixels whatever the names, so Fashion-MNIST's read "T-shirt/" and "Ankle
+// boo".
+TEST(ConfusionMatrix, EveryColumnIsAsWideAsTheLongestClassName) {
+  const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  ConfusionMatrix m(10);
+  for (int c = 0; c < 10; ++c) m.add(c, c, 3);
+  const data::Image image = m.image(names);
+  // The row labels, then ten columns each holding "T-shirt/top" whole.
+  EXPECT_GE(image.width, text_width("T-shirt/top") + 10 * (text_width("T-shirt/top") + 2));
+}
+
 data::Dataset tiny_dataset(int n) {
   data::Dataset d;
   d.channels = 1;
@@ -109,6 +122,13 @@ TEST(CaptionedGrid, ChosenSamplesWithThreeLineCaptionsGetTallerCells) {
   EXPECT_EQ(captioned.height, 108);
   // The first cell shows sample 5 (scaled x8 to 64 pixels): its top-left pixel is sample 5's first pixel.
   EXPECT_EQ(pixel(captioned, 0, 4, 4), 5 * 20);
+}
+
+TEST(CaptionedGrid, ALongCaptionWidensTheCellsInsteadOfBeingCut) {
+  const data::Dataset d = tiny_dataset(6);
+  const std::string longest = "pred: T-shirt/top";
+  const data::Image image = make_captioned_grid(d, {0, 1, 2}, {"true: Ankle boot\n" + longest, "x", "y"}, 3);
+  EXPECT_GE(image.width, 3 * text_width(longest));
 }
 
 TEST(CaptionedGrid, RefusesAnIndexOutsideTheDatasetAndMismatchedCaptions) {

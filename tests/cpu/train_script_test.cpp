@@ -45,5 +45,32 @@ TEST(TrainScript, AnotherDatasetDropsFashionMnistsFolderAndModel) {
   EXPECT_EQ(r.output.find("--model"), std::string::npos) << r.output;
 }
 
+// Issue 44, defect 6: `train.sh --dataset mnist` announced "training mnist_cnn on Fashion-MNIST", then
+// trained MNIST. The announcement is made from the command line the script runs.
+TEST(TrainScript, TheAnnouncementNamesTheDatasetAndModelTrained) {
+  testing::RunResult r = dry_run({"--dataset", "mnist"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("== training cnn_train's default model for mnist on mnist on "), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("ashion"), std::string::npos) << r.output;
+  r = dry_run({"--dataset=cifar10", "--model", "vgg6"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("== training vgg6 on cifar10 on "), std::string::npos) << r.output;
+  r = dry_run({"--data-dir=/data/fm"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("== training mnist_cnn on fashion-mnist on "), std::string::npos) << r.output;
+}
+
+// Run again, the script trains again (its folder holds the last run's checkpoints, which cnn_train keeps
+// unless told): --overwrite, but not when the user continues a run or evaluates one.
+TEST(TrainScript, ItReplacesItsLastRunsCheckpointsUnlessResuming) {
+  testing::RunResult r = dry_run({"--data-dir=/data/fm"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "--overwrite"), 1u) << r.output;
+  r = dry_run({"--data-dir=/data/fm", "--resume", "auto"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "--overwrite"), 0u) << r.output;
+}
+
 }  // namespace
 }  // namespace engine::apps

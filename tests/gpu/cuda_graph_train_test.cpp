@@ -332,7 +332,7 @@ TEST(CudaGraphProgram, GlooFallsBackOnAutoAndIsRefusedOnOn) {
       << automatic.output;
   const apps::testing::RunResult on = apps::testing::run_train(
       apps::testing::with_args(apps::testing::tiny_folder_args(root, dir, "cnn3", 8, 1),
-                               apps::testing::with_args(ddp, {"--cuda-graph", "on"})));
+                               apps::testing::with_args(ddp, {"--cuda-graph", "on", "--overwrite"})));
   EXPECT_NE(on.exit_code, 0) << on.output;
   EXPECT_NE(on.output.find("--cuda-graph on: a training step cannot be a CUDA graph here: the gloo"),
             std::string::npos)
