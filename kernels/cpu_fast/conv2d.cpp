@@ -21,6 +21,7 @@ using dnnl_rt::Operand;
 using Tag = memory::format_tag;
 using Args = std::unordered_map<int, memory>;
 constexpr auto kF32 = memory::data_type::f32;
+constexpr auto kBf16 = memory::data_type::bf16;
 
 // One direction of one shape under one algorithm: the primitive, its operands' reorders (each algorithm has
 // its own blocked layouts: Winograd's weights are transformed tiles) and oneDNN's name for what runs.
@@ -52,10 +53,11 @@ struct Choice {
 // forward, and (on the first backward) the backward-weights and backward-data. Activations and weights are
 // described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
 // reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
+// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32.
 struct ConvPlan {
-  memory::desc x_plain, w_plain, y_plain, b_plain;
+  memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
-  memory::desc x_any, w_any, y_any;
+  memory::desc x_any, w_any, y_any, dw_any;
   std::vector<dnnl::algorithm> algorithms;  // direct, and Winograd where the setting and the shape allow
   Choice<Forward> fwd;
   Choice<BackwardWeights> bwd_weights;
@@ -63,11 +65,12 @@ struct ConvPlan {
   Choice<BackwardData> bwd_data;
 };
 
-using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, ConvAlgo>;
+using Key =
+    std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, ConvAlgo>;
 
-Key key_of(const Conv2dShape& g, bool bias) {
-  return {g.n,        g.c,     g.h,     g.w,      g.k,          g.r,          g.s,  g.stride_h,
-          g.stride_w, g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias, conv_algo()};
+Key key_of(const Conv2dShape& g, bool bias, bool bf16) {
+  return {g.n,     g.c,     g.h,      g.w,          g.k,          g.r,  g.s,  g.stride_h, g.stride_w,
+          g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias, bf16, conv_algo()};
 }
 
 // Builds one candidate with `make`; a Winograd candidate oneDNN declines (dnnl_unimplemented) is skipped.
@@ -140,24 +143,27 @@ void build_candidates(const ConvPlan& p, std::vector<Impl>& out, Make&& make) {
   if (out.empty()) out.push_back(make(dnnl::algorithm::convolution_direct));
 }
 
-ConvPlan make_plan(const Conv2dShape& g, bool bias) {
+ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
   ConvPlan p;
+  const auto act = bf16 ? kBf16 : kF32;
   // Grouped: oneDNN's 5-d weights [G, K/G, C/G, R, S] (goihw), the same bytes as the engine's [K, C/G, R, S].
   const memory::dims x{g.n, g.c, g.h, g.w}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
   const memory::dims w = g.groups == 1 ? memory::dims{g.k, g.c, g.r, g.s}
                                        : memory::dims{g.groups, g.k_per_group(), g.c_per_group(), g.r, g.s};
-  p.x_plain = memory::desc(x, kF32, Tag::nchw);
-  p.w_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
-  p.y_plain = memory::desc(y, kF32, Tag::nchw);
+  p.x_plain = memory::desc(x, act, Tag::nchw);
+  p.w_plain = memory::desc(w, act, g.groups == 1 ? Tag::oihw : Tag::goihw);
+  p.dw_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
+  p.y_plain = memory::desc(y, act, Tag::nchw);
   p.b_plain = memory::desc(b, kF32, Tag::x);
-  p.x_any = memory::desc(x, kF32, Tag::any);
-  p.w_any = memory::desc(w, kF32, Tag::any);
-  p.y_any = memory::desc(y, kF32, Tag::any);
+  p.x_any = memory::desc(x, act, Tag::any);
+  p.w_any = memory::desc(w, act, Tag::any);
+  p.dw_any = memory::desc(w, kF32, Tag::any);
+  p.y_any = memory::desc(y, act, Tag::any);
   p.strides = {g.stride_h, g.stride_w};
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
   p.pad_r = {g.pad_h, g.pad_w};  // oneDNN floors the output size as PyTorch does: symmetric padding works
-  const ConvAlgo setting = conv_algo();
+  const ConvAlgo setting = bf16 ? ConvAlgo::Direct : conv_algo();  // oneDNN has no bf16 Winograd
   if (setting != ConvAlgo::Winograd || !winograd_shape(g))
     p.algorithms.push_back(dnnl::algorithm::convolution_direct);
   if (setting != ConvAlgo::Direct && winograd_shape(g) && winograd_available())
@@ -177,15 +183,15 @@ void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
   p.bwd_weights = {};
   build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
     const auto desc =
-        with_bias_grad ? dnnl::convolution_backward_weights::desc(alg, p.x_any, p.w_any, p.b_plain, p.y_any,
+        with_bias_grad ? dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.b_plain, p.y_any,
                                                                   p.strides, p.dilates, p.pad_l, p.pad_r)
-                       : dnnl::convolution_backward_weights::desc(alg, p.x_any, p.w_any, p.y_any, p.strides,
+                       : dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.y_any, p.strides,
                                                                   p.dilates, p.pad_l, p.pad_r);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
                                                                 forward_pd(p, alg, with_bias_grad));
     return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
                            Operand(p.y_plain, pd.diff_dst_desc(), true),
-                           Operand(p.w_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
+                           Operand(p.dw_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
   });
   p.bwd_weights_bias = with_bias_grad;
 }
@@ -213,11 +219,11 @@ PlanMap& plans() {
   return map;
 }
 
-ConvPlan& plan_for(const Conv2dShape& g, bool bias) {
-  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias)];
+ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16) {
+  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias, bf16)];
   if (!slot) {
     dnnl_rt::check_room_for_kernels("a convolution's forward");
-    slot = std::make_unique<ConvPlan>(make_plan(g, bias));
+    slot = std::make_unique<ConvPlan>(make_plan(g, bias, bf16));
   }
   return *slot;
 }
@@ -227,13 +233,11 @@ std::string chosen_impl(const Choice<Impl>& c) {
   return c.chosen < 0 ? std::string() : c.candidates[static_cast<std::size_t>(c.chosen)].impl;
 }
 
-}  // namespace
-
-void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
+void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const float* bias, void* y) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
   dnnl_rt::run("conv2d_forward", [&] {
-    ConvPlan& p = plan_for(g, bias != nullptr);
+    ConvPlan& p = plan_for(g, bias != nullptr, bf16);
     dnnl::stream& s = dnnl_rt::cpu_stream();
     run_choice(p.fwd, [&](Forward& f) {
       Args args{{DNNL_ARG_SRC, f.x.read(x)}, {DNNL_ARG_WEIGHTS, f.w.read(w)}, {DNNL_ARG_DST, f.y.write(y)}};
@@ -246,14 +250,14 @@ void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const 
   });
 }
 
-void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db) {
+void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx, float* dw,
+              float* db) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
   dnnl_rt::run("conv2d_backward", [&] {
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
-    ConvPlan& p = plan_for(g, db != nullptr);
+    ConvPlan& p = plan_for(g, db != nullptr, bf16);
     dnnl::stream& s = dnnl_rt::cpu_stream();
     prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
@@ -285,8 +289,37 @@ void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const
   });
 }
 
-std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction) {
-  const auto it = plans().find(key_of(g, bias));
+}  // namespace
+
+void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
+  forward(g, false, x, w, bias, y);
+}
+
+void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
+                     float* dw, float* db) {
+  backward(g, false, x, w, dy, dx, dw, db);
+}
+
+bool native_bf16() {
+  static const bool native = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return native;
+}
+
+void conv2d_forward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const float* bias,
+                         bfloat16* y) {
+  forward(g, true, x, w, bias, y);
+}
+
+void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
+                          bfloat16* dx, float* dw, float* db) {
+  backward(g, true, x, w, dy, dx, dw, db);
+}
+
+std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16) {
+  const auto it = plans().find(key_of(g, bias, bf16));
   if (it == plans().end()) return {};
   const ConvPlan& p = *it->second;
   const std::string d = direction;

@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "core/dtype.h"
 #include "kernels/cpu/conv2d.h"
 
 namespace engine::cpu_fast {
@@ -25,6 +26,17 @@ void conv2d_backward(const Conv2dShape& shape, const float* x, const float* w, c
 // What oneDNN runs for one direction ("fwd", "bwd_data", "bwd_weights") of a shape this thread has run, under
 // the current algorithm setting: its implementation name ("jit:avx512_core", "jit_wino_4x3:avx512_core"), or
 // "" before that direction's first call. For the tests and the benchmarks.
-std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* direction);
+std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* direction, bool bf16 = false);
+
+// Native bf16 (bf16 autocast, kernels/ops/autocast_bf16.h): x, w, y, dy and dx bf16, products accumulated in
+// float32 by oneDNN's bf16 kernels (vdpbf16ps), the bias added in float32 before the output's one rounding
+// (nearest even); dw and db float32 sums of the bf16 products. Direct only (oneDNN has no bf16 Winograd).
+// native_bf16(): whether the host runs them natively (avx512_bf16: oneDNN's avx512_core_bf16 or wider);
+// elsewhere oneDNN would emulate them slowly, and kernels/ops keeps the float32 emulation.
+bool native_bf16();
+void conv2d_forward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const float* bias,
+                         bfloat16* y);
+void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
+                          bfloat16* dx, float* dw, float* db);
 
 }  // namespace engine::cpu_fast
