@@ -250,8 +250,8 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
   });
 }
 
-void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx, float* dw,
-              float* db) {
+void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx,
+              float* dw, float* db) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");

@@ -73,7 +73,8 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
     const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);
     const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
     cpu_fast::conv2d_backward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
-                                   data_or_null<bfloat16>(dxb.get()), dw.data<float>(), data_or_null<float>(db));
+                                   data_or_null<bfloat16>(dxb.get()), dw.data<float>(),
+                                   data_or_null<float>(db));
     dxb.finish();
     autocast::round_in_place(ctx, dw);
     autocast::round_in_place(ctx, db);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/conv2d.h"
@@ -221,7 +222,7 @@ TEST_P(CpuFastConv2dWinograd, EachDirectionWithinTheDerivedBound) {
   expect_within(dw, dw_ref, weights_bound(g, x, dy), g.n * tiles + kTransformRoundings, "dw");
   std::vector<double> db_bound(db.size(), 0.0);
   for (std::size_t i = 0; i < dy.size(); ++i)
-    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(dy[i]);
+    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dy[i]));
   expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), "db");
 }
 
@@ -229,10 +230,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuFastConv2dWinograd,
                          ::testing::Values(testing::square_conv(2, 16, 10, 11, 32, 3, 1, 1),
                                            testing::square_conv(3, 32, 7, 9, 16, 3, 1, 1),
                                            testing::square_conv(2, 16, 13, 6, 16, 3, 1, 1)),
-                         [](const ::testing::TestParamInfo<Conv2dShape>& t) {
-                           const Conv2dShape& g = t.param;
-                           return "n" + std::to_string(g.n) + "c" + std::to_string(g.c) + "h" +
-                                  std::to_string(g.h) + "w" + std::to_string(g.w) + "k" + std::to_string(g.k);
+                         [](const ::testing::TestParamInfo<Conv2dShape>& info) {
+                           const Conv2dShape& g = info.param;
+                           return fmt::format("n{}c{}h{}w{}k{}", g.n, g.c, g.h, g.w, g.k);
                          });
 
 // auto: each direction runs one of the two, timed on the first call, and keeps it.
