@@ -190,16 +190,18 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     tensorboard_samples_pending_ = sgd_->steps() == 0;  // a new run: its first batch is drawn
   }
   if (c.is_main()) {
-    // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).
-    std::string math = device.is_cuda() || autocast_bf16(c.precision)
-                           ? fmt::format(" {}", choice_name(kPrecisionChoices, c.precision))
-                           : std::string();
-    // The CPU: the instructions oneDNN runs and the 3x3 convolutions' algorithm (--cpu-conv-algo).
-    if (!device.is_cuda())
-      math += fmt::format(" (oneDNN {}, 3x3 conv {})", cpu_fast::onednn_isa(),
-                          cpu_fast::conv_algo_name(cpu_fast::conv_algo()));
+    // The math (--precision) beside the device: on the CPU only bf16 changes it.
+    const std::string math = device.is_cuda() || autocast_bf16(c.precision)
+                                 ? fmt::format(" {}", choice_name(kPrecisionChoices, c.precision))
+                                 : std::string();
+    // The CPU: the instructions oneDNN runs and the 3x3 convolutions' algorithm (--cpu-conv-algo), last.
+    const std::string host = device.is_cuda()
+                                 ? std::string()
+                                 : fmt::format(" | oneDNN {}, 3x3 conv {}", cpu_fast::onednn_isa(),
+                                               cpu_fast::conv_algo_name(cpu_fast::conv_algo()));
     print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {}{} | seed {}", data_.description,
-                           model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_));
+                           model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_) +
+               host);
   }
 }
 

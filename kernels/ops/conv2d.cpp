@@ -18,7 +18,7 @@ void check_bf16_algorithm(const ExecutionContext& ctx) {
 }
 
 // kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA; on the CPU oneDNN's bf16 convolutions
-// where the host has avx512_bf16 (cpu_fast::native_bf16, NCHW), else the exact fp32 emulation.
+// where the host has avx512_bf16 (cpu_fast::native_bf16; NHWC transposed), else the exact fp32 emulation.
 void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Layout layout) {
   if (x.is_cuda()) {
@@ -34,12 +34,15 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
     }
     return;
   }
-  if (cpu_fast::native_bf16() && layout == Layout::NCHW) {  // oneDNN's bf16 kernels (avx512_bf16 hosts)
+  if (cpu_fast::native_bf16()) {  // oneDNN's bf16 kernels (avx512_bf16 hosts), NCHW (NHWC transposed)
     const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
-    const Tensor xb = autocast::as_bf16(ctx, x), b = autocast::rounded(ctx, bias);
+    NchwFallback nchw(ctx);
+    const Tensor xb = nchw.in(autocast::as_bf16(ctx, x)), b = autocast::rounded(ctx, bias);
     const autocast::RoundedOutput yb(ctx, y, DType::BF16);
+    const Tensor y_nchw = nchw.out(yb.get());
     cpu_fast::conv2d_forward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), data_or_null<float>(b),
-                                  yb.get().data<bfloat16>());
+                                  y_nchw.data<bfloat16>());
+    nchw.finish();
     yb.finish();
     return;
   }
@@ -68,13 +71,16 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
     }
     return;
   }
-  if (cpu_fast::native_bf16() && layout == Layout::NCHW) {
+  if (cpu_fast::native_bf16()) {
     const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
-    const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);
+    NchwFallback nchw(ctx);
+    const Tensor xb = nchw.in(autocast::as_bf16(ctx, x)), dyb = nchw.in(autocast::as_bf16(ctx, dy));
     const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
+    const Tensor dx_nchw = nchw.out(dxb.get());
     cpu_fast::conv2d_backward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
-                                   data_or_null<bfloat16>(dxb.get()), dw.data<float>(),
+                                   data_or_null<bfloat16>(dx_nchw), dw.data<float>(),
                                    data_or_null<float>(db));
+    nchw.finish();
     dxb.finish();
     autocast::round_in_place(ctx, dw);
     autocast::round_in_place(ctx, db);

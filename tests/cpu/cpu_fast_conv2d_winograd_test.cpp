@@ -230,8 +230,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuFastConv2dWinograd,
                          ::testing::Values(testing::square_conv(2, 16, 10, 11, 32, 3, 1, 1),
                                            testing::square_conv(3, 32, 7, 9, 16, 3, 1, 1),
                                            testing::square_conv(2, 16, 13, 6, 16, 3, 1, 1)),
-                         [](const ::testing::TestParamInfo<Conv2dShape>& info) {
-                           const Conv2dShape& g = info.param;
+                         [](const ::testing::TestParamInfo<Conv2dShape>& test) {
+                           const Conv2dShape& g = test.param;
                            return fmt::format("n{}c{}h{}w{}k{}", g.n, g.c, g.h, g.w, g.k);
                          });
 
