@@ -64,7 +64,7 @@ def rates(setting, load):
             return [json.loads(l)["images_per_s"] for l in f if l.strip()]
     except FileNotFoundError:
         return []
-print("| setting | quiet img/s (median, range) | 1 busy process img/s | loaded / quiet |")
+print("| setting | no added load: img/s (median, range) | + 1 busy process | with / without |")
 print("|---|---|---|---|")
 names = {"ours": "engine (passive wait, default)", "ours_spin": "engine, GOMP_SPINCOUNT=300000 (libgomp default)",
          "pytorch": "PyTorch"}
