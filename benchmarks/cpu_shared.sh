@@ -3,7 +3,8 @@
 # process (`yes > /dev/null`) beside it, measured side by side with PyTorch. Per round, for each load
 # (0, then 1 busy process): train_bench --cpu as it runs by default (OpenMP threads waiting passively,
 # kernels/cpu_fast/omp_wait.h), train_bench with libgomp's default spinning (GOMP_SPINCOUNT=300000, what it
-# ran before), and benchmarks/pytorch/train_peer.py --cpu; their order rotates between rounds. Prints per
+# ran before), and benchmarks/pytorch/train_peer.py --cpu as it runs by default and with passive waiting
+# (its bundled libgomp reads the same variable); their order rotates between rounds. Prints per
 # setting and load the median images/s over the rounds with their range, and each loaded median's share of
 # the same setting's quiet one. The goal: a busy process costs the engine about the core it takes (at least
 # half the quiet speed on 2 cores).
@@ -37,17 +38,19 @@ run() {  # setting load
             --json "$logs/tmp.json" >>"$logs/ours.log" 2>&1 && cat "$logs/tmp.json" >>"$out" ;;
     ours_spin) GOMP_SPINCOUNT=300000 OMP_NUM_THREADS=$threads "$bench" --cpu --models "$model" --batches "$batch" \
                  --warmup 3 --steps 30 --json "$logs/tmp.json" >>"$logs/ours.log" 2>&1 && cat "$logs/tmp.json" >>"$out" ;;
+    pytorch_passive) OMP_WAIT_POLICY=passive "$python" benchmarks/pytorch/train_peer.py --cpu --threads "$threads" \
+                       --models "$model" --batches "$batch" --warmup 3 --steps 30 --json "$out" >>"$logs/pytorch.log" 2>&1 ;;
     pytorch) "$python" benchmarks/pytorch/train_peer.py --cpu --threads "$threads" --models "$model" --batches "$batch" \
                --warmup 3 --steps 30 --json "$out" >>"$logs/pytorch.log" 2>&1 ;;
   esac
 }
 
-settings=(ours ours_spin pytorch)
+settings=(ours ours_spin pytorch pytorch_passive)
 for round in $(seq 1 "$rounds"); do
   for load in 0 1; do
     if (( load )); then yes >/dev/null & busy+=($!); fi
-    for i in 0 1 2; do
-      s=${settings[$(( (i + round) % 3 ))]}
+    for i in 0 1 2 3; do
+      s=${settings[$(( (i + round) % 4 ))]}
       echo "round $round, load $load: $s (loadavg $(cut -d' ' -f1 /proc/loadavg))" >&2
       run "$s" "$load"
     done
@@ -67,8 +70,8 @@ def rates(setting, load):
 print("| setting | no added load: img/s (median, range) | + 1 busy process | with / without |")
 print("|---|---|---|---|")
 names = {"ours": "engine (passive wait, default)", "ours_spin": "engine, GOMP_SPINCOUNT=300000 (libgomp default)",
-         "pytorch": "PyTorch"}
-for s in ("ours", "ours_spin", "pytorch"):
+         "pytorch": "PyTorch", "pytorch_passive": "PyTorch, OMP_WAIT_POLICY=passive"}
+for s in ("ours", "ours_spin", "pytorch", "pytorch_passive"):
     q, l = rates(s, 0), rates(s, 1)
     fmt = lambda v: f"{statistics.median(v):.0f} ({min(v):.0f}-{max(v):.0f})" if v else "-"
     share = f"{statistics.median(l) / statistics.median(q):.2f}" if q and l else "-"

@@ -5,6 +5,7 @@
 
 #include "apps/train/layout_flag.h"
 #include "apps/train/precision.h"
+#include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_algo.h"
 #include "kernels/cpu_fast/host_probe.h"
 
@@ -43,7 +44,9 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
   nlohmann::json out = {
       {"impl", "engine"},
       {"setting", c.cpu || c.smoke
-                      ? std::string(apps::autocast_bf16(c.precision) ? "cpu bf16 (emulated)" : "cpu fp32") +
+                      ? std::string(!apps::autocast_bf16(c.precision) ? "cpu fp32"
+                                    : cpu_fast::native_bf16()         ? "cpu bf16 (oneDNN bf16 convolutions)"
+                                                                      : "cpu bf16 (emulated)") +
                             " conv " + cpu_fast::conv_algo_name(cpu_fast::conv_algo())
                       : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
       {"layout", apps::choice_name(apps::kLayoutChoices, c.layout)},
