@@ -92,7 +92,7 @@ Mat<S, S> abs_window(const float* plane, int h, int w, int row0, int col0) {
   for (std::size_t i = 0; i < S; ++i)
     for (std::size_t j = 0; j < S; ++j) {
       const int r = row0 + static_cast<int>(i), c = col0 + static_cast<int>(j);
-      if (r >= 0 && r < h && c >= 0 && c < w) m[i][j] = std::fabs(plane[r * w + c]);
+      if (r >= 0 && r < h && c >= 0 && c < w) m[i][j] = std::fabs(static_cast<double>(plane[r * w + c]));
     }
   return m;
 }
