@@ -36,6 +36,7 @@
 #include "apps/train/trainer.h"
 #include "apps/train_flags.h"
 #include "core/error.h"
+#include "kernels/cpu_fast/omp_wait.h"
 
 namespace {
 
@@ -49,6 +50,7 @@ int launch(int argc, char** argv, const engine::dist::LaunchOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  engine::cpu_fast::prefer_passive_omp_wait(argv);  // kernels/cpu_fast/omp_wait.h: before any thread starts
   engine::apps::TrainConfig config;
   engine::apps::DdpConfig ddp;
   CLI::App app{"cnn_train: train a CNN of the model zoo (GPU when present, else CPU)"};

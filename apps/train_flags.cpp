@@ -210,6 +210,7 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "why (gloo, --sync-bn, --accumulate > 1, --ema-every, --param-group epochs=N); on: an error "
       "where impossible; off: eager steps");
   add_choice_option(app, "--layout", c.layout, kLayoutChoices, kLayoutHelp);
+  add_choice_option(app, "--cpu-conv-algo", c.cpu_conv_algo, kCpuConvAlgoChoices, kCpuConvAlgoHelp);
   app.add_flag("--deterministic", c.deterministic,
                "bitwise repeatable runs (CUDA: deterministic cuDNN algorithms, no benchmark search)");
 }

@@ -8,7 +8,10 @@
 # Environment: BUILD_DIR (default build), PYTHON (a python with torch; default the python of PyTorch's venv that
 # scripts/install-python-deps.sh makes, scripts/python-env.sh, else python3), ROUNDS (default 2),
 # THREADS (default 2), MODELS (default "mnist_cnn cnn3 vgg6 resnet18"), BATCH (default 64), LOGS (default
-# $BUILD_DIR/cpu-peer). PyTorch is not a dependency of the engine: scripts/install-python-deps.sh installs it
+# $BUILD_DIR/cpu-peer), CONV_ALGO (the engine's --cpu-conv-algo, default auto), PRECISION (fp32, or bf16: the
+# engine's --precision bf16 against torch.autocast('cpu', dtype=torch.bfloat16)). The table gives the medians
+# over the rounds with their range, the host's oneDNN ISA and FMA peak (kernels/cpu_fast/host_probe.h) in its
+# heading, and the engine's model FLOPs per second as a share of that peak. PyTorch is not a dependency of the engine: scripts/install-python-deps.sh installs it
 # for the tests and this comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +22,10 @@ if [ -z "${PYTHON:-}" ] && [ -x "$ENGINE_TORCH_VENV/bin/python" ]; then python=$
 rounds=${ROUNDS:-2}
 threads=${THREADS:-2}
 models=${MODELS:-mnist_cnn cnn3 vgg6 resnet18}
+conv_algo=${CONV_ALGO:-auto}
+precision=${PRECISION:-fp32}
+case $precision in fp32) peer_setting=tutorial ;; bf16) peer_setting=bf16 ;;
+  *) echo "cpu_peer.sh: PRECISION '$precision': fp32 or bf16" >&2; exit 2 ;; esac
 batch=${BATCH:-64}
 logs=${LOGS:-$build/cpu-peer}
 bench=$build/benchmarks/train_bench
@@ -40,11 +47,13 @@ steps_of() {
 
 ours() {  # model warmup steps round
   OMP_NUM_THREADS=$threads "$bench" --cpu --models "$1" --batches "$batch" --warmup "$2" --steps "$3" \
+    --cpu-conv-algo "$conv_algo" --precision "$precision" \
     --json "$logs/ours.tmp" >>"$logs/ours.log" 2>&1  # train_bench's --json rewrites its file
   cat "$logs/ours.tmp" >>"$logs/ours.r$4.jsonl"
 }
 theirs() {
-  "$python" benchmarks/pytorch/train_peer.py --cpu --threads "$threads" --models "$1" --batches "$batch" \
+  "$python" benchmarks/pytorch/train_peer.py --cpu --setting "$peer_setting" --threads "$threads" \
+    --models "$1" --batches "$batch" \
     --warmup "$2" --steps "$3" --json "$logs/pytorch.r$4.jsonl" >>"$logs/pytorch.log" 2>&1
 }
 
@@ -57,23 +66,32 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-"$python" - "$logs" "$rounds" <<'EOF'
-import json, sys
-logs, rounds = sys.argv[1], int(sys.argv[2])
+"$python" - "$logs" "$rounds" "$precision" "$conv_algo" <<'EOF'
+import json, statistics, sys
+logs, rounds, precision, algo = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def read(path):
     try:
         with open(path) as f:
             return {r["model"]: r for r in map(json.loads, filter(str.strip, f))}
     except FileNotFoundError:
         return {}
-print("| model | round | ours img/s | PyTorch img/s | ours / PyTorch |")
+ours = [read(f"{logs}/ours.r{r}.jsonl") for r in range(1, rounds + 1)]
+theirs = [read(f"{logs}/pytorch.r{r}.jsonl") for r in range(1, rounds + 1)]
+host = next((r for o in ours for r in o.values()), {})
+peak = host.get("peak_bf16_gflops" if precision == "bf16" else "peak_fp32_gflops", 0) or 0
+print(f"{precision}, engine 3x3 convolutions {algo}; oneDNN {host.get('isa', '?')}, measured peak "
+      f"{precision} {peak:.0f} GFLOP/s ({host.get('peak_fp32_gflops_one_thread', 0):.0f} fp32 on one thread)")
+print("| model | ours img/s (median, range) | PyTorch img/s | ours / PyTorch (median, range) | ours' model FLOP/s share of peak |")
 print("|---|---|---|---|---|")
-for r in range(1, rounds + 1):
-    ours, theirs = read(f"{logs}/ours.r{r}.jsonl"), read(f"{logs}/pytorch.r{r}.jsonl")
-    for model in dict.fromkeys(list(ours) + list(theirs)):
-        a, b = ours.get(model), theirs.get(model)
-        fa = f"{a['images_per_s']:.0f}" if a else "-"
-        fb = f"{b['images_per_s']:.0f}" if b else "-"
-        ratio = f"{a['images_per_s'] / b['images_per_s']:.2f}" if a and b else "-"
-        print(f"| {model} | {r} | {fa} | {fb} | {ratio} |")
+models = dict.fromkeys(m for o in ours + theirs for m in o)
+def med(v):
+    return f"{statistics.median(v):.0f} ({min(v):.0f}-{max(v):.0f})" if v else "-"
+for m in models:
+    a = [o[m]["images_per_s"] for o in ours if m in o]
+    b = [t[m]["images_per_s"] for t in theirs if m in t]
+    ratios = [o[m]["images_per_s"] / t[m]["images_per_s"] for o, t in zip(ours, theirs) if m in o and m in t]
+    rr = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else "-"
+    flops = [o[m]["model_tflop_s"] * 1e3 for o in ours if m in o]
+    share = f"{statistics.median(flops) / peak:.0%}" if flops and peak else "-"
+    print(f"| {m} | {med(a)} | {med(b)} | {rr} | {share} |")
 EOF

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/cpu_conv_algo_flag.h"
 #include "apps/train/cuda_graph_policy.h"
 #include "apps/train/flag_choice.h"
 #include "apps/train/layout_flag.h"
@@ -119,6 +120,7 @@ struct TrainConfig {
   Precision precision = Precision::Tf32;
   CudaGraphMode cuda_graph = CudaGraphMode::Auto;  // --cuda-graph (apps/train/cuda_graph_policy.h)
   Layout layout = Layout::NCHW;                    // --layout
+  cpu_fast::ConvAlgo cpu_conv_algo = cpu_fast::ConvAlgo::Direct;  // --cpu-conv-algo
 
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;

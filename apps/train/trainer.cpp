@@ -14,6 +14,8 @@
 #include "apps/train/training_plot.h"
 #include "apps/train/whiten_init.h"
 #include "core/error.h"
+#include "kernels/cpu_fast/conv2d_algo.h"
+#include "kernels/cpu_fast/host_probe.h"
 #include "layers/models.h"
 #include "optim/param_groups.h"
 
@@ -41,6 +43,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
                                           rank_dropout_seed(c.seed, c.rank));
   device_->set_layout(c.layout);
+  if (!device_->is_cuda()) cpu_fast::set_conv_algo(effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
   if (!c.plot.empty()) {
     ENGINE_CHECK(!find_gnuplot().empty(), "--plot {}: gnuplot is not installed (Debian package gnuplot-nox)",
@@ -191,12 +194,18 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     tensorboard_samples_pending_ = sgd_->steps() == 0;  // a new run: its first batch is drawn
   }
   if (c.is_main()) {
-    // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).
+    // The math (--precision) beside the device: on the CPU only bf16 changes it.
     const std::string math = device.is_cuda() || autocast_bf16(c.precision)
                                  ? fmt::format(" {}", choice_name(kPrecisionChoices, c.precision))
                                  : std::string();
+    // The CPU: the instructions oneDNN runs and the 3x3 convolutions' algorithm (--cpu-conv-algo), last.
+    const std::string host = device.is_cuda()
+                                 ? std::string()
+                                 : fmt::format(" | oneDNN {}, 3x3 conv {}", cpu_fast::onednn_isa(),
+                                               cpu_fast::conv_algo_name(cpu_fast::conv_algo()));
     print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {}{} | seed {}", data_.description,
-                           model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_));
+                           model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_) +
+               host);
   }
 }
 

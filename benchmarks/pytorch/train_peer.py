@@ -83,7 +83,8 @@ def import_torch():
 
 
 def run_cpu_case(torch, args, name, batch, images, labels, data_desc):
-    """Eager float32 on the CPU: the peer of train_bench --cpu (same recipe, host clock)."""
+    """Eager float32 on the CPU (bf16 autocast with --setting bf16): the peer of train_bench --cpu (same recipe,
+    host clock)."""
     torch.manual_seed(0)
     model = build_model(torch, name)
     criterion = torch.nn.CrossEntropyLoss()
@@ -100,9 +101,12 @@ def run_cpu_case(torch, args, name, batch, images, labels, data_desc):
                 idx = perm[s * batch:(s + 1) * batch]
                 yield gpu_augment(torch, images, idx, mean, std, channels_last=False), labels[idx]
 
+    bf16 = args.setting in ("bf16", "best")  # torch.autocast on the CPU: the peer of --precision bf16
+
     def step(x, y):
         optimizer.zero_grad(set_to_none=True)
-        loss = criterion(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
         return loss
@@ -121,7 +125,7 @@ def run_cpu_case(torch, args, name, batch, images, labels, data_desc):
     seconds = time.perf_counter() - start
     return {
         "impl": "pytorch",
-        "setting": "cpu fp32 eager",
+        "setting": "cpu bf16 autocast eager" if bf16 else "cpu fp32 eager",
         "model": name,
         "batch": batch,
         "device": "cpu",

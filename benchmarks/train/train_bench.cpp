@@ -46,6 +46,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/choice_option.h"
+#include "apps/train/cpu_conv_algo_flag.h"
 #include "apps/train/layout_flag.h"
 #include "apps/train/precision.h"
 #include "benchmarks/common/layer_costs.h"
@@ -55,6 +56,8 @@
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "kernels/cpu_fast/host_probe.h"
+#include "kernels/cpu_fast/omp_wait.h"
 #include "layers/models.h"
 
 #if ENGINE_HAVE_CUDA
@@ -71,6 +74,7 @@ using namespace engine::bench::train;
 }  // namespace
 
 int main(int argc, char** argv) {
+  cpu_fast::prefer_passive_omp_wait(argv);  // as cnn_train: the threads of what is timed wait the same way
   CLI::App app{"End-to-end training throughput (images/s) of the engine"};
   Config c;
   bool costs = false;
@@ -85,6 +89,8 @@ int main(int argc, char** argv) {
       "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear), fp32 (no TF32) or "
       "bf16 (autocast at Conv2d and Linear; on the CPU, with --cpu, an exact emulation in float32)");
   apps::add_choice_option(app, "--layout", c.layout, apps::kLayoutChoices, apps::kLayoutHelp);
+  apps::add_choice_option(app, "--cpu-conv-algo", c.cpu_conv_algo, apps::kCpuConvAlgoChoices,
+                          apps::kCpuConvAlgoHelp);
   app.add_flag("--implicit-gemm-conv", c.implicit_gemm_conv,
                "the implicit-GEMM convolution (kernels/cuda/conv2d_implicit_gemm.cu) instead of cuDNN");
   app.add_flag(
@@ -134,14 +140,18 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (c.cpu) {
+      cpu_fast::set_conv_algo(apps::effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
       const char* threads = std::getenv("OMP_NUM_THREADS");
       std::string source;
       const data::Dataset cifar = cifar_or_random(source);
       const data::Dataset mnist = engine::bench::random_dataset(6400, 1, 28, 28);
+      const char* wait = std::getenv("OMP_WAIT_POLICY");
       std::printf(
-          "train_bench on the CPU (OMP_NUM_THREADS=%s): data %s (mnist_cnn: random 1x28x28); %d "
-          "warm-up steps, then %s\n",
-          threads != nullptr ? threads : "unset", source.c_str(), c.warmup,
+          "train_bench on the CPU (OMP_NUM_THREADS=%s, OMP_WAIT_POLICY=%s; %s; 3x3 convolutions %s): data %s "
+          "(mnist_cnn: random 1x28x28); %d warm-up steps, then %s\n",
+          threads != nullptr ? threads : "unset", wait != nullptr ? wait : "unset",
+          cpu_fast::host_probe_line(cpu_fast::host_probe()).c_str(),
+          cpu_fast::conv_algo_name(cpu_fast::conv_algo()), source.c_str(), c.warmup,
           c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
       for (const std::string& m : c.models) {
         for (std::int64_t b : c.batches) {

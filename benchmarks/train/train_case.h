@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/layout.h"
 #include "data/dataset.h"
+#include "kernels/cpu_fast/conv2d_algo.h"
 
 namespace engine::bench::train {
 
@@ -26,6 +27,7 @@ struct Config {
   apps::Precision precision = apps::Precision::Tf32;  // cnn_train's default
   Layout layout = Layout::NCHW;                       // cnn_train's default
   bool implicit_gemm_conv = false;
+  cpu_fast::ConvAlgo cpu_conv_algo = cpu_fast::ConvAlgo::Direct;  // cnn_train's default
   bool deterministic = false;
   std::string json_path;
   bool smoke = false;

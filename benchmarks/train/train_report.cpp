@@ -5,6 +5,9 @@
 
 #include "apps/train/layout_flag.h"
 #include "apps/train/precision.h"
+#include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_algo.h"
+#include "kernels/cpu_fast/host_probe.h"
 
 namespace engine::bench::train {
 
@@ -38,30 +41,42 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
   if (r.cuda_graph) phases = {{"graph_replay", r.replay_ms}};
   const std::string conv =
       c.implicit_gemm_conv ? " implicit-gemm conv" : (c.deterministic ? " cudnn deterministic" : " cudnn");
-  return {{"impl", "engine"},
-          {"setting", c.cpu || c.smoke
-                          ? std::string(apps::autocast_bf16(c.precision) ? "cpu bf16 (emulated)" : "cpu fp32")
-                          : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
-          {"layout", apps::choice_name(apps::kLayoutChoices, c.layout)},
-          {"model", r.model},
-          {"batch", r.batch},
-          {"device", device},
-          {"data", data},
-          {"steps", r.steps},
-          {"images_per_s", r.images_per_s},
-          {"epoch_s", r.epoch_s},
-          {"epoch_measured", r.epoch_measured},
-          {"step_ms", r.step_ms},
-          {"peak_mem_bytes", r.peak_bytes},
-          {"breakdown_ms", phases},
-          {"allreduce_note", "one process: no all-reduce"},
-          {"model_tflop_s", r.model_tflop_s},
-          {"final_loss", r.final_loss},
-          {"host_ms_per_step", r.host_ms},
-          {"kernels_per_step",
-           r.kernels_per_step >= 0 ? nlohmann::json(r.kernels_per_step) : nlohmann::json(nullptr)},
-          {"kernels_note", r.kernels_note},
-          {"cuda_graph", r.cuda_graph}};
+  nlohmann::json out = {
+      {"impl", "engine"},
+      {"setting", c.cpu || c.smoke
+                      ? std::string(!apps::autocast_bf16(c.precision) ? "cpu fp32"
+                                    : cpu_fast::native_bf16()         ? "cpu bf16 (oneDNN bf16 convolutions)"
+                                                                      : "cpu bf16 (emulated)") +
+                            " conv " + cpu_fast::conv_algo_name(cpu_fast::conv_algo())
+                      : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
+      {"layout", apps::choice_name(apps::kLayoutChoices, c.layout)},
+      {"model", r.model},
+      {"batch", r.batch},
+      {"device", device},
+      {"data", data},
+      {"steps", r.steps},
+      {"images_per_s", r.images_per_s},
+      {"epoch_s", r.epoch_s},
+      {"epoch_measured", r.epoch_measured},
+      {"step_ms", r.step_ms},
+      {"peak_mem_bytes", r.peak_bytes},
+      {"breakdown_ms", phases},
+      {"allreduce_note", "one process: no all-reduce"},
+      {"model_tflop_s", r.model_tflop_s},
+      {"final_loss", r.final_loss},
+      {"host_ms_per_step", r.host_ms},
+      {"kernels_per_step",
+       r.kernels_per_step >= 0 ? nlohmann::json(r.kernels_per_step) : nlohmann::json(nullptr)},
+      {"kernels_note", r.kernels_note},
+      {"cuda_graph", r.cuda_graph}};
+  if (c.cpu || c.smoke) {  // the host the CPU figures come from (kernels/cpu_fast/host_probe.h)
+    const cpu_fast::HostProbe& h = cpu_fast::host_probe();
+    out["isa"] = h.isa;
+    out["peak_fp32_gflops"] = h.fp32_gflops;
+    out["peak_fp32_gflops_one_thread"] = h.fp32_gflops_1;
+    out["peak_bf16_gflops"] = h.bf16_gflops;
+  }
+  return out;
 }
 
 }  // namespace engine::bench::train

@@ -1,13 +1,16 @@
 #include "kernels/cpu_fast/conv2d.h"
 
-#include <cstdint>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu_fast/conv2d_algo.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
 
 namespace engine::cpu_fast {
@@ -16,166 +19,314 @@ namespace {
 using dnnl::memory;
 using dnnl_rt::Operand;
 using Tag = memory::format_tag;
+using Args = std::unordered_map<int, memory>;
 constexpr auto kF32 = memory::data_type::f32;
-constexpr auto kDirect = dnnl::algorithm::convolution_direct;
+constexpr auto kBf16 = memory::data_type::bf16;
 
-// The primitives of one convolution shape, built on its first call and reused by every later one: the
-// forward, and (on the first backward) the backward-data and backward-weights, each with its operands'
-// reorders. Activations and weights are described as `any`, so oneDNN picks its blocked layouts (nChw8c on
-// AVX2); the reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
-struct ConvPlan {
-  memory::desc x_plain, w_plain, y_plain, b_plain;
-  memory::dims strides, dilates, pad_l, pad_r;
-  memory::desc x_any, w_any, y_any;
-  bool bias;
-
-  dnnl::convolution_forward::primitive_desc fwd_pd;
-  dnnl::convolution_forward fwd;
-  Operand fwd_x, fwd_w, fwd_y;
-
-  bool backward_ready = false;
-  std::optional<dnnl::convolution_backward_data> bwd_data;  // built when a dx is first asked for
-  Operand bd_dy, bd_w, bd_dx;
-  dnnl::convolution_backward_weights bwd_weights;
-  Operand bw_x, bw_dy, bw_dw;
-  bool bwd_weights_bias = false;
+// One direction of one shape under one algorithm: the primitive, its operands' reorders (each algorithm has
+// its own blocked layouts: Winograd's weights are transformed tiles) and oneDNN's name for what runs.
+struct Forward {
+  dnnl::convolution_forward prim;
+  Operand x, w, y;
+  std::string impl;
+};
+struct BackwardData {
+  dnnl::convolution_backward_data prim;
+  Operand dy, w, dx;
+  std::string impl;
+};
+struct BackwardWeights {
+  dnnl::convolution_backward_weights prim;
+  Operand x, dy, dw;
+  std::string impl;
 };
 
-using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool>;
+// The candidates of one direction (direct first, then Winograd where it applies and oneDNN builds it) and
+// the one chosen: the only candidate, or under ConvAlgo::Auto the fastest on the first call (pick_fastest).
+template <typename Impl>
+struct Choice {
+  std::vector<Impl> candidates;
+  int chosen = -1;
+};
 
-Key key_of(const Conv2dShape& g, bool bias) {
-  return {g.n,        g.c,     g.h,     g.w,      g.k,          g.r,          g.s, g.stride_h,
-          g.stride_w, g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias};
+// The primitives of one convolution shape, built on its first call and reused by every later one: the
+// forward, and (on the first backward) the backward-weights and backward-data. Activations and weights are
+// described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
+// reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
+// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32.
+struct ConvPlan {
+  memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
+  memory::dims strides, dilates, pad_l, pad_r;
+  memory::desc x_any, w_any, y_any, dw_any;
+  std::vector<dnnl::algorithm> algorithms;  // direct, and Winograd where the setting and the shape allow
+  Choice<Forward> fwd;
+  Choice<BackwardWeights> bwd_weights;
+  bool bwd_weights_bias = false;
+  Choice<BackwardData> bwd_data;
+};
+
+using Key =
+    std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, ConvAlgo>;
+
+Key key_of(const Conv2dShape& g, bool bias, bool bf16) {
+  return {g.n,     g.c,     g.h,      g.w,          g.k,          g.r,  g.s,  g.stride_h, g.stride_w,
+          g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias, bf16, conv_algo()};
 }
 
-ConvPlan make_plan(const Conv2dShape& g, bool bias) {
+// Builds one candidate with `make`; a Winograd candidate oneDNN declines (dnnl_unimplemented) is skipped.
+template <typename Impl, typename Make>
+void add_candidate(std::vector<Impl>& out, dnnl::algorithm a, Make&& make) {
+  if (a == dnnl::algorithm::convolution_direct) {
+    out.push_back(make(a));
+    return;
+  }
+  try {
+    out.push_back(make(a));
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+  }
+}
+
+// Runs each candidate (run(i) executes it, its reorders included, and waits), alternating their order over
+// three rounds, the first untimed (it touches the buffers); the fastest round of each decides. The chosen
+// candidate runs last, so the outputs are its own.
+template <typename Run>
+int pick_fastest(int n, Run&& run) {
+  if (n == 1) {
+    run(0);
+    return 0;
+  }
+  std::vector<double> best(static_cast<std::size_t>(n), 1e30);
+  int last = -1;
+  for (int round = 0; round < 3; ++round) {
+    for (int j = 0; j < n; ++j) {
+      const int i = round % 2 == 0 ? j : n - 1 - j;
+      const auto t0 = std::chrono::steady_clock::now();
+      run(i);
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (round > 0 && t < best[static_cast<std::size_t>(i)]) best[static_cast<std::size_t>(i)] = t;
+      last = i;
+    }
+  }
+  int chosen = 0;
+  for (int i = 1; i < n; ++i)
+    if (best[static_cast<std::size_t>(i)] < best[static_cast<std::size_t>(chosen)]) chosen = i;
+  if (chosen != last) run(chosen);
+  return chosen;
+}
+
+// Runs the direction: its first call picks the candidate (timing them when there are several).
+template <typename Impl, typename Run>
+void run_choice(Choice<Impl>& c, Run&& run) {
+  if (c.chosen >= 0) {
+    run(c.candidates[static_cast<std::size_t>(c.chosen)]);
+    return;
+  }
+  c.chosen = pick_fastest(static_cast<int>(c.candidates.size()),
+                          [&](int i) { run(c.candidates[static_cast<std::size_t>(i)]); });
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias) {
+  const auto desc =
+      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
+                                             p.b_plain, p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r)
+           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
+                                             p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r);
+  return {desc, dnnl_rt::cpu_engine()};
+}
+
+// Builds a direction's candidates, one per algorithm the plan allows; when oneDNN declines all of them
+// (--cpu-conv-algo winograd on a shape its Winograd does not take), the direct one.
+template <typename Impl, typename Make>
+void build_candidates(const ConvPlan& p, std::vector<Impl>& out, Make&& make) {
+  for (const dnnl::algorithm a : p.algorithms) add_candidate(out, a, make);
+  if (out.empty()) out.push_back(make(dnnl::algorithm::convolution_direct));
+}
+
+ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
   ConvPlan p;
+  const auto act = bf16 ? kBf16 : kF32;
   // Grouped: oneDNN's 5-d weights [G, K/G, C/G, R, S] (goihw), the same bytes as the engine's [K, C/G, R, S].
   const memory::dims x{g.n, g.c, g.h, g.w}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
   const memory::dims w = g.groups == 1 ? memory::dims{g.k, g.c, g.r, g.s}
                                        : memory::dims{g.groups, g.k_per_group(), g.c_per_group(), g.r, g.s};
-  p.x_plain = memory::desc(x, kF32, Tag::nchw);
-  p.w_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
-  p.y_plain = memory::desc(y, kF32, Tag::nchw);
+  p.x_plain = memory::desc(x, act, Tag::nchw);
+  p.w_plain = memory::desc(w, act, g.groups == 1 ? Tag::oihw : Tag::goihw);
+  p.dw_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
+  p.y_plain = memory::desc(y, act, Tag::nchw);
   p.b_plain = memory::desc(b, kF32, Tag::x);
-  p.x_any = memory::desc(x, kF32, Tag::any);
-  p.w_any = memory::desc(w, kF32, Tag::any);
-  p.y_any = memory::desc(y, kF32, Tag::any);
+  p.x_any = memory::desc(x, act, Tag::any);
+  p.w_any = memory::desc(w, act, Tag::any);
+  p.dw_any = memory::desc(w, kF32, Tag::any);
+  p.y_any = memory::desc(y, act, Tag::any);
   p.strides = {g.stride_h, g.stride_w};
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
   p.pad_r = {g.pad_h, g.pad_w};  // oneDNN floors the output size as PyTorch does: symmetric padding works
-  p.bias = bias;
-  auto& eng = dnnl_rt::cpu_engine();
-  const auto desc =
-      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kDirect, p.x_any, p.w_any,
-                                             p.b_plain, p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r)
-           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kDirect, p.x_any, p.w_any,
-                                             p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r);
-  p.fwd_pd = dnnl::convolution_forward::primitive_desc(desc, eng);
-  p.fwd = dnnl::convolution_forward(p.fwd_pd);
-  p.fwd_x = Operand(p.x_plain, p.fwd_pd.src_desc(), true);
-  p.fwd_w = Operand(p.w_plain, p.fwd_pd.weights_desc(), true);
-  p.fwd_y = Operand(p.y_plain, p.fwd_pd.dst_desc(), false);
+  const ConvAlgo setting = bf16 ? ConvAlgo::Direct : conv_algo();  // oneDNN has no bf16 Winograd
+  if (setting != ConvAlgo::Winograd || !winograd_shape(g))
+    p.algorithms.push_back(dnnl::algorithm::convolution_direct);
+  if (setting != ConvAlgo::Direct && winograd_shape(g) && winograd_available())
+    p.algorithms.push_back(dnnl::algorithm::convolution_winograd);
+  build_candidates(p, p.fwd.candidates, [&](dnnl::algorithm alg) {
+    const auto pd = forward_pd(p, alg, bias);
+    return Forward{dnnl::convolution_forward(pd), Operand(p.x_plain, pd.src_desc(), true),
+                   Operand(p.w_plain, pd.weights_desc(), true), Operand(p.y_plain, pd.dst_desc(), false),
+                   pd.impl_info_str()};
+  });
   return p;
 }
 
-void prepare_backward(ConvPlan& p, bool with_bias_grad) {
-  auto& eng = dnnl_rt::cpu_engine();
-  if (!p.backward_ready || p.bwd_weights_bias != with_bias_grad) {
-    dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
+void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
+  if (!p.bwd_weights.candidates.empty() && p.bwd_weights_bias == with_bias_grad) return;
+  dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
+  p.bwd_weights = {};
+  build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
     const auto desc =
-        with_bias_grad
-            ? dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.b_plain, p.y_any,
-                                                       p.strides, p.dilates, p.pad_l, p.pad_r)
-            : dnnl::convolution_backward_weights::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides,
-                                                       p.dilates, p.pad_l, p.pad_r);
-    const dnnl::convolution_backward_weights::primitive_desc pd(desc, eng, p.fwd_pd);
-    p.bwd_weights = dnnl::convolution_backward_weights(pd);
-    p.bw_x = Operand(p.x_plain, pd.src_desc(), true);
-    p.bw_dy = Operand(p.y_plain, pd.diff_dst_desc(), true);
-    p.bw_dw = Operand(p.w_plain, pd.diff_weights_desc(), false);
-    p.bwd_weights_bias = with_bias_grad;
-    p.backward_ready = true;
-  }
+        with_bias_grad ? dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.b_plain, p.y_any,
+                                                                  p.strides, p.dilates, p.pad_l, p.pad_r)
+                       : dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.y_any, p.strides,
+                                                                  p.dilates, p.pad_l, p.pad_r);
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
+                                                                forward_pd(p, alg, with_bias_grad));
+    return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
+                           Operand(p.y_plain, pd.diff_dst_desc(), true),
+                           Operand(p.dw_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
+  });
+  p.bwd_weights_bias = with_bias_grad;
 }
 
 void prepare_backward_data(ConvPlan& p) {
-  if (p.bwd_data) return;
+  if (!p.bwd_data.candidates.empty()) return;
   dnnl_rt::check_room_for_kernels("a convolution's backward-data");
-  const auto desc = dnnl::convolution_backward_data::desc(kDirect, p.x_any, p.w_any, p.y_any, p.strides,
-                                                          p.dilates, p.pad_l, p.pad_r);
-  const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_rt::cpu_engine(), p.fwd_pd);
-  p.bwd_data = dnnl::convolution_backward_data(pd);
-  p.bd_dy = Operand(p.y_plain, pd.diff_dst_desc(), true);
-  p.bd_w = Operand(p.w_plain, pd.weights_desc(), true);
-  p.bd_dx = Operand(p.x_plain, pd.diff_src_desc(), false);
+  build_candidates(p, p.bwd_data.candidates, [&](dnnl::algorithm alg) {
+    const dnnl::convolution_backward_data::desc desc(alg, p.x_any, p.w_any, p.y_any, p.strides, p.dilates,
+                                                     p.pad_l, p.pad_r);
+    const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
+                                                             forward_pd(p, alg, false));
+    return BackwardData{dnnl::convolution_backward_data(pd), Operand(p.y_plain, pd.diff_dst_desc(), true),
+                        Operand(p.w_plain, pd.weights_desc(), true),
+                        Operand(p.x_plain, pd.diff_src_desc(), false), pd.impl_info_str()};
+  });
 }
 
-// The plans of this thread, by shape (a model has a handful of shapes; each plan holds its blocked buffers).
-ConvPlan& plan_for(const Conv2dShape& g, bool bias) {
-  thread_local std::map<Key, std::unique_ptr<ConvPlan>> plans;
-  std::unique_ptr<ConvPlan>& slot = plans[key_of(g, bias)];
+using PlanMap = std::map<Key, std::unique_ptr<ConvPlan>>;
+
+// The plans of this thread, by shape and algorithm setting (a model has a handful of shapes; each plan holds
+// its blocked buffers).
+PlanMap& plans() {
+  thread_local PlanMap map;
+  return map;
+}
+
+ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16) {
+  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias, bf16)];
   if (!slot) {
     dnnl_rt::check_room_for_kernels("a convolution's forward");
-    slot = std::make_unique<ConvPlan>(make_plan(g, bias));
+    slot = std::make_unique<ConvPlan>(make_plan(g, bias, bf16));
   }
   return *slot;
 }
 
-}  // namespace
+template <typename Impl>
+std::string chosen_impl(const Choice<Impl>& c) {
+  return c.chosen < 0 ? std::string() : c.candidates[static_cast<std::size_t>(c.chosen)].impl;
+}
 
-void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
+void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const float* bias, void* y) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
   dnnl_rt::run("conv2d_forward", [&] {
-    ConvPlan& p = plan_for(g, bias != nullptr);
+    ConvPlan& p = plan_for(g, bias != nullptr, bf16);
     dnnl::stream& s = dnnl_rt::cpu_stream();
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.fwd_x.read(x)},
-                                         {DNNL_ARG_WEIGHTS, p.fwd_w.read(w)},
-                                         {DNNL_ARG_DST, p.fwd_y.write(y)}};
-    memory b;
-    if (bias != nullptr) {
-      b = memory(p.b_plain, dnnl_rt::cpu_engine(), const_cast<float*>(bias));
-      args.emplace(DNNL_ARG_BIAS, b);
-    }
-    p.fwd.execute(s, args);
-    p.fwd_y.finish();
-    s.wait();
+    run_choice(p.fwd, [&](Forward& f) {
+      Args args{{DNNL_ARG_SRC, f.x.read(x)}, {DNNL_ARG_WEIGHTS, f.w.read(w)}, {DNNL_ARG_DST, f.y.write(y)}};
+      if (bias != nullptr)
+        args.emplace(DNNL_ARG_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), const_cast<float*>(bias)));
+      f.prim.execute(s, args);
+      f.y.finish();
+      s.wait();
+    });
   });
 }
 
-void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db) {
+void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx,
+              float* dw, float* db) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
   dnnl_rt::run("conv2d_backward", [&] {
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
-    ConvPlan& p = plan_for(g, db != nullptr);
+    ConvPlan& p = plan_for(g, db != nullptr, bf16);
     dnnl::stream& s = dnnl_rt::cpu_stream();
-    prepare_backward(p, db != nullptr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.bw_x.read(x)},
-                                         {DNNL_ARG_DIFF_DST, p.bw_dy.read(dy)},
-                                         {DNNL_ARG_DIFF_WEIGHTS, p.bw_dw.write(dw)}};
-    memory b;
-    if (db != nullptr) {
-      b = memory(p.b_plain, dnnl_rt::cpu_engine(), db);
-      args.emplace(DNNL_ARG_DIFF_BIAS, b);
-    }
-    p.bwd_weights.execute(s, args);
-    p.bw_dw.finish();
+    prepare_backward_weights(p, db != nullptr);
+    const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
+    const Operand* dy_operand = nullptr;
+    run_choice(p.bwd_weights, [&](BackwardWeights& b) {
+      memory& dy_blocked = b.dy.read(dy);
+      Args args{{DNNL_ARG_SRC, b.x.read(x)},
+                {DNNL_ARG_DIFF_DST, dy_blocked},
+                {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
+      if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
+      b.prim.execute(s, args);
+      b.dw.finish();
+      s.wait();
+      dy_read = &dy_blocked;
+      dy_operand = &b.dy;
+    });
     if (dx != nullptr) {
       prepare_backward_data(p);
-      // Both backward passes read dy in the same blocked layout (nChw8c): the one reorder above serves both.
-      const bool same_dy = p.bd_dy.wanted() == p.bw_dy.wanted();
-      p.bwd_data->execute(s, {{DNNL_ARG_DIFF_DST, same_dy ? args.at(DNNL_ARG_DIFF_DST) : p.bd_dy.read(dy)},
-                              {DNNL_ARG_WEIGHTS, p.bd_w.read(w)},
-                              {DNNL_ARG_DIFF_SRC, p.bd_dx.write(dx)}});
-      p.bd_dx.finish();
+      run_choice(p.bwd_data, [&](BackwardData& d) {
+        // Both backward passes mostly read dy in the same blocked layout: the one reorder above serves both.
+        const bool same_dy = dy_operand != nullptr && d.dy.wanted() == dy_operand->wanted();
+        d.prim.execute(s, {{DNNL_ARG_DIFF_DST, same_dy ? *dy_read : d.dy.read(dy)},
+                           {DNNL_ARG_WEIGHTS, d.w.read(w)},
+                           {DNNL_ARG_DIFF_SRC, d.dx.write(dx)}});
+        d.dx.finish();
+        s.wait();
+      });
     }
-    s.wait();
   });
+}
+
+}  // namespace
+
+void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
+  forward(g, false, x, w, bias, y);
+}
+
+void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
+                     float* dw, float* db) {
+  backward(g, false, x, w, dy, dx, dw, db);
+}
+
+bool native_bf16() {
+  static const bool native = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return native;
+}
+
+void conv2d_forward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const float* bias,
+                         bfloat16* y) {
+  forward(g, true, x, w, bias, y);
+}
+
+void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
+                          bfloat16* dx, float* dw, float* db) {
+  backward(g, true, x, w, dy, dx, dw, db);
+}
+
+std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16) {
+  const auto it = plans().find(key_of(g, bias, bf16));
+  if (it == plans().end()) return {};
+  const ConvPlan& p = *it->second;
+  const std::string d = direction;
+  if (d == "fwd") return chosen_impl(p.fwd);
+  if (d == "bwd_weights") return chosen_impl(p.bwd_weights);
+  if (d == "bwd_data") return chosen_impl(p.bwd_data);
+  ENGINE_FAIL("conv2d_impl: unknown direction '{}' (fwd, bwd_data, bwd_weights)", d);
 }
 
 }  // namespace engine::cpu_fast

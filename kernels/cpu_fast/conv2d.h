@@ -6,10 +6,14 @@
 // Same geometry (groups and dilation included), layouts and contract as cpu::conv2d_forward / backward
 // (gradients are overwritten, dx and db may be null). The primitives of each shape are built on its first
 // call and cached per thread (with their blocked buffers and the reorders between the engine's NCHW/KCRS
-// tensors and the layouts oneDNN prefers, nChw8c on AVX2), so a training step only executes them. The sums
-// are float32 in oneDNN's blocked order instead of the reference's float64 in loop order, so results differ
-// from the reference by float rounding: about 1e-6 relative per output for these sizes.
+// tensors and the layouts oneDNN prefers, nChw8c on AVX2), so a training step only executes them. Which
+// algorithm (direct or Winograd) runs each direction of a 3x3 stride-1 shape: kernels/cpu_fast/conv2d_algo.h.
+// The sums are float32 in oneDNN's blocked order instead of the reference's float64 in loop order, so results
+// differ from the reference by float rounding: about 1e-6 relative per output for these sizes.
 
+#include <string>
+
+#include "core/dtype.h"
 #include "kernels/cpu/conv2d.h"
 
 namespace engine::cpu_fast {
@@ -18,5 +22,21 @@ void conv2d_forward(const Conv2dShape& shape, const float* x, const float* w, co
 
 void conv2d_backward(const Conv2dShape& shape, const float* x, const float* w, const float* dy, float* dx,
                      float* dw, float* db);
+
+// What oneDNN runs for one direction ("fwd", "bwd_data", "bwd_weights") of a shape this thread has run, under
+// the current algorithm setting: its implementation name ("jit:avx512_core", "jit_wino_4x3:avx512_core"), or
+// "" before that direction's first call. For the tests and the benchmarks.
+std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* direction, bool bf16 = false);
+
+// Native bf16 (bf16 autocast, kernels/ops/autocast_bf16.h): x, w, y, dy and dx bf16, products accumulated in
+// float32 by oneDNN's bf16 kernels (vdpbf16ps), the bias added in float32 before the output's one rounding
+// (nearest even); dw and db float32 sums of the bf16 products. Direct only (oneDNN has no bf16 Winograd).
+// native_bf16(): whether the host runs them natively (avx512_bf16: oneDNN's avx512_core_bf16 or wider);
+// elsewhere oneDNN would emulate them slowly, and kernels/ops keeps the float32 emulation.
+bool native_bf16();
+void conv2d_forward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const float* bias,
+                         bfloat16* y);
+void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
+                          bfloat16* dx, float* dw, float* db);
 
 }  // namespace engine::cpu_fast

@@ -15,6 +15,10 @@ namespace engine::cpu_fast::dnnl_rt {
 dnnl::engine& cpu_engine();  // one per process
 dnnl::stream& cpu_stream();  // one per thread (oneDNN streams are not shared between threads)
 
+// The widest instruction set oneDNN dispatches its JIT kernels for on this host (dnnl::get_effective_cpu_isa:
+// "avx2", "avx512_core", "avx512_core_bf16", ...; ONEDNN_MAX_CPU_ISA lowers it).
+const char* isa_name();
+
 // Runs fn(), turning a dnnl::error it throws into an engine::Error naming `op`, with oneDNN's status and
 // message.
 template <typename Fn>

@@ -18,6 +18,9 @@
 //   CPU   an exact emulation: the float32 kernels (oneDNN) on float32 copies holding bf16 values (a product
 //         of two 8-bit significands is exact in fp32), results rounded to bf16 (into BF16 tensors, or in
 //         place in float32 ones). The bias is added before the one rounding.
+//         Convolutions on an avx512_bf16 host (cpu_fast::native_bf16; NHWC transposed): oneDNN's bf16
+//         kernels, bf16 x, w, y, dy, dx, fp32 accumulation, the bf16-rounded bias added in fp32 before the
+//         one rounding, dW and db fp32 then rounded: the emulation's arithmetic in another summation order.
 // The two differ only in the fp32 accumulation order and the bias's second rounding on CUDA
 // (tests/common/bf16_tolerance.h bounds both).
 

@@ -17,7 +17,8 @@ void check_bf16_algorithm(const ExecutionContext& ctx) {
                conv_algorithm_name(ctx.conv_algorithm));
 }
 
-// kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA, the exact fp32 emulation on the CPU.
+// kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA; on the CPU oneDNN's bf16 convolutions
+// where the host has avx512_bf16 (cpu_fast::native_bf16; NHWC transposed), else the exact fp32 emulation.
 void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Layout layout) {
   if (x.is_cuda()) {
@@ -31,6 +32,18 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
                                       yb.get().data<bfloat16>(), layout);
       yb.finish();
     }
+    return;
+  }
+  if (cpu_fast::native_bf16()) {  // oneDNN's bf16 kernels (avx512_bf16 hosts), NCHW (NHWC transposed)
+    const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
+    NchwFallback nchw(ctx);
+    const Tensor xb = nchw.in(autocast::as_bf16(ctx, x)), b = autocast::rounded(ctx, bias);
+    const autocast::RoundedOutput yb(ctx, y, DType::BF16);
+    const Tensor y_nchw = nchw.out(yb.get());
+    cpu_fast::conv2d_forward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), data_or_null<float>(b),
+                                  y_nchw.data<bfloat16>());
+    nchw.finish();
+    yb.finish();
     return;
   }
   const autocast::RoundedOutput yf(ctx, y, DType::F32);
@@ -56,6 +69,21 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
                                        data_or_null<float>(db), layout);
       dxb.finish();
     }
+    return;
+  }
+  if (cpu_fast::native_bf16()) {
+    const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
+    NchwFallback nchw(ctx);
+    const Tensor xb = nchw.in(autocast::as_bf16(ctx, x)), dyb = nchw.in(autocast::as_bf16(ctx, dy));
+    const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
+    const Tensor dx_nchw = nchw.out(dxb.get());
+    cpu_fast::conv2d_backward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
+                                   data_or_null<bfloat16>(dx_nchw), dw.data<float>(),
+                                   data_or_null<float>(db));
+    nchw.finish();
+    dxb.finish();
+    autocast::round_in_place(ctx, dw);
+    autocast::round_in_place(ctx, db);
     return;
   }
   const autocast::RoundedOutput dxf(ctx, dx, DType::F32);

@@ -1,4 +1,5 @@
-// bf16 autocast (--precision bf16, kernels/ops/autocast_bf16.h) on the CPU, where it is an exact emulation:
+// bf16 autocast (--precision bf16, kernels/ops/autocast_bf16.h) on the CPU, where it is an exact emulation
+// (oneDNN's native bf16 convolutions on an avx512_bf16 host: the same bound, checked that they ran):
 //  - Conv2d and Linear forward and backward against the float64 reference run on the bf16-rounded inputs and
 //    weights (odd sizes, outputs poisoned with NaN first), and every rounded output is a bf16 value;
 //  - the model's bf16 weight mirror equals the rounded fp32 master after SGD steps, a checkpoint load and an
@@ -25,6 +26,7 @@
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cpu_fast/conv2d.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/linear.h"
 #include "layers/models.h"
@@ -109,6 +111,13 @@ TEST_P(Bf16Conv2d, ForwardAndBackwardAreTheReferenceOnRoundedOperands) {
   EXPECT_TRUE(matches(dw, dw_ref, dw_mag, per_weight, true)) << "dw";
   if (with_bias) {
     EXPECT_TRUE(matches(db, db_ref, db_mag, per_weight, true)) << "db";
+  }
+  // On an avx512_bf16 host that was oneDNN's bf16-typed primitives (kernels/cpu_fast/conv2d.h: a bf16 plan
+  // of this shape ran each direction), not the emulation: the same bound holds for both (only the fp32
+  // summation order differs).
+  if (cpu_fast::native_bf16()) {
+    for (const char* d : {"fwd", "bwd_data", "bwd_weights"})
+      EXPECT_FALSE(cpu_fast::conv2d_impl(s, with_bias, d, true).empty()) << d;
   }
 }
 
