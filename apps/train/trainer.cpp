@@ -8,9 +8,7 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/checkpoint_match.h"
 #include "apps/train/cuda_graph_policy.h"
-#include "apps/train/gnuplot.h"
 #include "apps/train/trainer_internal.h"
-#include "apps/train/training_plot.h"
 #include "apps/train/whiten_init.h"
 #include "core/error.h"
 #include "layers/models.h"
@@ -41,10 +39,6 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
                                           rank_dropout_seed(c.seed, c.rank));
   device_->set_layout(c.layout);
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
-  if (!c.plot.empty()) {
-    ENGINE_CHECK(!find_gnuplot().empty(), "--plot {}: gnuplot is not installed (Debian package gnuplot-nox)",
-                 c.plot);
-  }
   const bool eval_only = !c.eval_only.empty();
   data_ = eval_only ? load_test_data(c) : load_train_data(c);
   const data::Dataset& shape_source = data_.test;
@@ -182,10 +176,6 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   ENGINE_CHECK((c.confusion.empty() && c.misclassified.empty()) || c.world_size == 1,
                "--confusion and --misclassified need one process (each rank sees only its share of the test "
                "set): run them with --eval-only on the checkpoint, on one process");
-  if (c.is_main() && !c.tensorboard.empty() && !eval_only) {
-    tensorboard_ = std::make_unique<TensorboardLog>(c.tensorboard, sgd_->steps() + 1, c.tensorboard_every);
-    tensorboard_samples_pending_ = sgd_->steps() == 0;  // a new run: its first batch is drawn
-  }
   if (c.is_main()) {
     // The math (--precision) beside the device: on the CPU only bf16 changes it (its emulation).
     const std::string math = device.is_cuda() || autocast_bf16(c.precision)
