@@ -14,6 +14,9 @@ void RunObservers::step_begin(const StepBegin& e) {
 void RunObservers::step_end(const StepEnd& e) {
   for (const auto& o : list_) o->step_end(e);
 }
+void RunObservers::epoch_trained(const EpochTrained& e) {
+  for (const auto& o : list_) o->epoch_trained(e);
+}
 void RunObservers::evaluation_end(const EvaluationEnd& e) {
   for (const auto& o : list_) o->evaluation_end(e);
 }

@@ -60,6 +60,14 @@ struct StepEnd {
   const data::Batch* batch_data = nullptr;  // the batch as the model saw it; null for a replayed graph
 };
 
+// An epoch's training steps are done and their work finished (the device synchronized): its training time
+// ends here, before its evaluation.
+struct EpochTrained {
+  std::int64_t epoch = 0;
+  std::int64_t steps = 0;    // as StepEnd's
+  std::int64_t samples = 0;  // as StepEnd's
+};
+
 // After the evaluation of an epoch (or --eval-only's, or a finished run's on --resume): sums over every rank.
 struct EvaluationEnd {
   std::int64_t epochs_done = 0;
@@ -106,6 +114,7 @@ class RunObserver {
   virtual void epoch_start(const EpochStart& /*e*/) {}
   virtual void step_begin(const StepBegin& /*e*/) {}
   virtual void step_end(const StepEnd& /*e*/) {}
+  virtual void epoch_trained(const EpochTrained& /*e*/) {}
   virtual void evaluation_end(const EvaluationEnd& /*e*/) {}
   virtual void epoch_end(const EpochEnd& /*e*/) {}
   virtual void checkpoint_written(const CheckpointWritten& /*e*/) {}
@@ -122,6 +131,7 @@ class RunObservers final : public RunObserver {
   void epoch_start(const EpochStart& e) override;
   void step_begin(const StepBegin& e) override;
   void step_end(const StepEnd& e) override;
+  void epoch_trained(const EpochTrained& e) override;
   void evaluation_end(const EvaluationEnd& e) override;
   void epoch_end(const EpochEnd& e) override;
   void checkpoint_written(const CheckpointWritten& e) override;

@@ -34,6 +34,9 @@ data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, 
 Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     : config_(std::move(config)), hooks_(std::move(hooks)), train_loss_(config_.label_smoothing) {
   const TrainConfig& c = config_;
+  auto clock = std::make_unique<RunClock>();  // first: it times the run before any output works
+  clock_ = clock.get();
+  observers_.attach(std::move(clock));
   seed_ = c.seed;
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
                                           rank_dropout_seed(c.seed, c.rank));

@@ -51,6 +51,7 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/cuda_graph_policy.h"
 #include "apps/train/epoch_log.h"
+#include "apps/train/run_clock.h"
 #include "apps/train/run_observer.h"
 #include "apps/train/test_time_augmentation.h"
 #include "apps/train/train_config.h"
@@ -243,6 +244,7 @@ class Trainer {
   std::string resumed_from_;         // the checkpoint loaded for training, or ""
   std::string mid_epoch_file_;       // the newest mid-epoch checkpoint written (removed after the next save)
   RunObservers observers_;
+  RunClock* clock_ = nullptr;  // the run's timings (apps/train/run_clock.h): the first of observers_
   std::vector<float> host_step_losses_;  // CPU: this epoch's losses, per batch (EpochEnd::step_losses)
   std::span<const float> epoch_losses_;  // the last epoch's: host_step_losses_ or in step_losses_
   // Where the run stands, for save_checkpoint(): inside an epoch (its loop's counters) or after

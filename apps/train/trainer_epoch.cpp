@@ -227,6 +227,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
   if (ema_ && ema_->config().lookahead) ema_->finish_epoch();  // airbench: the average goes into the weights
   device_->synchronize();
   check_losses(epoch, first, steps);
+  observers_.epoch_trained({.epoch = epoch, .steps = steps, .samples = samples});
   epoch_losses_ = step_losses_.defined() ? std::span<const float>(step_losses_.data<float>() + first,
                                                                   static_cast<std::size_t>(steps - first))
                                          : std::span<const float>(host_step_losses_);

@@ -123,12 +123,13 @@ TEST(TrainerObservers, ARecordingObserverSeesEveryStepEvaluationEpochAndCheckpoi
     EXPECT_EQ(ep.metrics.test_acc, trainer->history()[e].test_acc);
     EXPECT_EQ(ep.metrics.train_loss, trainer->history()[e].train_loss);
     // The epoch's step losses are the steps' own, and (equal batches) their mean is the epoch's training
-    // loss: each a float32 batch mean, so they agree to float32's rounding, 2^-24 relative, a few times.
+    // loss (summed in float64): each step's is a float32 mean of 8 positive per-sample losses, at most 7
+    // roundings of the sum and 1 of the mean, so within 8 * 2^-24 relative, and so is their average.
     ASSERT_EQ(ep.step_losses.size(), 6u);
     double mean = 0.0;
     for (std::size_t s = 0; s < 6; ++s) {
       EXPECT_EQ(ep.step_losses[s], *r->steps[e * 6 + s].loss) << e << " " << s;
-      mean += ep.step_losses[s] / 6.0;
+      mean += static_cast<double>(ep.step_losses[s]) / 6.0;
     }
     EXPECT_NEAR(mean, ep.metrics.train_loss, 8 * std::ldexp(std::abs(mean), -24)) << e;
   }
