@@ -205,7 +205,9 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
     here_.samples = samples;
     std::optional<float> host_loss;
     if (!host_step_losses_.empty()) host_loss = host_step_losses_.back();
-    // The checkpoint policy may save here (save_checkpoint(), at a step boundary inside the epoch).
+    // A step boundary inside the epoch: do the ranks stop here? Voted before the checkpoint policy may save
+    // (save_checkpoint()): a signal that comes during that save stops the run at a later step.
+    const bool stopping = ends_step && steps < batches && vote_stop(false);
     observers_.step_end({.epoch = epoch,
                          .batch = k,
                          .steps = steps,
@@ -216,7 +218,7 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
                          .ends_step = ends_step,
                          .loss = host_loss,
                          .batch_data = eager ? &batch : nullptr});
-    if (ends_step && steps < batches && vote_stop(false)) {  // a step boundary inside the epoch: a stop?
+    if (stopping) {
       observers_.stop_requested({.epoch = epoch, .optimizer_steps = sgd_->steps(), .mid_epoch = true});
       stop(config_.checkpoint_dir.empty()
                ? "(nothing saved: --checkpoint-dir is empty)"

@@ -11,8 +11,9 @@
 // dataset), the per-phase median from events (step_timer.h), the achieved model TFLOP/s (forward + backward
 // FLOPs per image from benchmarks/common/layer_costs.h), the host time per step (the median time the issuing
 // thread takes to queue one step, no synchronization inside: what bounds the step once the GPU is faster than
-// the host), and on a GPU the kernels per step (one step captured into a CUDA graph after the timed run, never
-// launched: its kernel nodes, core/cuda_graph.h; "n/a" with the reason when the step cannot be captured).
+// the host), and on a GPU the kernels per step (one step captured into a CUDA graph after the timed run,
+// never launched: its kernel nodes, core/cuda_graph.h; "n/a" with the reason when the step cannot be
+// captured).
 //
 // --cuda-graph: cnn_train's graph mode (apps/train/training_graph.h): every step reads its epoch, batch
 // offset and dropout offset from the device step state (apps/train/step_state_buffer.h); after the warm-up
