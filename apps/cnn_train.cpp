@@ -31,6 +31,7 @@
 #include "apps/ddp_flags.h"
 #include "apps/train/data_download.h"
 #include "apps/train/ddp.h"
+#include "apps/train/observers.h"
 #include "apps/train/stop_signal.h"
 #include "apps/train/train_config.h"
 #include "apps/train/trainer.h"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
     rank = std::make_unique<engine::apps::DdpRank>(ddp, config, env);
     engine::apps::download_train_data(config, env, rank->process_group());  // --download
     trainer = std::make_unique<engine::apps::Trainer>(config, rank->hooks());
+    engine::apps::attach_outputs(*trainer);  // what the flags ask to see (apps/train/observers.h)
   } catch (const std::exception& e) {
     fmt::print(stderr, "cnn_train: {}\n", engine::apps::failure_text(e));
     return rank && rank->group_failed() ? engine::dist::kPeerFailureExitStatus : 2;

@@ -10,7 +10,8 @@
 # script adds --seed and --metrics itself, and --checkpoint-dir "" unless given (saving costs time, though the
 # final checkpoint comes after the last evaluation). Each run's log and per-epoch JSON (--metrics) stay in --out.
 #
-# What is timed, and how it compares with airbench94's figure:
+# What is timed (cnn_train's RunClock, apps/train/run_clock.h: the figures --metrics records), and how it compares
+# with airbench94's figure:
 #  - From cnn_train's first step: the data is loaded and, on a GPU, resident in GPU memory (cnn_train's default
 #    there: the uint8 images are uploaded once, augmentation and normalization run on the GPU), the model built
 #    and initialized, as airbench94 has its data on the GPU before its timer starts. The --whiten-init

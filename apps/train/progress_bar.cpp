@@ -59,6 +59,22 @@ std::string progress_line(std::int64_t done, std::int64_t total, std::int64_t fi
   return line + " | " + duration_text(left) + " left";
 }
 
+namespace {
+
+ProgressBar* drawn_bar = nullptr;  // the bar on the terminal's last line, if any
+
+}  // namespace
+
+void print_log_line(const std::string& line) {
+  if (drawn_bar != nullptr) drawn_bar->clear();
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_bar == this) drawn_bar = nullptr;
+}
+
 ProgressBar::ProgressBar(std::int64_t total, std::int64_t first, bool enabled)
     : total_(total),
       first_(first),
@@ -87,9 +103,11 @@ void ProgressBar::update(std::int64_t done, std::int64_t samples) {
   drawn_width_ = std::max(drawn_width_, line.size());
   std::printf("\r%-*s", static_cast<int>(drawn_width_), line.c_str());
   std::fflush(stdout);
+  drawn_bar = this;
 }
 
 void ProgressBar::clear() {
+  if (drawn_bar == this) drawn_bar = nullptr;
   if (!active_ || drawn_width_ == 0) return;
   std::printf("\r%*s\r", static_cast<int>(drawn_width_), "");
   std::fflush(stdout);

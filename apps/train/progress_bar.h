@@ -20,10 +20,18 @@ bool progress_bar_wanted(bool stdout_is_terminal, const char* (*getenv)(const ch
 std::string progress_line(std::int64_t done, std::int64_t total, std::int64_t first, double seconds,
                           std::int64_t samples, double loss);
 
+// One line of the run's log on stdout, flushed, after erasing a progress bar drawn on the terminal: a line
+// printed mid-epoch (a checkpoint saved, a trace written) never lands on the bar, which the next step
+// redraws.
+void print_log_line(const std::string& line);
+
 class ProgressBar {
  public:
   // Steps `first` to `total` of an epoch; drawn only when `enabled` and progress_bar_wanted().
   ProgressBar(std::int64_t total, std::int64_t first, bool enabled);
+  ~ProgressBar();
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
   // A step's training loss, where it is on the host (never on a GPU: that would sync every step).
   void add_loss(float loss);
   // `samples` trained since `first`. Redraws ~50 times per epoch, or each second.

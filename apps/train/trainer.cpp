@@ -9,9 +9,7 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/checkpoint_match.h"
 #include "apps/train/cuda_graph_policy.h"
-#include "apps/train/gnuplot.h"
 #include "apps/train/trainer_internal.h"
-#include "apps/train/training_plot.h"
 #include "apps/train/whiten_init.h"
 #include "core/error.h"
 #include "kernels/cpu_fast/conv2d_algo.h"
@@ -39,16 +37,15 @@ data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, 
 Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     : config_(std::move(config)), hooks_(std::move(hooks)), train_loss_(config_.label_smoothing) {
   const TrainConfig& c = config_;
+  auto clock = std::make_unique<RunClock>();  // first: it times the run before any output works
+  clock_ = clock.get();
+  observers_.attach(std::move(clock));
   seed_ = c.seed;
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
                                           rank_dropout_seed(c.seed, c.rank));
   device_->set_layout(c.layout);
   if (!device_->is_cuda()) cpu_fast::set_conv_algo(effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
-  if (!c.plot.empty()) {
-    ENGINE_CHECK(!find_gnuplot().empty(), "--plot {}: gnuplot is not installed (Debian package gnuplot-nox)",
-                 c.plot);
-  }
   const bool eval_only = !c.eval_only.empty();
   data_ = eval_only ? load_test_data(c) : load_train_data(c);
   const data::Dataset& shape_source = data_.test;
@@ -189,10 +186,6 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   ENGINE_CHECK((c.confusion.empty() && c.misclassified.empty()) || c.world_size == 1,
                "--confusion and --misclassified need one process (each rank sees only its share of the test "
                "set): run them with --eval-only on the checkpoint, on one process");
-  if (c.is_main() && !c.tensorboard.empty() && !eval_only) {
-    tensorboard_ = std::make_unique<TensorboardLog>(c.tensorboard, sgd_->steps() + 1, c.tensorboard_every);
-    tensorboard_samples_pending_ = sgd_->steps() == 0;  // a new run: its first batch is drawn
-  }
   if (c.is_main()) {
     // The math (--precision) beside the device: on the CPU only bf16 changes it.
     const std::string math = device.is_cuda() || autocast_bf16(c.precision)

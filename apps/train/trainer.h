@@ -1,7 +1,9 @@
 #pragma once
 // Trainer: one process's training run, as cnn_train drives it. Its code, by concern: trainer.cpp (setup),
-// trainer_epoch.cpp (the training steps of an epoch, CUDA graphs, stop votes), trainer_run.cpp (the epochs,
-// evaluation, the log, --metrics and --plot), trainer_checkpoints.cpp (--resume, checkpoints).
+// trainer_epoch.cpp (the training steps of an epoch, CUDA graphs, stop votes), trainer_run.cpp (the epochs
+// and evaluation), trainer_checkpoints.cpp (--resume, checkpoints), trainer_predictions.cpp (the test set's
+// predictions). What a run reports goes to its observers (apps/train/run_observer.h), attached with attach():
+// the loop calls them and knows no output.
 //
 //   setup (constructor)  device, data, model, optimizer, schedule, loaders; --resume/--eval-only checkpoint
 //                        (--resume auto: the newest in --checkpoint-dir, apps/train/resume_auto.h; a
@@ -11,7 +13,7 @@
 //                        and every --accumulate K batches an SGD step (each micro-batch's loss gradient
 //                        scaled by 1/K, so the step sees the mean); the loss sum and correct count
 //                        accumulate where the logits live and are read once per epoch; evaluation over every
-//                        test sample exactly once; the log line, --metrics, checkpoints, --plot.
+//                        test sample exactly once; the observers told of each step, evaluation and epoch.
 //                        Errors here are failures while running (exit 1); a NaN/Inf loss is NonFiniteLoss,
 //                        naming the epoch and the step.
 //   CUDA graphs          --cuda-graph (apps/train/cuda_graph_policy.h): after kCudaGraphWarmupSteps eager
@@ -20,8 +22,10 @@
 //                        captured once (apps/train/training_graph.h) and replayed per step after publishing
 //                        its StepState; the epoch's last partial batch is dropped. Where a step cannot be
 //                        captured, eager steps with one log line saying why.
-//   checkpoints          rank 0 writes them: every --save-every N epochs and at the end (every epoch with
-//                        --resume auto), and mid-epoch every --save-every-steps K optimizer steps
+//   checkpoints          save_checkpoint(), when the checkpoint policy (an observer) asks; rank 0 writes
+//   them:
+//                        every --save-every N epochs and at the end (every epoch with
+//                        --resume auto), on a stop, and mid-epoch every --save-every-steps K optimizer steps
 //                        (stepS.safetensors: weights, momentum, dropout offset, the sampler's position and
 //                        the epoch's partial loss and accuracy sums over all ranks; the previous one is
 //                        removed).
@@ -34,10 +38,12 @@
 // Data parallelism (apps/train/ddp.h, over dist/) enters through one interface, DataParallel, attached once
 // the model is built, finalized and loaded: it is told where each backward stands, averages the gradients,
 // makes the ranks agree before an evaluation, and sums the epoch totals. TrainConfig::world_size/rank shard
-// the samplers; rank 0 alone logs and saves. Nothing else in the loop knows about processes.
+// the samplers; rank 0 alone saves, and its outputs are attached on rank 0 alone. Nothing else in the loop
+// knows about processes.
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,7 +51,8 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/cuda_graph_policy.h"
 #include "apps/train/epoch_log.h"
-#include "apps/train/tensorboard_log.h"
+#include "apps/train/run_clock.h"
+#include "apps/train/run_observer.h"
 #include "apps/train/test_time_augmentation.h"
 #include "apps/train/train_config.h"
 #include "apps/train/train_data.h"
@@ -150,9 +157,28 @@ class Trainer {
   // final test accuracy in percent.
   double run();
 
+  // Adds an observer of the run (apps/train/run_observer.h); before run().
+  void attach(std::unique_ptr<RunObserver> observer) { observers_.attach(std::move(observer)); }
+
+  // Writes a checkpoint of where the run stands (the checkpoint policy, apps/train/observers.h, calls it from
+  // its events; every rank at the same point): inside an epoch, at a step boundary, a mid-epoch one (a
+  // collective); after an epoch, an end-of-epoch one. Rank 0 writes; nothing without --checkpoint-dir.
+  void save_checkpoint();
+
+  // The test set's predictions with the final weights (the average with --eval-ema), in the test set's order:
+  // one more pass over it, one process (--confusion, --misclassified).
+  struct Prediction {
+    int truth = 0, guess = 0;
+  };
+  std::vector<Prediction> predict_test_set();
+
   layers::Model& model() { return *model_; }
+  const layers::Model& model() const { return *model_; }
   const TrainDevice& device() const { return *device_; }
   const TrainConfig& config() const { return config_; }
+  const TrainData& data() const { return data_; }
+  DataParallel* data_parallel() const { return data_parallel_.get(); }
+  std::int64_t optimizer_steps() const { return sgd_->steps(); }
   const std::vector<EpochMetrics>& history() const { return history_; }
   std::int64_t start_epoch() const { return start_epoch_; }
   // The epochs before this run (--resume: from the checkpoint's metadata) and this run's.
@@ -178,12 +204,12 @@ class Trainer {
   void save(std::int64_t epochs_done);
   void check_losses(std::int64_t epoch, std::int64_t first,
                     std::int64_t steps);  // CUDA: steps [first, steps)
-  // --trace: opens the recorder before a traced step, closes it and writes the file after the last one.
-  void trace_begin();
-  void trace_end();
-  // --confusion, --misclassified: one more pass over the test set keeping each prediction
-  // (trainer_pictures.cpp); --metrics gets the matrix's numbers.
-  void write_evaluation_pictures();
+  double train_epochs();                  // run() for training: the epochs; returns the final test accuracy
+  double evaluate_only();                 // run() for --eval-only
+  // Tells the observers of an evaluation's totals (over every rank); returns its accuracy.
+  double report_evaluation(std::int64_t epochs_done, const EpochTotals& test, double seconds, bool alone);
+  // An evaluation without an epoch (--eval-only, or a resumed run already complete), reported.
+  double evaluate_alone(std::int64_t epochs_done, bool alone);
   // Captures `step` (one whole training step) into graph_ and runs it; a failure falls back to eager steps
   // (--cuda-graph auto, one rank) or ends the run naming the reason.
   void capture_step(const std::function<void()>& step, std::int64_t epoch, std::int64_t position);
@@ -217,12 +243,17 @@ class Trainer {
   EpochTotals resumed_totals_;       // rank 0: that epoch's sums over all ranks before the checkpoint
   std::string resumed_from_;         // the checkpoint loaded for training, or ""
   std::string mid_epoch_file_;       // the newest mid-epoch checkpoint written (removed after the next save)
-  std::unique_ptr<TensorboardLog> tensorboard_;  // rank 0, --tensorboard
-  std::vector<float> host_step_losses_;          // CPU: this epoch's losses, per batch, for --tensorboard
-  bool tensorboard_samples_pending_ = false;     // --tensorboard: the next batch is drawn (a new run's first)
-  std::unique_ptr<trace::Recorder> trace_;       // --trace, while its steps run
-  std::int64_t traced_steps_ = 0;
-  std::int64_t run_batches_ = 0;  // batches this run has trained (--trace skips the first)
+  RunObservers observers_;
+  RunClock* clock_ = nullptr;  // the run's timings (apps/train/run_clock.h): the first of observers_
+  std::vector<float> host_step_losses_;  // CPU: this epoch's losses, per batch (EpochEnd::step_losses)
+  std::span<const float> epoch_losses_;  // the last epoch's: host_step_losses_ or in step_losses_
+  // Where the run stands, for save_checkpoint(): inside an epoch (its loop's counters) or after
+  // `epochs_done`.
+  struct Position {
+    bool inside_epoch = false;
+    std::int64_t epochs_done = 0;
+    std::int64_t epoch = 0, position = 0, first = 0, steps = 0, samples = 0;
+  } here_;
   // --cuda-graph (apps/train/cuda_graph_policy.h, apps/train/training_graph.h). Declared last: destroyed
   // first, after its last replay, while the model, optimizer and loaders it points into still exist.
   CudaGraphPlan graph_plan_;

@@ -143,6 +143,8 @@ void Trainer::save(std::int64_t epochs_done) {
     std::filesystem::remove(mid_epoch_file_, ignored);
     mid_epoch_file_.clear();
   }
+  observers_.checkpoint_written(
+      {.path = epoch_file, .epochs_done = epochs_done, .optimizer_steps = sgd_->steps()});
 }
 
 void Trainer::save_mid_epoch(std::int64_t epoch, std::int64_t position, const EpochTotals& partial) {
@@ -163,6 +165,26 @@ void Trainer::save_mid_epoch(std::int64_t epoch, std::int64_t position, const Ep
     std::filesystem::remove(mid_epoch_file_, ignored);
   }
   mid_epoch_file_ = file;
+  observers_.checkpoint_written(
+      {.path = file, .epochs_done = epoch, .optimizer_steps = sgd_->steps(), .mid_epoch = true});
+}
+
+void Trainer::save_checkpoint() {
+  if (!here_.inside_epoch) {
+    if (config_.is_main() && !config_.checkpoint_dir.empty()) save(here_.epochs_done);
+    return;
+  }
+  // At a step boundary inside an epoch, on every rank: the epoch's sums so far over all ranks go with it.
+  const Position& h = here_;
+  device_->synchronize();
+  check_losses(h.epoch, h.first, h.steps);
+  EpochTotals partial = read_totals(h.samples), none;
+  if (config_.is_main()) partial = partial + resumed_totals_;
+  if (data_parallel_) data_parallel_->reduce_totals(partial, none);       // also the barrier before saving
+  const std::int64_t per_step = config_.batch_size * config_.world_size;  // sampler entries per batch
+  save_mid_epoch(h.epoch, h.position + (h.steps - h.first) * per_step, partial);
+  // Nobody leaves before rank 0's file is complete: a launcher that sees one rank end stops the others.
+  if (data_parallel_) data_parallel_->any_rank(false);
 }
 
 }  // namespace engine::apps

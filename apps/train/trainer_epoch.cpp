@@ -2,16 +2,15 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "apps/train/cuda_graph_policy.h"
-#include "apps/train/progress_bar.h"
 #include "apps/train/step_state.h"
 #include "apps/train/stop_signal.h"
-#include "apps/train/trace_plot.h"
 #include "apps/train/trainer.h"
 #include "apps/train/trainer_internal.h"
 #include "core/error.h"
@@ -94,44 +93,6 @@ void Trainer::check_losses(std::int64_t epoch, std::int64_t first, std::int64_t 
   }
 }
 
-void Trainer::trace_begin() {
-  if (trace_) return;
-  const bool cuda = device_->context().device.is_cuda();
-  trace_ = std::make_unique<trace::Recorder>(cuda ? static_cast<cudaStream_t>(device_->context().stream)
-                                                  : nullptr);
-  trace::set_active(trace_.get());
-}
-
-void Trainer::trace_end() {
-  trace::set_active(nullptr);
-  if (data_parallel_) data_parallel_->trace_done();
-  bool written = false;  // a trace that cannot be written is a warning: the run and its checkpoints go on
-  if (config_.is_main()) {
-    try {
-      trace_->write_json(config_.trace, fmt::format("rank {}", config_.rank), config_.rank);
-      written = true;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "cnn_train: warning: {}; training goes on without the trace\n", e.what());
-    }
-  }
-  if (written) {
-    print_line(
-        fmt::format("cnn_train: wrote a trace of {} step(s) to {} (open it in ui.perfetto.dev or "
-                    "chrome://tracing)",
-                    traced_steps_, config_.trace));
-    // The picture beside it (FILE.json -> FILE.png); without gnuplot a warning, the trace stands.
-    const std::string png = config_.trace.substr(0, config_.trace.size() - 5) + ".png";
-    try {
-      write_trace_plot(trace_->spans(), png);
-      print_line(fmt::format("cnn_train: drew the first traced step's timeline to {}", png));
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "cnn_train: warning: {}; the trace itself was written\n", e.what());
-    }
-  }
-  trace_.reset();
-  traced_steps_ = config_.trace_steps;  // one trace per run
-}
-
 EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, EpochMetrics& m) {
   const bool lr_per_step = schedule_->config().unit == optim::ScheduleUnit::Step;
   double lr = lr_per_step ? schedule_->lr_at_step(sgd_->steps()) : schedule_->lr(epoch);
@@ -147,8 +108,10 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
   const std::int64_t per_step = config_.batch_size * config_.world_size;  // sampler entries per batch
   const std::int64_t first = position / per_step;
   const std::int64_t batches = first + train_loader_->num_batches();
-  ProgressBar bar(batches, first, config_.is_main());
   std::int64_t steps = first, samples = 0;
+  host_step_losses_.clear();
+  here_ = {.inside_epoch = true, .epoch = epoch, .position = position, .first = first};
+  observers_.epoch_start({.epoch = epoch, .first = first, .batches = batches});
   ExecutionContext& ctx = model_->context();
   // One batch through forward, loss, backward and (when it ends an optimizer step) SGD: run eagerly, or
   // captured into the graph (then every per-step value comes from the step state graph_ published).
@@ -167,10 +130,8 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
     }
     if (loss.device().is_cpu()) {
       const float value = loss.data<float>()[0];
-      bar.add_loss(value);  // on the CPU the loss is on the host for free
-      if (tensorboard_) host_step_losses_.push_back(value);
+      host_step_losses_.push_back(value);  // on the CPU the loss is on the host for free
       if (!std::isfinite(value)) {
-        bar.clear();
         throw NonFiniteLoss(fmt::format("the training loss is {} at epoch {}, step {} (of {}); stopping",
                                         value, epoch + 1, steps + 1, batches),
                             __FILE__, __LINE__);
@@ -210,31 +171,22 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
                                        .lr = lr}));
     }
     std::int64_t batch_samples = config_.batch_size;  // every graph step's batch is full (drop_last)
+    observers_.step_begin(
+        {.epoch = epoch, .batch = k, .optimizer_steps = sgd_->steps(), .ends_step = ends_step});
+    data::Batch batch;  // an eager step's
+    bool eager = false;
     if (graph_ && graph_->captured()) {
       graph_->replay();
     } else if (graph_ && graph_eager_steps_ >= kCudaGraphWarmupSteps && !graph_failed_) {
       capture_step(
           [&] {
-            data::Batch batch;
-            ENGINE_CHECK(train_loader_->next(batch),
+            data::Batch captured;
+            ENGINE_CHECK(train_loader_->next(captured),
                          "the training loader ended before batch {} of {} (a bug)", k + 1, loader_batches);
-            train_batch(batch, group_size, ends_step);
+            train_batch(captured, group_size, ends_step);
           },
           epoch, position);
     } else {
-      // --trace: the run's second step on (the first allocates and plans), --trace-steps of them.
-      const bool traced = !config_.trace.empty() && run_batches_ >= 1 && traced_steps_ < config_.trace_steps;
-      if (traced) trace_begin();
-      // Its gradient all-reduces on the communication track (a step that communicates: one that ends an
-      // optimizer step), timed from just before the step's span opens, so none is drawn before it happened.
-      const bool traced_comm = traced && data_parallel_ && ends_step;
-      if (traced_comm) data_parallel_->trace_step_begin();
-      const std::size_t step_span =
-          traced
-              ? trace_->begin(
-                    fmt::format("step {} (epoch {}, batch {})", sgd_->steps() + 1, epoch + 1, k + 1), "step")
-              : 0;
-      data::Batch batch;
       bool got = false;
       {
         const trace::TraceScope waiting(
@@ -242,62 +194,45 @@ EpochTotals Trainer::train_epoch(std::int64_t epoch, std::int64_t position, Epoc
         got = train_loader_->next(batch);
       }
       ENGINE_CHECK(got, "the training loader ended before batch {} of {} (a bug)", k + 1, loader_batches);
-      if (tensorboard_samples_pending_) {  // what the model sees: the augmented batch
-        tensorboard_->samples(batch, data_.mean, data_.std, data_.train.class_names, stream);
-        tensorboard_samples_pending_ = false;
-      }
       train_batch(batch, group_size, ends_step);
       batch_samples = batch.size();
+      eager = true;
       ++graph_eager_steps_;
-      if (traced) {
-        trace_->end(step_span);
-        if (traced_comm) data_parallel_->trace_step_end(*trace_, step_span);
-        if (++traced_steps_ == config_.trace_steps) trace_end();
-      }
     }
-    ++run_batches_;
     ++steps;
     samples += batch_samples;
-    bar.update(steps, samples);
-    if (ends_step && steps < batches) {  // a step boundary inside the epoch: a checkpoint or a stop here?
-      const bool periodic = config_.save_every_steps > 0 && sgd_->steps() % config_.save_every_steps == 0;
-      const bool stopping = vote_stop(false);
-      if (periodic || stopping) {
-        bar.clear();
-        device_->synchronize();
-        check_losses(epoch, first, steps);
-        EpochTotals partial = read_totals(samples), none;
-        if (config_.is_main()) partial = partial + resumed_totals_;
-        if (data_parallel_) data_parallel_->reduce_totals(partial, none);  // also the barrier before saving
-        save_mid_epoch(epoch, position + (steps - first) * per_step, partial);
-        // Nobody leaves before rank 0's file is complete: a launcher that sees one rank end stops the others.
-        if (data_parallel_) data_parallel_->any_rank(false);
-      }
-      if (stopping) {
-        stop(config_.checkpoint_dir.empty()
-                 ? "(nothing saved: --checkpoint-dir is empty)"
-                 : fmt::format(
-                       "at epoch {}, step {} of {}: {}", epoch + 1, steps, batches,
-                       config_.is_main() ? "saved " + mid_epoch_file_ : "rank 0 saved the checkpoint"));
-      }
+    here_.steps = steps;
+    here_.samples = samples;
+    std::optional<float> host_loss;
+    if (!host_step_losses_.empty()) host_loss = host_step_losses_.back();
+    // A step boundary inside the epoch: do the ranks stop here? Voted before the checkpoint policy may save
+    // (save_checkpoint()): a signal that comes during that save stops the run at a later step.
+    const bool stopping = ends_step && steps < batches && vote_stop(false);
+    observers_.step_end({.epoch = epoch,
+                         .batch = k,
+                         .steps = steps,
+                         .first = first,
+                         .batches = batches,
+                         .samples = samples,
+                         .optimizer_steps = sgd_->steps(),
+                         .ends_step = ends_step,
+                         .loss = host_loss,
+                         .batch_data = eager ? &batch : nullptr});
+    if (stopping) {
+      observers_.stop_requested({.epoch = epoch, .optimizer_steps = sgd_->steps(), .mid_epoch = true});
+      stop(config_.checkpoint_dir.empty()
+               ? "(nothing saved: --checkpoint-dir is empty)"
+               : fmt::format("at epoch {}, step {} of {}: {}", epoch + 1, steps, batches,
+                             config_.is_main() ? "saved " + mid_epoch_file_ : "rank 0 saved the checkpoint"));
     }
   }
   if (ema_ && ema_->config().lookahead) ema_->finish_epoch();  // airbench: the average goes into the weights
   device_->synchronize();
-  bar.clear();
-  if (trace_) trace_end();  // the epoch ended before --trace-steps: what was traced
   check_losses(epoch, first, steps);
-  if (tensorboard_ && config_.accumulate == 1) {  // one loss per optimizer step
-    const std::int64_t step_before = sgd_->steps() - (steps - first);
-    if (step_losses_.defined()) {
-      tensorboard_->step_losses(step_before + 1,
-                                std::span<const float>(step_losses_.data<float>() + first,
-                                                       static_cast<std::size_t>(steps - first)));
-    } else {
-      tensorboard_->step_losses(step_before + 1, host_step_losses_);
-    }
-  }
-  host_step_losses_.clear();
+  observers_.epoch_trained({.epoch = epoch, .steps = steps, .samples = samples});
+  epoch_losses_ = step_losses_.defined() ? std::span<const float>(step_losses_.data<float>() + first,
+                                                                  static_cast<std::size_t>(steps - first))
+                                         : std::span<const float>(host_step_losses_);
   m.epoch = epoch + 1;
   m.lr = lr;
   m.steps = steps;

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "apps/train/progress_bar.h"
+
 namespace engine::apps::trainer_internal {
 
 using Clock = std::chrono::steady_clock;
@@ -23,9 +25,6 @@ inline double seconds_since(Clock::time_point start) {
 inline std::uint64_t rank_dropout_seed(std::uint64_t seed, int rank) {
   return rank == 0 ? seed : seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank));
 }
-inline void print_line(const std::string& line) {
-  fmt::print("{}\n", line);
-  std::fflush(stdout);
-}
+inline void print_line(const std::string& line) { print_log_line(line); }
 
 }  // namespace engine::apps::trainer_internal

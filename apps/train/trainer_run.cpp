@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -7,7 +6,6 @@
 #include "apps/train/stop_signal.h"
 #include "apps/train/trainer.h"
 #include "apps/train/trainer_internal.h"
-#include "apps/train/training_plot.h"
 #include "core/error.h"
 
 namespace engine::apps {
@@ -51,47 +49,65 @@ Tensor Trainer::tta_logits(const data::Batch& batch) {
   return mean.mean();
 }
 
+double Trainer::report_evaluation(std::int64_t epochs_done, const EpochTotals& test, double seconds,
+                                  bool alone) {
+  const double n = static_cast<double>(std::max<std::int64_t>(test.samples, 1));
+  const double acc = 100.0 * static_cast<double>(test.correct) / n;
+  observers_.evaluation_end({.epochs_done = epochs_done,
+                             .samples = test.samples,
+                             .loss = test.loss_sum / n,
+                             .accuracy = acc,
+                             .seconds = seconds,
+                             .alone = alone});
+  return acc;
+}
+
+double Trainer::evaluate_alone(std::int64_t epochs_done, bool alone) {
+  const auto start = Clock::now();
+  EpochTotals test = evaluate(epochs_done);
+  EpochTotals none;
+  if (data_parallel_) data_parallel_->reduce_totals(none, test);
+  return report_evaluation(epochs_done, test, seconds_since(start), alone);
+}
+
 double Trainer::run() {
+  double acc = 0.0;
+  try {
+    acc = config_.eval_only.empty() ? train_epochs() : evaluate_only();
+  } catch (...) {
+    observers_.run_end({.test_acc = 0.0, .completed = false});
+    throw;
+  }
+  observers_.run_end({.test_acc = acc, .completed = true});
+  return acc;
+}
+
+double Trainer::evaluate_only() {
+  observers_.run_start(
+      {.config = config_, .start_epoch = start_epoch_, .optimizer_steps = sgd_->steps(), .eval_only = true});
+  return evaluate_alone(start_epoch_, true);
+}
+
+double Trainer::train_epochs() {
   const TrainConfig& c = config_;
-  if (!c.eval_only.empty()) {
-    const auto start = Clock::now();
-    EpochTotals test = evaluate(start_epoch_);
-    EpochTotals none;
-    if (data_parallel_) data_parallel_->reduce_totals(none, test);
-    const double n = static_cast<double>(std::max<std::int64_t>(test.samples, 1));
-    const double acc = 100.0 * static_cast<double>(test.correct) / n;
-    if (c.is_main()) {
-      print_line(fmt::format("{} Eval | Samples: {} | Test Loss: {:.4f} | Test Acc: {:.2f}% | Time: {:.2f}s",
-                             device_->label(), with_thousands(test.samples), test.loss_sum / n, acc,
-                             seconds_since(start)));
-      print_line(fmt::format("Test Acc: {:.2f}%", acc));
-      if (!c.confusion.empty() || !c.misclassified.empty()) write_evaluation_pictures();
-    }
-    return acc;
-  }
   install_stop_handlers();  // from here on a stop signal ends the run after a checkpoint
-  std::ofstream metrics;
-  if (c.is_main() && !c.metrics.empty()) {
-    metrics.open(c.metrics, resumed_from_.empty() ? std::ios::trunc : std::ios::app);
-    ENGINE_CHECK(metrics.good(), "--metrics '{}': cannot write the file", c.metrics);
-  }
+  // Time to accuracy (benchmarks/time_to_accuracy.sh) counts from here (clock_, apps/train/run_clock.h): the
+  // data is loaded (on a GPU, resident there), the model built and initialized.
+  observers_.run_start({.config = c,
+                        .start_epoch = start_epoch_,
+                        .optimizer_steps = sgd_->steps(),
+                        .resumed = !resumed_from_.empty()});
   double last_acc = 0.0;
-  if (start_epoch_ >= c.epochs && c.is_main()) {
-    print_line(fmt::format("cnn_train: the checkpoint has {} epochs done, --epochs is {}: nothing to train",
-                           start_epoch_, c.epochs));
-  }
-  // Time to accuracy (benchmarks/time_to_accuracy.sh) counts from here: the data is loaded (on a GPU,
-  // resident there), the model built and initialized.
-  const auto run_start = Clock::now();
   for (std::int64_t epoch = start_epoch_; epoch < c.epochs; ++epoch) {
     device_->reset_peak_memory();
-    const auto start = Clock::now();
     EpochMetrics m;
     const std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
     EpochTotals train = train_epoch(epoch, position, m);
-    m.seconds = seconds_since(start);
+    m.seconds = clock_->epoch_seconds();
+    const auto evaluation_start = Clock::now();
     EpochTotals test = evaluate(epoch + 1);
     if (data_parallel_) data_parallel_->reduce_totals(train, test);
+    report_evaluation(epoch + 1, test, seconds_since(evaluation_start), false);
     const double n = static_cast<double>(std::max<std::int64_t>(train.samples, 1));
     m.train_loss = train.loss_sum / n;
     m.train_acc = 100.0 * static_cast<double>(train.correct) / n;
@@ -100,45 +116,28 @@ double Trainer::run() {
     const double tn = static_cast<double>(std::max<std::int64_t>(test.samples, 1));
     m.test_loss = test.loss_sum / tn;
     m.test_acc = 100.0 * static_cast<double>(test.correct) / tn;
-    m.elapsed_seconds = seconds_since(run_start);  // the totals are on the host: the evaluation has ended
+    m.elapsed_seconds = clock_->elapsed_seconds();  // to the end of the evaluation just reported
     m.memory_mb = static_cast<double>(device_->peak_memory_bytes()) / (1024.0 * 1024.0);
     m.precision = std::string(choice_name(kPrecisionChoices, c.precision));
     // bf16 autocast: a writer of the weights that forgot the mirror is caught here, once an epoch.
     model_->check_bf16_mirror(fmt::format("epoch {}", epoch + 1));
     last_acc = m.test_acc;
     history_.push_back(m);
-    if (c.is_main() || c.log_all_ranks) print_line(format_epoch_line(device_->label(), m));
     const std::int64_t done = epoch + 1;
+    here_ = {.inside_epoch = false, .epochs_done = done};
     const bool stopping = done < c.epochs && vote_stop(true);
-    if (c.is_main()) {
-      if (metrics.is_open()) {
-        metrics << format_metrics_json(m) << '\n';
-        metrics.flush();
-      }
-      if (!c.checkpoint_dir.empty() && ((c.save_every > 0 && done % c.save_every == 0) || done == c.epochs ||
-                                        c.resume_auto() || stopping)) {
-        save(done);
-      }
-      if (!c.plot.empty())
-        plot_or_warn(whole_history(), c.plot, fmt::format("{} on {}", model_->name(), c.dataset));
-      if (tensorboard_) tensorboard_->epoch(m, sgd_->steps(), *model_);
-    }
+    observers_.epoch_end(
+        {.metrics = m, .optimizer_steps = sgd_->steps(), .step_losses = epoch_losses_, .stopping = stopping});
     if (stopping) {
+      observers_.stop_requested({.epoch = epoch, .optimizer_steps = sgd_->steps(), .mid_epoch = false});
       if (data_parallel_) data_parallel_->any_rank(false);  // nobody leaves before rank 0's file is complete
       stop(c.checkpoint_dir.empty()
                ? "(nothing saved: --checkpoint-dir is empty)"
                : fmt::format("after epoch {}: saved {}/epoch{}.safetensors", done, c.checkpoint_dir, done));
     }
   }
-  if (history_.empty()) {  // a resumed run that was already complete: report its accuracy
-    EpochTotals test = evaluate(start_epoch_);
-    EpochTotals none;
-    if (data_parallel_) data_parallel_->reduce_totals(none, test);
-    last_acc = 100.0 * static_cast<double>(test.correct) /
-               static_cast<double>(std::max<std::int64_t>(test.samples, 1));
-  }
-  if (c.is_main()) print_line(fmt::format("Test Acc: {:.2f}%", last_acc));
-  if (c.is_main() && (!c.confusion.empty() || !c.misclassified.empty())) write_evaluation_pictures();
+  // A resumed run that was already complete: its accuracy.
+  if (history_.empty()) last_acc = evaluate_alone(start_epoch_, false);
   return last_acc;
 }
 

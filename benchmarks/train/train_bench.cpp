@@ -5,14 +5,15 @@
 //
 // For each model and batch: `--warmup` steps (cuDNN plans, the allocator's cache, the loader's first epoch
 // start), then `--steps` timed steps (or a whole epoch with --epoch), timed with CUDA events and the host
-// clock around the synchronized run. Reported: images/s, time per epoch (50,000 images: measured with
-// --epoch, else steps-per-epoch x the measured step time), peak device memory (the caching allocator's peak,
-// which includes the 150 MB resident dataset), the per-phase median from events (step_timer.h), the
-// achieved model TFLOP/s (forward + backward FLOPs per image from benchmarks/common/layer_costs.h), the host
-// time per step (the median time the issuing thread takes to queue one step, no synchronization inside: what
-// bounds the step once the GPU is faster than the host), and on a GPU the kernels per step (one step captured
-// into a CUDA graph after the timed run, never launched: its kernel nodes, core/cuda_graph.h; "n/a" with the
-// reason when the step cannot be captured).
+// clock around the synchronized run (apps/train/run_clock.h's RunClock, which times cnn_train's epochs).
+// Reported: images/s, time per epoch (50,000 images: measured with --epoch, else steps-per-epoch x the
+// measured step time), peak device memory (the caching allocator's peak, which includes the 150 MB resident
+// dataset), the per-phase median from events (step_timer.h), the achieved model TFLOP/s (forward + backward
+// FLOPs per image from benchmarks/common/layer_costs.h), the host time per step (the median time the issuing
+// thread takes to queue one step, no synchronization inside: what bounds the step once the GPU is faster than
+// the host), and on a GPU the kernels per step (one step captured into a CUDA graph after the timed run,
+// never launched: its kernel nodes, core/cuda_graph.h; "n/a" with the reason when the step cannot be
+// captured).
 //
 // --cuda-graph: cnn_train's graph mode (apps/train/training_graph.h): every step reads its epoch, batch
 // offset and dropout offset from the device step state (apps/train/step_state_buffer.h); after the warm-up

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "apps/train/precision.h"
+#include "apps/train/run_clock.h"
 #include "apps/train/step_state_buffer.h"
 #include "benchmarks/common/layer_costs.h"
 #include "benchmarks/common/random_dataset.h"
@@ -207,7 +208,10 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   loss_sum.fill_bytes(0, stream);
   std::vector<double> host_ms;
   host_ms.reserve(static_cast<std::size_t>(timed));
-  const auto start = Clock::now();
+  // Timed as cnn_train times an epoch (apps/train/run_clock.h): from the first timed step's start to the end
+  // of the steps' work on the device.
+  apps::RunClock clock;
+  clock.epoch_start({.batches = timed});
   for (int i = 0; i < timed; ++i) {
     const auto queued_from = Clock::now();
     if (graphs) {
@@ -224,13 +228,14 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
     host_ms.push_back(1e3 * std::chrono::duration<double>(Clock::now() - queued_from).count());
   }
   synchronize();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  clock.epoch_trained({.steps = timed, .samples = batch * timed});
+  const double seconds = clock.epoch_seconds();
 
   Result r;
   r.model = model_name;
   r.batch = batch;
   r.steps = timed;
-  r.images_per_s = static_cast<double>(batch) * timed / seconds;
+  r.images_per_s = clock.images_per_second();
   r.step_ms = 1e3 * seconds / timed;
   r.epoch_measured = c.epoch;
   r.epoch_s = c.epoch ? seconds : static_cast<double>(steps_per_epoch) * seconds / timed;

@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include "apps/train/observers.h"
 #include "apps/train/train_config.h"
 #include "apps/train/trainer.h"
 #include "core/allocator.h"
@@ -219,6 +220,13 @@ TrainConfig in_process_config(const std::string& root, const std::string& checkp
   return c;
 }
 
+// Runs `config` in this process with the outputs cnn_train would attach (the checkpoint policy among them).
+void train_in_process(const TrainConfig& config) {
+  Trainer trainer(config);
+  attach_outputs(trainer);
+  trainer.run();
+}
+
 // The staged loader (pinned buffers, a copy stream, worker threads) gives the GPU-resident loader's batches
 // bit for bit (data/loader.h), so the whole run is the same bit for bit.
 TEST(CnnTrainGpu, TrainerWithTheStagedLoaderEqualsTheResidentOne) {
@@ -226,10 +234,10 @@ TEST(CnnTrainGpu, TrainerWithTheStagedLoaderEqualsTheResidentOne) {
   const std::string root = testing::tiny_folder_dataset("gpu_staged");
   const std::string resident = testing::temp_dir("gpu_staged_resident"),
                     staged = testing::temp_dir("gpu_staged_staged");
-  Trainer(in_process_config(root, resident)).run();
+  train_in_process(in_process_config(root, resident));
   TrainConfig c = in_process_config(root, staged);
   c.gpu_resident_data = false;
-  Trainer(c).run();
+  train_in_process(c);
   expect_checkpoints_identical(resident + "/last.safetensors", staged + "/last.safetensors",
                                "staged vs GPU-resident loader");
 }
@@ -242,12 +250,12 @@ TEST(CnnTrainGpu, TrainerOnTheSecondGpuMatchesTheFirst) {
   if (device_count() < 2) GTEST_SKIP() << "needs two GPUs, " << device_count() << " visible";
   const std::string root = testing::tiny_folder_dataset("gpu_second");
   const std::string first = testing::temp_dir("gpu_second_0"), second = testing::temp_dir("gpu_second_1");
-  Trainer(in_process_config(root, first)).run();
+  train_in_process(in_process_config(root, first));
   const AllocatorStats before = device_allocator(0).stats();
   device_allocator(1).reset_peak();
   TrainConfig c = in_process_config(root, second);
   c.device_index = 1;
-  Trainer(c).run();
+  train_in_process(c);
   const AllocatorStats after = device_allocator(0).stats();
   EXPECT_EQ(after.driver_allocs, before.driver_allocs) << "the cuda:1 run allocated on cuda:0";
   EXPECT_EQ(after.peak_bytes_in_use, before.peak_bytes_in_use) << "the cuda:1 run used cuda:0's memory";
