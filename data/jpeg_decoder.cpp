@@ -32,20 +32,23 @@ JpegHeader jpeg_header(std::span<const std::uint8_t> bytes, const std::string& s
 }
 
 std::vector<std::uint8_t> decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& source,
-                                      int channels, const JpegHeader& header) {
+                                      int channels, const JpegHeader& header, int denominator) {
   ENGINE_CHECK(channels == 1 || channels == 3 || channels == 4, "{}: cannot decode a JPEG to {} channels",
                source, channels);
   const int format = channels == 1 ? TJPF_GRAY : channels == 3 ? TJPF_RGB : TJPF_RGBA;
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(header.height) *
-                                   static_cast<std::size_t>(header.width) *
+  ENGINE_CHECK(denominator == 1 || denominator == 2 || denominator == 4 || denominator == 8,
+               "{}: cannot decode a JPEG at 1/{} scale", source, denominator);
+  const int height = (header.height + denominator - 1) / denominator;  // TJSCALED
+  const int width = (header.width + denominator - 1) / denominator;
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
                                    static_cast<std::size_t>(channels));
   const TjHandle handle = decompressor(source);
   // STOPONWARNING: corrupt or early-ending entropy-coded data is a warning to libjpeg, which would fill the
   // rest with grey; LIMITSCANS: a progressive JPEG of thousands of tiny scans (a decoding-time bomb) is
   // refused.
   const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS | TJFLAG_ACCURATEDCT;
-  ENGINE_CHECK(tjDecompress2(handle.get(), bytes.data(), bytes.size(), pixels.data(), header.width, 0,
-                             header.height, format, flags) == 0,
+  ENGINE_CHECK(tjDecompress2(handle.get(), bytes.data(), bytes.size(), pixels.data(), width, 0, height,
+                             format, flags) == 0,
                "{}: cannot decode JPEG: {}", source, tjGetErrorStr2(handle.get()));
   return pixels;
 }
