@@ -30,7 +30,7 @@ class DiskImages final : public SampleSource {
       } catch (const Error& e) {
         if (!o_.skip_bad_images) throw;
         skipped_.fetch_add(1);
-        std::fprintf(stderr, "cnn_train: skipped a bad image (--skip-bad-images): %s\n", e.what());
+        std::fprintf(stderr, "skipped a bad image (--skip-bad-images): %s\n", e.what());
       }
     }
     ENGINE_FAIL("{}: every one of the {} images failed to decode", list_.files.front(), n);
