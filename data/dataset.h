@@ -25,7 +25,7 @@ class SampleSource {
   virtual std::int32_t read(std::int64_t index, std::uint64_t epoch, std::uint8_t* dst) const = 0;
   // The file sample `index` is read from, for messages.
   virtual std::string name(std::int64_t index) const = 0;
-  // Images refused and skipped so far (0 unless the source skips bad images).
+  // Distinct images refused and skipped so far (0 unless the source skips bad images).
   virtual std::int64_t skipped() const { return 0; }
 };
 

@@ -1,7 +1,8 @@
 #include "data/disk_images.h"
 
 #include <algorithm>
-#include <atomic>
+#include <mutex>
+#include <set>
 #include <cstdio>
 #include <memory>
 
@@ -29,15 +30,18 @@ class DiskImages final : public SampleSource {
         return list_.labels[static_cast<std::size_t>(i)];
       } catch (const Error& e) {
         if (!o_.skip_bad_images) throw;
-        skipped_.fetch_add(1);
-        std::fprintf(stderr, "skipped a bad image (--skip-bad-images): %s\n", e.what());
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (bad_.insert(i).second) std::fprintf(stderr, "skipped a bad image (--skip-bad-images): %s\n", e.what());
       }
     }
     ENGINE_FAIL("{}: every one of the {} images failed to decode", list_.files.front(), n);
   }
 
   std::string name(std::int64_t index) const override { return list_.files[static_cast<std::size_t>(index)]; }
-  std::int64_t skipped() const override { return skipped_.load(); }
+  std::int64_t skipped() const override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<std::int64_t>(bad_.size());
+  }
 
  private:
   // The largest JPEG reduction (8, 4, 2) that leaves the box at least the output size on both sides.
@@ -82,7 +86,8 @@ class DiskImages final : public SampleSource {
 
   FileList list_;
   DiskImageOptions o_;
-  mutable std::atomic<std::int64_t> skipped_{0};
+  mutable std::mutex mutex_;
+  mutable std::set<std::int64_t> bad_;  // the samples found bad, each named once
 };
 
 }  // namespace

@@ -14,7 +14,7 @@
 //
 // A bad image (truncated, corrupt, unsupported, deleted or made unreadable after indexing) throws
 // engine::Error naming the file and what is wrong, which stops the run between checkpoints; with
-// skip_bad_images it is named on stderr, counted (SampleSource::skipped) and replaced by the next good
+// skip_bad_images it is named on stderr (once), counted (SampleSource::skipped: distinct files) and replaced by the next good
 // sample of the dataset (index + 1, + 2, ..., wrapping), label and all, so batches keep their size and the
 // replacement is the same whatever the worker count.
 

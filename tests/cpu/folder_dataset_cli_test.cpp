@@ -72,5 +72,36 @@ TEST(FolderDatasetCli, CnnDataReadsTheSplitsAsCnnTrainDoes) {
   std::filesystem::remove_all(root);
 }
 
+// Cuts a file to its first `keep` bytes (its header stays: indexing accepts it, decoding does not).
+void truncate_file(const std::string& path, std::size_t keep) {
+  const std::string bytes = testing::file_bytes(path);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, std::min(keep, bytes.size()), f), std::min(keep, bytes.size()));
+  std::fclose(f);
+}
+
+TEST(FolderDatasetCli, BadImageDuringAnEpochStopsKeepingTheCheckpointOrIsSkipped) {
+  const std::string root = testing::tiny_folder_dataset("folder_cli_bad", 4);
+  const std::string dir = root + "/ck";
+  const std::vector<std::string> base = {"--cpu", "--dataset", "folder:" + root, "--model", "cnn3",
+                                         "--batch-size", "4", "--checkpoint-dir", dir};
+  testing::RunResult r = run_train(testing::with_args(base, {"--epochs", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string before = testing::file_bytes(dir + "/epoch1.safetensors");
+  const std::string bad = root + "/train/class_b/2.png";
+  truncate_file(bad, 60);  // past the PNG header, into the pixel data
+  r = run_train(testing::with_args(base, {"--epochs", "2", "--resume", "auto"}));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(bad), std::string::npos) << "names the file: " << r.output;
+  EXPECT_NE(r.output.find("truncated"), std::string::npos) << "and what is wrong: " << r.output;
+  EXPECT_EQ(testing::file_bytes(dir + "/epoch1.safetensors"), before) << "the last checkpoint is intact";
+  r = run_train(testing::with_args(base, {"--epochs", "2", "--resume", "auto", "--skip-bad-images"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped a bad image (--skip-bad-images): " + bad), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| Skipped: 1 bad images"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace engine::apps
