@@ -24,8 +24,8 @@
 #include "apps/pictures/data_grid.h"
 #include "apps/train/dataset_catalog.h"
 #include "core/error.h"
-#include "data/image_codec.h"
 #include "data/file_list.h"
+#include "data/image_codec.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
 
@@ -76,7 +76,8 @@ Loaded load(const Options& o) {
   const engine::apps::DatasetEntry& entry = engine::apps::dataset_entry(o.dataset);
   const std::string root = engine::apps::dataset_root(o.dataset, o.data_dir);
   const std::string which = fmt::format("{} ({})", o.dataset, engine::data::split_name(o.split));
-  if (entry.folder_in_name) {  // ROOT/train or ROOT/test as cnn_train reads it, decoded as --channels and --size say
+  if (entry.folder_in_name) {  // ROOT/train or ROOT/test as cnn_train reads it, decoded as --channels and
+                               // --size say
     const auto [h, w] = parse_size(o.size);
     const std::string path = engine::apps::folder_split_path(root, o.split);
     std::vector<std::string> classes;  // the test split's classes are the training split's, by name

@@ -232,11 +232,12 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   ENGINE_CHECK(!c.download || dataset.downloadable(), "--download: only {} can be downloaded; {}",
                join_names(downloadable_dataset_names(), " and "), dataset.not_downloadable_because);
   ENGINE_CHECK(c.resume.empty() || c.eval_only.empty(), "--resume and --eval-only exclude each other");
-  ENGINE_CHECK(dataset.folder_in_name || (app.count("--image-size") + app.count("--resize") +
-                                          app.count("--skip-bad-images")) == 0,
-               "--image-size, --resize and --skip-bad-images are for folder:PATH datasets, not {}", c.dataset);
-  ENGINE_CHECK(c.resize == 0 || c.resize >= c.image_size, "--resize {}: smaller than --image-size {}", c.resize,
-               c.image_size);
+  ENGINE_CHECK(dataset.folder_in_name ||
+                   (app.count("--image-size") + app.count("--resize") + app.count("--skip-bad-images")) == 0,
+               "--image-size, --resize and --skip-bad-images are for folder:PATH datasets, not {}",
+               c.dataset);
+  ENGINE_CHECK(c.resize == 0 || c.resize >= c.image_size, "--resize {}: smaller than --image-size {}",
+               c.resize, c.image_size);
   if (dataset.folder_in_name) c.gpu_resident_data = false;  // read from disk: the staged CUDA loader
   ENGINE_CHECK(!c.resume_auto() || !c.checkpoint_dir.empty(),
                "--resume auto looks for checkpoints in --checkpoint-dir, which is empty");

@@ -114,10 +114,11 @@ int run_folder(const std::string& root, std::int64_t make, std::int64_t size, bo
   o.dct_scaling = dct;
   const auto start = Clock::now();
   const Dataset d = engine::data::disk_image_dataset(engine::data::index_image_folder(root), o);
-  std::printf("loader_bench: %lld images from %s (indexed in %.2f s), batch %lld, RandomResizedCrop(%lld) + "
-              "flip + normalize, DCT scaling %s\n",
-              static_cast<long long>(d.size()), root.c_str(), seconds_since(start), static_cast<long long>(batch),
-              static_cast<long long>(size), dct ? "on" : "off");
+  std::printf(
+      "loader_bench: %lld images from %s (indexed in %.2f s), batch %lld, RandomResizedCrop(%lld) + "
+      "flip + normalize, DCT scaling %s\n",
+      static_cast<long long>(d.size()), root.c_str(), seconds_since(start), static_cast<long long>(batch),
+      static_cast<long long>(size), dct ? "on" : "off");
   for (int w : worker_counts_up_to(max_workers)) {
     LoaderOptions lo;
     lo.batch_size = batch;
@@ -151,7 +152,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the results to this JSON file");
   app.add_option("--folder", folder, "time the on-disk loader on this ImageFolder of JPEGs instead");
   app.add_option("--make", make, "--folder: first write this many synthetic photos there");
-  app.add_option("--image-size", image_size, "--folder: RandomResizedCrop's size")->check(CLI::PositiveNumber);
+  app.add_option("--image-size", image_size, "--folder: RandomResizedCrop's size")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-dct-scaling", no_dct, "--folder: decode every JPEG whole (Pillow's bytes)");
   CLI11_PARSE(app, argc, argv);
   if (!folder.empty()) {

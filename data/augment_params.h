@@ -35,9 +35,9 @@ namespace engine::data {
 
 // Philox offsets that name the data pipeline's random streams; the high 32 bits keep them apart from other
 // users of the same seed (dropout offsets count steps from 0).
-constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;    // "AUGM"; low 32 bits: the epoch
-constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;    // "SAMP"
-constexpr std::uint64_t kFlipPhaseStream = 0x464c4950ull << 32;  // "FLIP": the alternating flip's phase
+constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;      // "AUGM"; low 32 bits: the epoch
+constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;      // "SAMP"
+constexpr std::uint64_t kFlipPhaseStream = 0x464c4950ull << 32;    // "FLIP": the alternating flip's phase
 constexpr std::uint64_t kResizedCropStream = 0x52524352ull << 32;  // "RRCR"; low 32 bits: the epoch
 
 // What the augmentation does; plain data so it can be passed to a kernel by value.

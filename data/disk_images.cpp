@@ -1,10 +1,10 @@
 #include "data/disk_images.h"
 
 #include <algorithm>
-#include <mutex>
-#include <set>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "core/error.h"
 #include "data/augment_params.h"
@@ -31,7 +31,8 @@ class DiskImages final : public SampleSource {
       } catch (const Error& e) {
         if (!o_.skip_bad_images) throw;
         const std::lock_guard<std::mutex> lock(mutex_);
-        if (bad_.insert(i).second) std::fprintf(stderr, "skipped a bad image (--skip-bad-images): %s\n", e.what());
+        if (bad_.insert(i).second)
+          std::fprintf(stderr, "skipped a bad image (--skip-bad-images): %s\n", e.what());
       }
     }
     ENGINE_FAIL("{}: every one of the {} images failed to decode", list_.files.front(), n);
@@ -103,8 +104,8 @@ Dataset disk_image_dataset(FileList list, const DiskImageOptions& options) {
                o.resize, o.image_size);
   ENGINE_CHECK(0 < o.scale_min && o.scale_min <= o.scale_max && o.scale_max <= 1.0 && 0 < o.ratio_min &&
                    o.ratio_min <= o.ratio_max,
-               "RandomResizedCrop: scale ({}, {}) and ratio ({}, {}) must be ordered and positive", o.scale_min,
-               o.scale_max, o.ratio_min, o.ratio_max);
+               "RandomResizedCrop: scale ({}, {}) and ratio ({}, {}) must be ordered and positive",
+               o.scale_min, o.scale_max, o.ratio_min, o.ratio_max);
   ENGINE_CHECK(!list.files.empty(), "an image dataset without images");
   Dataset d;
   d.channels = kChannels;

@@ -14,9 +14,9 @@
 //
 // A bad image (truncated, corrupt, unsupported, deleted or made unreadable after indexing) throws
 // engine::Error naming the file and what is wrong, which stops the run between checkpoints; with
-// skip_bad_images it is named on stderr (once), counted (SampleSource::skipped: distinct files) and replaced by the next good
-// sample of the dataset (index + 1, + 2, ..., wrapping), label and all, so batches keep their size and the
-// replacement is the same whatever the worker count.
+// skip_bad_images it is named on stderr (once), counted (SampleSource::skipped: distinct files) and replaced
+// by the next good sample of the dataset (index + 1, + 2, ..., wrapping), label and all, so batches keep
+// their size and the replacement is the same whatever the worker count.
 
 #include <cstdint>
 #include <string>
@@ -27,8 +27,8 @@
 namespace engine::data {
 
 struct DiskImageOptions {
-  std::int64_t image_size = 224;     // the square the model sees
-  std::int64_t resize = 0;           // evaluation's shorter side before the center crop; 0: image_size * 8 / 7
+  std::int64_t image_size = 224;  // the square the model sees
+  std::int64_t resize = 0;        // evaluation's shorter side before the center crop; 0: image_size * 8 / 7
   bool random_resized_crop = false;  // training's RandomResizedCrop; false: evaluation's resize + center crop
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;

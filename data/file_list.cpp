@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "data/file_io.h"
 #include "data/image_codec.h"
 
 namespace engine::data {
@@ -41,26 +42,12 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, Keep keep) {
 
 // Reads the start of `path` and checks it is an image whose header parses.
 void check_header(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  ENGINE_CHECK(!ec || ec == std::errc::no_such_file_or_directory, "{}: cannot read it: {}", path,
-               ec.message());
-  ENGINE_CHECK(fs::exists(st), "{}: no such file (a broken link?)", path);
-  ENGINE_CHECK(fs::is_regular_file(st), "{}: not a regular file", path);
-  std::ifstream in(path, std::ios::binary);
-  ENGINE_CHECK(in.good(), "{}: cannot open it for reading (permissions?)", path);
-  std::vector<std::uint8_t> head(kHeaderBytes);
-  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(in.gcount()));
-  ENGINE_CHECK(!in.bad(), "{}: read failed", path);
+  const std::vector<std::uint8_t> head = read_file(path, kHeaderBytes);
   try {
     (void)image_info(head, path);
   } catch (const Error&) {
-    if (head.size() < kHeaderBytes) throw;  // the whole file was read: the header is bad
-    std::vector<std::uint8_t> all(head);    // a JPEG whose frame header lies past the first 64 KiB
-    std::vector<char> rest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    all.insert(all.end(), rest.begin(), rest.end());
-    (void)image_info(all, path);
+    if (head.size() < kHeaderBytes) throw;    // the whole file was read: the header is bad
+    (void)image_info(read_file(path), path);  // a JPEG whose frame header lies past the first 64 KiB
   }
 }
 
@@ -78,9 +65,8 @@ std::int32_t label_of(const std::string& name, const std::vector<std::string>& c
 
 bool all_integers(const std::vector<std::string>& names) {
   return std::all_of(names.begin(), names.end(), [](const std::string& n) {
-    return !n.empty() && n.size() < 10 && std::all_of(n.begin(), n.end(), [](unsigned char c) {
-      return std::isdigit(c) != 0;
-    });
+    return !n.empty() && n.size() < 10 &&
+           std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   });
 }
 
@@ -105,7 +91,8 @@ FileList index_image_folder(const std::string& root, const std::vector<std::stri
     const auto& dir = class_dirs[k];
     const std::int32_t label = classes != nullptr ? label_of(dir.filename().string(), *classes, dir.string())
                                                   : static_cast<std::int32_t>(k);
-    const auto files = sorted_entries(dir, [](const fs::directory_entry& e) { return is_image_name(e.path()); });
+    const auto files =
+        sorted_entries(dir, [](const fs::directory_entry& e) { return is_image_name(e.path()); });
     ENGINE_CHECK(!files.empty(), "{}: class folder holds no .png, .jpg, .jpeg or .bmp files", dir.string());
     for (const auto& file : files) {
       check_header(file.string());

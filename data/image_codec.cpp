@@ -236,10 +236,10 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
     return image;
   }
   std::vector<std::uint8_t> resized(static_cast<std::size_t>(image.height * image.width * channels));
-  const int ok =
-      stbir_resize_uint8_generic(decoded.pixels.data(), w, h, 0, resized.data(), static_cast<int>(image.width),
-                                 static_cast<int>(image.height), 0, channels, STBIR_ALPHA_CHANNEL_NONE, 0,
-                                 STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR, nullptr);
+  const int ok = stbir_resize_uint8_generic(decoded.pixels.data(), w, h, 0, resized.data(),
+                                            static_cast<int>(image.width), static_cast<int>(image.height), 0,
+                                            channels, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP,
+                                            STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR, nullptr);
   ENGINE_CHECK(ok, "{}: resizing {}x{} to {}x{} failed", source, w, h, image.width, image.height);
   image.pixels = planar(resized.data(), image.height, image.width, channels);
   return image;

@@ -33,7 +33,8 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
 
 // The decoded pixels as the decoder gives them: height x width x channels, interleaved, no resize. A JPEG is
 // decoded at 1/`denominator` of its size (1, 2, 4 or 8: libjpeg-turbo's scaling in the DCT domain, much
-// faster than decoding whole and shrinking); other formats ignore it. full_height/full_width: the file's size.
+// faster than decoding whole and shrinking); other formats ignore it. full_height/full_width: the file's
+// size.
 struct InterleavedImage {
   int channels = 0;
   std::int64_t height = 0, width = 0;

@@ -48,9 +48,9 @@ std::vector<std::uint8_t> decode_jpeg(std::span<const std::uint8_t> bytes, const
   // rest with grey; LIMITSCANS: a progressive JPEG of thousands of tiny scans (a decoding-time bomb) is
   // refused.
   const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS | TJFLAG_ACCURATEDCT;
-  ENGINE_CHECK(tjDecompress2(handle, bytes.data(), bytes.size(), pixels.data(), width, 0, height,
-                             format, flags) == 0,
-               "{}: cannot decode JPEG: {}", source, tjGetErrorStr2(handle));
+  ENGINE_CHECK(
+      tjDecompress2(handle, bytes.data(), bytes.size(), pixels.data(), width, 0, height, format, flags) == 0,
+      "{}: cannot decode JPEG: {}", source, tjGetErrorStr2(handle));
   return pixels;
 }
 

@@ -44,8 +44,8 @@ class CpuBackend final : public LoaderBackend {
       const std::uint8_t* image = dataset_.on_disk() ? pixels.data() : dataset_.image(id);
       labels[i] = dataset_.on_disk() ? dataset_.source->read(id, epoch, pixels.data())
                                      : dataset_.labels[static_cast<std::size_t>(id)];
-      transform_.apply_in_layout(image, dataset_.channels, dataset_.height, dataset_.width, id, epoch, layout_,
-                                 out + i * chw, scratch);
+      transform_.apply_in_layout(image, dataset_.channels, dataset_.height, dataset_.width, id, epoch,
+                                 layout_, out + i * chw, scratch);
     }
   }
 

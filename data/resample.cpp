@@ -48,8 +48,8 @@ Coefficients coefficients(std::int64_t in, std::int64_t out) {
     }
     for (std::int64_t x = 0; x < xmax; ++x) {
       const double w = ww != 0.0 ? k[static_cast<std::size_t>(x)] / ww : k[static_cast<std::size_t>(x)];
-      c.weights[static_cast<std::size_t>(o * c.taps + x)] =
-          static_cast<std::int32_t>(w < 0 ? -0.5 + w * (1 << kPrecisionBits) : 0.5 + w * (1 << kPrecisionBits));
+      c.weights[static_cast<std::size_t>(o * c.taps + x)] = static_cast<std::int32_t>(
+          w < 0 ? -0.5 + w * (1 << kPrecisionBits) : 0.5 + w * (1 << kPrecisionBits));
     }
     c.first[static_cast<std::size_t>(o)] = xmin;
     c.count[static_cast<std::size_t>(o)] = xmax;
@@ -72,8 +72,8 @@ void resample_bilinear(const std::uint8_t* src, std::int64_t src_stride, int cha
                "resample_bilinear: {}x{}x{} to {}x{}", in_h, in_w, channels, out_h, out_w);
   ENGINE_CHECK(window.top >= 0 && window.left >= 0 && window.height > 0 && window.width > 0 &&
                    window.top + window.height <= out_h && window.left + window.width <= out_w,
-               "resample_bilinear: window {}+{} x {}+{} outside {}x{}", window.top, window.height, window.left,
-               window.width, out_h, out_w);
+               "resample_bilinear: window {}+{} x {}+{} outside {}x{}", window.top, window.height,
+               window.left, window.width, out_h, out_w);
   const bool horizontal = in_w != out_w, vertical = in_h != out_h;
   const Coefficients cx = horizontal ? coefficients(in_w, out_w) : Coefficients{};
   const Coefficients cy = vertical ? coefficients(in_h, out_h) : Coefficients{};
@@ -96,7 +96,8 @@ void resample_bilinear(const std::uint8_t* src, std::int64_t src_stride, int cha
         for (int c = 0; c < channels; ++c) m[x * channels + c] = in[o * channels + c];
         continue;
       }
-      const std::int64_t first = cx.first[static_cast<std::size_t>(o)], n = cx.count[static_cast<std::size_t>(o)];
+      const std::int64_t first = cx.first[static_cast<std::size_t>(o)],
+                         n = cx.count[static_cast<std::size_t>(o)];
       const std::int32_t* w = cx.weights.data() + o * cx.taps;
       for (int c = 0; c < channels; ++c) {
         std::int32_t ss = 1 << (kPrecisionBits - 1);

@@ -7,8 +7,8 @@
 #include "core/error.h"
 #include "data/cifar10.h"
 #include "data/data_home.h"
-#include "data/idx.h"
 #include "data/file_list.h"
+#include "data/idx.h"
 
 namespace engine::apps {
 
@@ -29,7 +29,8 @@ std::string fashion_mnist_root_help() {
   return data::user_data_dir("fashion-mnist") + " when it exists, else " + data::kFashionMnistDebianDir;
 }
 
-data::Dataset load_folder_split(const std::string& root, data::Split split, const data::DiskImageOptions& options,
+data::Dataset load_folder_split(const std::string& root, data::Split split,
+                                const data::DiskImageOptions& options,
                                 const std::vector<std::string>* classes) {
   return data::disk_image_dataset(data::list_images(folder_split_path(root, split), classes), options);
 }

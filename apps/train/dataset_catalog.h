@@ -25,7 +25,8 @@ struct DatasetEntry {
   data::Dataset (*load)(const std::string& root, data::Split split) = nullptr;  // in memory; null for folders
   // folder:PATH: the split's files, read from disk as `options` say; `classes`: the training split's class
   // names, which the test split's are matched to by name (null when reading the training split).
-  data::Dataset (*load_folder)(const std::string& root, data::Split split, const data::DiskImageOptions& options,
+  data::Dataset (*load_folder)(const std::string& root, data::Split split,
+                               const data::DiskImageOptions& options,
                                const std::vector<std::string>* classes) = nullptr;
   std::vector<float> mean = {};  // per channel, in units of x / 255; empty: those of the training images
   std::vector<float> std = {};

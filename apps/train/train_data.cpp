@@ -67,8 +67,10 @@ TrainData load_test_data(const TrainConfig& c) {
   const DatasetEntry& dataset = dataset_entry(c.dataset);
   const std::string root = dataset_root(c.dataset, c.data_dir);
   TrainData t;
-  if (dataset.mean.empty()) t.train = load_split(dataset, root, data::Split::Train, c, nullptr);  // statistics
-  t.test = load_split(dataset, root, data::Split::Test, c, t.train.size() > 0 ? &t.train.class_names : nullptr);
+  if (dataset.mean.empty())
+    t.train = load_split(dataset, root, data::Split::Train, c, nullptr);  // statistics
+  t.test =
+      load_split(dataset, root, data::Split::Test, c, t.train.size() > 0 ? &t.train.class_names : nullptr);
   const std::int64_t full_test = t.test.size();
   limit(t.test, c.limit_test, "--limit-test", "test");
   set_normalization(dataset, t);

@@ -26,7 +26,8 @@ void make_photo_folder(const std::string& root, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) {
     const int h = 256 + static_cast<int>(next() % 245), w = 256 + static_cast<int>(next() % 245);
     data::Image im{3, h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(3 * h * w))};
-    const double fx = 0.5 + static_cast<double>(next() % 100) / 25.0, fy = 0.5 + static_cast<double>(next() % 100) / 25.0;
+    const double fx = 0.5 + static_cast<double>(next() % 100) / 25.0,
+                 fy = 0.5 + static_cast<double>(next() % 100) / 25.0;
     for (int c = 0; c < 3; ++c) {
       for (int y = 0; y < h; ++y) {
         for (int x = 0; x < w; ++x) {

@@ -3,26 +3,27 @@
 // augment across worker counts, bad images during an epoch (stop, or skip and count), torchvision's
 // geometry, and memory that does not grow with the dataset.
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "data/disk_images.h"
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "data/augment_params.h"
-#include "data/disk_images.h"
 #include "data/file_io.h"
 #include "data/file_list.h"
 #include "data/image_codec.h"
 #include "data/loader.h"
 #include "data/resample.h"
+#include "tests/common/image_trees.h"
 #include "tests/cpu/data_test_util.h"
 
 namespace engine::data {
@@ -31,36 +32,11 @@ namespace {
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-// A picture whose colour says its class, with texture so crops differ.
-Image picture(int height, int width, int label, int seed) {
-  Image im{3, height, width, std::vector<std::uint8_t>(static_cast<std::size_t>(3 * height * width))};
-  for (int c = 0; c < 3; ++c) {
-    for (int y = 0; y < height; ++y) {
-      for (int x = 0; x < width; ++x) {
-        const int v = (c == label % 3 ? 150 : 40) + (x * 3 + y * 5 + seed * 11 + c * 17) % 90;
-        im.pixels[static_cast<std::size_t>((c * height + y) * width + x)] = static_cast<std::uint8_t>(v);
-      }
-    }
-  }
-  return im;
-}
-
-// root/<class>/<k>.jpg|png: sizes from 64x64 to 500x375, JPEG and PNG alternating.
-void make_tree(const std::string& root, const std::vector<std::string>& classes, int per_class) {
-  const int sizes[][2] = {{64, 64}, {375, 500}, {100, 80}, {500, 375}, {97, 131}};
-  for (std::size_t c = 0; c < classes.size(); ++c) {
-    for (int k = 0; k < per_class; ++k) {
-      const auto* s = sizes[(k + static_cast<int>(c)) % 5];
-      const Image im = picture(s[0], s[1], static_cast<int>(c), k);
-      const bool jpeg = k % 2 == 0;
-      testing::write_bytes(fmt::format("{}/{}/{}.{}", root, classes[c], k, jpeg ? "jpg" : "png"),
-                           jpeg ? encode_jpeg(im, 90) : encode_png(im));
-    }
-  }
-}
+using engine::testing::make_image_tree;
 
 // Every batch of one epoch, images and labels.
-std::vector<float> epoch_values(const Dataset& d, int workers, std::uint64_t epoch, int world = 1, int rank = 0) {
+std::vector<float> epoch_values(const Dataset& d, int workers, std::uint64_t epoch, int world = 1,
+                                int rank = 0) {
   LoaderOptions o;
   o.batch_size = 4;
   o.num_workers = workers;
@@ -73,14 +49,15 @@ std::vector<float> epoch_values(const Dataset& d, int workers, std::uint64_t epo
   std::vector<float> out;
   for (Batch b; loader.next(b);) {
     out.insert(out.end(), b.images.data<float>(), b.images.data<float>() + b.images.numel());
-    for (std::int64_t i = 0; i < b.size(); ++i) out.push_back(static_cast<float>(b.labels.data<std::int32_t>()[i]));
+    for (std::int64_t i = 0; i < b.size(); ++i)
+      out.push_back(static_cast<float>(b.labels.data<std::int32_t>()[i]));
   }
   return out;
 }
 
 TEST(DiskImages, IndexesWithoutDecodingAndReadsEachSampleAtTheCropSize) {
   TempDir tmp;
-  make_tree(tmp / "train", {"cat", "dog"}, 5);
+  make_image_tree(tmp / "train", {"cat", "dog"}, 5);
   testing::write_text(tmp / "train/cat/notes.txt", "ignored: not an image name");
   const FileList list = index_image_folder(tmp / "train");
   ASSERT_EQ(list.files.size(), 10u);
@@ -101,21 +78,22 @@ TEST(DiskImages, IndexesWithoutDecodingAndReadsEachSampleAtTheCropSize) {
 
 TEST(DiskImages, TestClassesAreMatchedToTrainingClassesByName) {
   TempDir tmp;
-  make_tree(tmp / "train", {"circle", "square", "triangle"}, 1);
-  make_tree(tmp / "test", {"square", "triangle"}, 1);  // lacks circle: accepted, training's labels
+  make_image_tree(tmp / "train", {"circle", "square", "triangle"}, 1);
+  make_image_tree(tmp / "test", {"square", "triangle"}, 1);  // lacks circle: accepted, training's labels
   const FileList train = index_image_folder(tmp / "train");
   const FileList test = index_image_folder(tmp / "test", &train.class_names);
   EXPECT_EQ(test.class_names, train.class_names);
   EXPECT_EQ(test.labels, (std::vector<std::int32_t>{1, 2})) << "square is 1 and triangle 2, as in training";
   TempDir other;
-  make_tree(other / "test", {"circle", "hexagon"}, 1);  // a class training does not have: refused, named
+  make_image_tree(other / "test", {"circle", "hexagon"},
+                  1);  // a class training does not have: refused, named
   EXPECT_DATA_ERROR(index_image_folder(other / "test", &train.class_names), "hexagon",
                     "not one of the training split's classes", "circle, square, triangle");
 }
 
 TEST(DiskImages, FileListCsvReadsPathsRelativeToItsFolder) {
   TempDir tmp;
-  make_tree(tmp / "imgs", {"a", "b"}, 2);
+  make_image_tree(tmp / "imgs", {"a", "b"}, 2);
   testing::write_text(tmp / "train.csv", "path,label\nimgs/a/0.jpg,10\nimgs/b/1.png,2\nimgs/a/1.png,10\n");
   const FileList list = read_file_list(tmp / "train.csv");
   EXPECT_EQ(list.class_names, (std::vector<std::string>{"2", "10"})) << "integer names sorted as numbers";
@@ -126,7 +104,7 @@ TEST(DiskImages, FileListCsvReadsPathsRelativeToItsFolder) {
 
 TEST(DiskImages, RefusesBadTreesNamingWhatIsWrong) {
   TempDir tmp;
-  make_tree(tmp / "t", {"a"}, 1);
+  make_image_tree(tmp / "t", {"a"}, 1);
   fs::create_directories(tmp / "t/empty_class");
   EXPECT_DATA_ERROR(index_image_folder(tmp / "t"), "empty_class", "holds no .png");
   fs::remove(tmp / "t/empty_class");
@@ -142,7 +120,7 @@ TEST(DiskImages, RefusesBadTreesNamingWhatIsWrong) {
 
 TEST(DiskImages, BadImageDuringAnEpochStopsNamingItOrIsSkippedAndCounted) {
   TempDir tmp;
-  make_tree(tmp / "t", {"a", "b"}, 4);
+  make_image_tree(tmp / "t", {"a", "b"}, 4);
   const FileList list = index_image_folder(tmp / "t");
   DiskImageOptions o;
   o.image_size = 32;
@@ -151,7 +129,8 @@ TEST(DiskImages, BadImageDuringAnEpochStopsNamingItOrIsSkippedAndCounted) {
   const Dataset lenient = disk_image_dataset(list, o);
   // After indexing: one file truncated, one deleted.
   const std::vector<std::uint8_t> whole = read_file(list.files[2]);
-  testing::write_bytes(list.files[2], std::vector<std::uint8_t>(whole.begin(), whole.begin() + whole.size() / 2));
+  testing::write_bytes(list.files[2],
+                       std::vector<std::uint8_t>(whole.begin(), whole.begin() + whole.size() / 2));
   fs::remove(list.files[5]);
   EXPECT_DATA_ERROR(epoch_values(strict, 2, 0), tmp / "t/");  // the first bad one the epoch meets
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(strict.image_bytes()));
@@ -165,7 +144,7 @@ TEST(DiskImages, BadImageDuringAnEpochStopsNamingItOrIsSkippedAndCounted) {
 
 TEST(DiskImages, BatchesAreTheSameWhateverTheWorkerCountAndDifferByEpoch) {
   TempDir tmp;
-  make_tree(tmp / "t", {"a", "b", "c"}, 5);
+  make_image_tree(tmp / "t", {"a", "b", "c"}, 5);
   DiskImageOptions o;
   o.image_size = 40;
   o.random_resized_crop = true;
@@ -209,7 +188,7 @@ TEST(DiskImages, ResizeShapesAndCenterCropAreTorchvisions) {
   EXPECT_EQ(s.width, 97);  // int(73 * 500 / 375) = int(97.33)
   EXPECT_EQ(default_resize(224), 256);
   const PixelBox c = center_crop_box(73, 97, 64);
-  EXPECT_EQ(c.top, 4);   // round(4.5) = 4, half to even
+  EXPECT_EQ(c.top, 4);    // round(4.5) = 4, half to even
   EXPECT_EQ(c.left, 16);  // round(16.5) = 16
 }
 
@@ -219,7 +198,8 @@ TEST(DiskImages, ResampleKeepsFlatImagesFlatAndIsIdentityAtTheSameSize) {
   std::vector<std::uint8_t> same(src.size());
   resample_bilinear(src.data(), 53 * 3, 3, 37, 53, 37, 53, {0, 0, 37, 53}, same.data());
   for (int c = 0; c < 3; ++c) {
-    for (int p = 0; p < 37 * 53; ++p) ASSERT_EQ(same[static_cast<std::size_t>(c * 37 * 53 + p)], src[static_cast<std::size_t>(p * 3 + c)]);
+    for (int p = 0; p < 37 * 53; ++p)
+      ASSERT_EQ(same[static_cast<std::size_t>(c * 37 * 53 + p)], src[static_cast<std::size_t>(p * 3 + c)]);
   }
   std::vector<std::uint8_t> flat(200 * 300 * 3, 77), out(3 * 24 * 24);
   resample_bilinear(flat.data(), 300 * 3, 3, 200, 300, 31, 47, {3, 9, 24, 24}, out.data());
@@ -266,12 +246,14 @@ long child_peak_rss_kib(const std::string& root, std::int64_t count) {
 // take the test's time, and the loader reads each link as a file).
 void make_linked_tree(const std::string& root, int count) {
   for (int k = 0; k < 20; ++k) {
-    testing::write_bytes(fmt::format("{}/pool/{}.png", root, k), encode_png(picture(64, 64, k, k)));
+    testing::write_bytes(fmt::format("{}/pool/{}.png", root, k),
+                         encode_png(engine::testing::class_picture(64, 64, k, k)));
   }
   for (int i = 0; i < count; ++i) {
     const fs::path dir = fs::path(root) / "tree" / fmt::format("c{}", i % 10);
     fs::create_directories(dir);
-    fs::create_symlink(fs::path(root) / "pool" / fmt::format("{}.png", i % 20), dir / fmt::format("{}.png", i));
+    fs::create_symlink(fs::path(root) / "pool" / fmt::format("{}.png", i % 20),
+                       dir / fmt::format("{}.png", i));
   }
 }
 

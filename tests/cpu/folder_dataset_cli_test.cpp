@@ -33,8 +33,8 @@ std::string folder_with_test_classes(const std::string& name, const std::vector<
 
 TEST(FolderDatasetCli, TestClassMissingFromTrainingIsRefusedBeforeTraining) {
   const std::string root = folder_with_test_classes("folder_cli_extra", {"class_a", "triangle"});
-  const testing::RunResult r = run_train({"--cpu", "--dataset", "folder:" + root, "--epochs", "1",
-                                          "--batch-size", "4", "--checkpoint-dir", ""});
+  const testing::RunResult r = run_train(
+      {"--cpu", "--dataset", "folder:" + root, "--epochs", "1", "--batch-size", "4", "--checkpoint-dir", ""});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("class 'triangle' is not one of the training split's classes"), std::string::npos)
       << r.output;
@@ -46,13 +46,14 @@ TEST(FolderDatasetCli, TestSplitLackingClassesTrainsWithTheTrainingLabels) {
   const std::string root = folder_with_test_classes("folder_cli_fewer", {"class_c"});
   const std::string confusion = root + "/confusion.png";
   const testing::RunResult r =
-      run_train({"--cpu", "--dataset", "folder:" + root, "--model", "cnn3", "--epochs", "1", "--batch-size", "4",
-                 "--checkpoint-dir", "", "--metrics", root + "/m.jsonl", "--confusion", confusion});
+      run_train({"--cpu", "--dataset", "folder:" + root, "--model", "cnn3", "--epochs", "1", "--batch-size",
+                 "4", "--checkpoint-dir", "", "--metrics", root + "/m.jsonl", "--confusion", confusion});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The confusion matrix is over the training split's three classes; the test images (class_c's folder)
   // sit in row 2.
   const std::string metrics = testing::file_bytes(root + "/m.jsonl");
-  EXPECT_NE(metrics.find("\"classes\": [\"class_a\", \"class_b\", \"class_c\"], \"counts\": [[0, 0, 0], [0, 0, 0], ["),
+  EXPECT_NE(metrics.find(
+                "\"classes\": [\"class_a\", \"class_b\", \"class_c\"], \"counts\": [[0, 0, 0], [0, 0, 0], ["),
             std::string::npos)
       << metrics;
   std::filesystem::remove_all(root);
@@ -84,8 +85,8 @@ void truncate_file(const std::string& path, std::size_t keep) {
 TEST(FolderDatasetCli, BadImageDuringAnEpochStopsKeepingTheCheckpointOrIsSkipped) {
   const std::string root = testing::tiny_folder_dataset("folder_cli_bad", 4);
   const std::string dir = root + "/ck";
-  const std::vector<std::string> base = {"--cpu", "--dataset", "folder:" + root, "--model", "cnn3",
-                                         "--batch-size", "4", "--checkpoint-dir", dir};
+  const std::vector<std::string> base = {"--cpu",        "--dataset", "folder:" + root,   "--model", "cnn3",
+                                         "--batch-size", "4",         "--checkpoint-dir", dir};
   testing::RunResult r = run_train(testing::with_args(base, {"--epochs", "1"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string before = testing::file_bytes(dir + "/epoch1.safetensors");
