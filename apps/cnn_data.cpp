@@ -25,6 +25,7 @@
 #include "apps/pictures/data_grid.h"
 #include "apps/train/dataset_catalog.h"
 #include "core/error.h"
+#include "data/file_list.h"
 #include "data/image_codec.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
@@ -75,11 +76,18 @@ std::pair<std::int64_t, std::int64_t> parse_size(const std::string& text) {
 Loaded load(const Options& o) {
   const engine::apps::DatasetEntry& entry = engine::apps::dataset_entry(o.dataset);
   const std::string root = engine::apps::dataset_root(o.dataset, o.data_dir);
-  if (entry.folder_in_name) {  // the folder itself (no split), decoded as --channels and --size say
-    const auto [h, w] = parse_size(o.size);
-    return {engine::data::load_image_folder(root, o.channels, h, w), "image folder " + root};
-  }
   const std::string which = fmt::format("{} ({})", o.dataset, engine::data::split_name(o.split));
+  if (entry.folder_in_name) {  // ROOT/train or ROOT/test as cnn_train reads it, decoded as --channels and
+                               // --size say
+    const auto [h, w] = parse_size(o.size);
+    const std::string path = engine::apps::folder_split_path(root, o.split);
+    std::vector<std::string> classes;  // the test split's classes are the training split's, by name
+    if (o.split == Split::Test) {
+      classes = engine::data::list_images(engine::apps::folder_split_path(root, Split::Train)).class_names;
+    }
+    return {engine::data::load_image_folder(path, o.channels, h, w, classes.empty() ? nullptr : &classes),
+            which + " from " + path};
+  }
   return {entry.load(root, o.split), which + " from " + root};
 }
 

@@ -152,6 +152,17 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
       "training augmentation: none; crop-flip (random crop with 4 pixels of zero padding, random "
       "horizontal flip); flip-translate (airbench94: flip on alternate epochs with a random phase "
       "per image, translate by up to --translate pixels with reflection padding)");
+  app.add_option("--image-size", c.image_size,
+                 "folder datasets: the square crop the model sees (training: RandomResizedCrop with "
+                 "--augment crop-flip; evaluation: center crop)")
+      ->check(number_range(std::int64_t{8}, std::int64_t{4096}));
+  app.add_option("--resize", c.resize,
+                 "folder datasets: evaluation's shorter side before the center crop (default: "
+                 "--image-size x 256/224, torchvision's Resize(256) + CenterCrop(224))")
+      ->check(number_range(std::int64_t{8}, std::int64_t{8192}));
+  app.add_flag("--skip-bad-images", c.skip_bad_images,
+               "folder datasets: name, count and skip an image that cannot be read or decoded during an "
+               "epoch (default: stop the run; its last checkpoint stays)");
   app.add_option("--seed", c.seed, "seed of initialization, shuffling, augmentation and dropout")
       ->check(number_range(std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()));
   app.add_flag("--cpu", c.cpu, "train on the CPU even when a GPU is present");
@@ -229,6 +240,13 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
   ENGINE_CHECK(!c.download || dataset.downloadable(), "--download: only {} can be downloaded; {}",
                join_names(downloadable_dataset_names(), " and "), dataset.not_downloadable_because);
   ENGINE_CHECK(c.resume.empty() || c.eval_only.empty(), "--resume and --eval-only exclude each other");
+  ENGINE_CHECK(dataset.folder_in_name ||
+                   (app.count("--image-size") + app.count("--resize") + app.count("--skip-bad-images")) == 0,
+               "--image-size, --resize and --skip-bad-images are for folder:PATH datasets, not {}",
+               c.dataset);
+  ENGINE_CHECK(c.resize == 0 || c.resize >= c.image_size, "--resize {}: smaller than --image-size {}",
+               c.resize, c.image_size);
+  if (dataset.folder_in_name) c.gpu_resident_data = false;  // read from disk: the staged CUDA loader
   ENGINE_CHECK(!c.resume_auto() || !c.checkpoint_dir.empty(),
                "--resume auto looks for checkpoints in --checkpoint-dir, which is empty");
   ENGINE_CHECK(c.save_every_steps == 0 || !c.checkpoint_dir.empty(),

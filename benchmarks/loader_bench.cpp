@@ -12,6 +12,11 @@
 //   loader_bench                 full run (50,000 images, 3 timed epochs)
 //   loader_bench --smoke         seconds: 2,000 images, 1 timed epoch, and a check that batches arrive whole
 //   loader_bench --json out.json also writes the results as JSON
+//   loader_bench --folder DIR [--make N] [--image-size 224] [--no-dct-scaling]
+//                                a folder of JPEGs read from disk (data/disk_images.h: RandomResizedCrop +
+//                                flip + normalize, decoded by the workers); --make writes N synthetic
+//                                256-500 px photos there first (benchmarks/common/photo_folder.h). Beside
+//                                torchvision: benchmarks/pytorch/imagefolder_bench.py, same folder and flags.
 
 #include <algorithm>
 #include <chrono>
@@ -24,9 +29,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "benchmarks/common/photo_folder.h"
 #include "benchmarks/common/random_dataset.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "data/disk_images.h"
+#include "data/file_list.h"
 #include "data/loader.h"
 
 #if ENGINE_HAVE_CUDA
@@ -89,6 +97,42 @@ double time_transform_alone(const Dataset& d, int epochs) {
   return static_cast<double>(d.size()) * epochs / s;
 }
 
+std::vector<int> worker_counts_up_to(int max_workers) {
+  std::vector<int> counts;  // 1, 2, 4, ... and max_workers itself
+  for (int w = 1; w < max_workers; w *= 2) counts.push_back(w);
+  counts.push_back(max_workers);
+  return counts;
+}
+
+// The folder mode: ImageNet's training recipe at `size` from disk, 1..max_workers workers.
+int run_folder(const std::string& root, std::int64_t make, std::int64_t size, bool dct, std::int64_t batch,
+               int epochs, int max_workers) {
+  if (make > 0) engine::bench::make_photo_folder(root, make);
+  engine::data::DiskImageOptions o;
+  o.image_size = size;
+  o.random_resized_crop = true;
+  o.dct_scaling = dct;
+  const auto start = Clock::now();
+  const Dataset d = engine::data::disk_image_dataset(engine::data::index_image_folder(root), o);
+  std::printf(
+      "loader_bench: %lld images from %s (indexed in %.2f s), batch %lld, RandomResizedCrop(%lld) + "
+      "flip + normalize, DCT scaling %s\n",
+      static_cast<long long>(d.size()), root.c_str(), seconds_since(start), static_cast<long long>(batch),
+      static_cast<long long>(size), dct ? "on" : "off");
+  for (int w : worker_counts_up_to(max_workers)) {
+    LoaderOptions lo;
+    lo.batch_size = batch;
+    lo.drop_last = true;
+    lo.num_workers = w;
+    lo.transform = TransformConfig::eval({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
+    lo.transform.random_flip = true;
+    Loader loader(d, DistributedSampler(d.size(), 1, 0, true, 0), lo);
+    const double ips = time_loader(loader, epochs, loader.num_batches() * batch, [] {});
+    std::printf("  %-14s %2d worker(s) %10.1f images/s  %8.1f per worker\n", "folder", w, ips, ips / w);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,7 +140,9 @@ int main(int argc, char** argv) {
   bool smoke = false;
   std::int64_t images = 50000, batch = 256;
   int epochs = 3, max_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string json_path;
+  std::string json_path, folder;
+  std::int64_t make = 0, image_size = 224;
+  bool no_dct = false;
   app.add_flag("--smoke", smoke, "a seconds-long CPU run for CI");
   app.add_option("--images", images, "dataset size")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
@@ -104,7 +150,20 @@ int main(int argc, char** argv) {
   app.add_option("--max-workers", max_workers, "CPU loader: time 1, 2, ... up to this many workers")
       ->check(CLI::PositiveNumber);
   app.add_option("--json", json_path, "also write the results to this JSON file");
+  app.add_option("--folder", folder, "time the on-disk loader on this ImageFolder of JPEGs instead");
+  app.add_option("--make", make, "--folder: first write this many synthetic photos there");
+  app.add_option("--image-size", image_size, "--folder: RandomResizedCrop's size")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-dct-scaling", no_dct, "--folder: decode every JPEG whole (Pillow's bytes)");
   CLI11_PARSE(app, argc, argv);
+  if (!folder.empty()) {
+    try {
+      return run_folder(folder, make, image_size, !no_dct, batch, epochs, max_workers);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "loader_bench: %s\n", e.what());
+      return 1;
+    }
+  }
   if (smoke) {
     images = 2000;
     epochs = 1;
@@ -121,10 +180,7 @@ int main(int argc, char** argv) {
     results.push_back({"transform", 1, alone});
     std::printf("  %-14s %2d thread    %12.0f images/s\n", "transform", 1, alone);
 
-    std::vector<int> worker_counts;  // 1, 2, 4, ... and max_workers itself
-    for (int w = 1; w < max_workers; w *= 2) worker_counts.push_back(w);
-    worker_counts.push_back(max_workers);
-    for (int w : worker_counts) {
+    for (int w : worker_counts_up_to(max_workers)) {
       LoaderOptions o;
       o.batch_size = batch;
       o.drop_last = true;

@@ -26,6 +26,7 @@
 // neither -use_fast_math nor FMA contraction can change. So CPU and GPU outputs are bitwise equal, and equal
 // to torchvision's for the same crop and flip.
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/philox.h"
@@ -34,9 +35,10 @@ namespace engine::data {
 
 // Philox offsets that name the data pipeline's random streams; the high 32 bits keep them apart from other
 // users of the same seed (dropout offsets count steps from 0).
-constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;    // "AUGM"; low 32 bits: the epoch
-constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;    // "SAMP"
-constexpr std::uint64_t kFlipPhaseStream = 0x464c4950ull << 32;  // "FLIP": the alternating flip's phase
+constexpr std::uint64_t kAugmentStream = 0x4155474dull << 32;      // "AUGM"; low 32 bits: the epoch
+constexpr std::uint64_t kSamplerStream = 0x53414d50ull << 32;      // "SAMP"
+constexpr std::uint64_t kFlipPhaseStream = 0x464c4950ull << 32;    // "FLIP": the alternating flip's phase
+constexpr std::uint64_t kResizedCropStream = 0x52524352ull << 32;  // "RRCR"; low 32 bits: the epoch
 
 // What the augmentation does; plain data so it can be passed to a kernel by value.
 struct AugmentSpec {
@@ -120,6 +122,42 @@ ENGINE_HOST_DEVICE float normalize_value(std::uint8_t x, float mean, float std_d
   const float centered = unit - mean;
   return centered / std_dev;
 #endif
+}
+
+// RandomResizedCrop's box (torchvision's get_params, host only): up to 10 attempts of an area fraction
+// uniform in [scale_min, scale_max] and a log-uniform aspect ratio in [ratio_min, ratio_max]; the first box
+// that fits is placed uniformly; else the central crop at the nearest allowed ratio. Attempt a of sample
+// `sample_index` reads Philox block sample_index * 10 + a of the stream (seed, kResizedCropStream | epoch):
+// its words are the area, the ratio, the row and the column. Returns {top, left, height, width}.
+struct CropBox {
+  std::int64_t top = 0, left = 0, height = 0, width = 0;
+};
+inline CropBox random_resized_crop_box(std::int64_t height, std::int64_t width, double scale_min,
+                                       double scale_max, double ratio_min, double ratio_max,
+                                       std::uint64_t seed, std::uint64_t epoch, std::uint64_t sample_index) {
+  const double area = static_cast<double>(height) * static_cast<double>(width);
+  const double log_lo = std::log(ratio_min), log_hi = std::log(ratio_max);
+  const auto unit = [](std::uint32_t bits) { return static_cast<double>(bits) * 0x1p-32; };
+  for (std::uint64_t attempt = 0; attempt < 10; ++attempt) {
+    const PhiloxBlock bits =
+        philox_block(seed, kResizedCropStream | (epoch & 0xffffffffull), sample_index * 10 + attempt);
+    const double target = area * (scale_min + (scale_max - scale_min) * unit(bits.v[0]));
+    const double aspect = std::exp(log_lo + (log_hi - log_lo) * unit(bits.v[1]));
+    const auto w = static_cast<std::int64_t>(std::nearbyint(std::sqrt(target * aspect)));
+    const auto h = static_cast<std::int64_t>(std::nearbyint(std::sqrt(target / aspect)));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      return {uniform_below(bits.v[2], static_cast<std::uint32_t>(height - h + 1)),
+              uniform_below(bits.v[3], static_cast<std::uint32_t>(width - w + 1)), h, w};
+    }
+  }
+  const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
+  std::int64_t w = width, h = height;
+  if (in_ratio < ratio_min) {
+    h = static_cast<std::int64_t>(std::nearbyint(static_cast<double>(w) / ratio_min));
+  } else if (in_ratio > ratio_max) {
+    w = static_cast<std::int64_t>(std::nearbyint(static_cast<double>(h) * ratio_max));
+  }
+  return {(height - h) / 2, (width - w) / 2, h, w};
 }
 
 }  // namespace engine::data

@@ -1,5 +1,6 @@
 #include "data/file_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,7 +30,7 @@ bool is_regular_file(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec);
 }
 
-std::vector<std::uint8_t> read_file(const std::string& path) {
+std::vector<std::uint8_t> read_file(const std::string& path, std::size_t max_bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
@@ -45,12 +46,13 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   // Read to end of file rather than trusting the size from stat: /proc files report 0, and a file can change.
   std::vector<std::uint8_t> bytes;
   const auto size_hint = fs::file_size(path, ec);
-  if (!ec && size_hint > 0) bytes.reserve(static_cast<std::size_t>(size_hint) + 1);
+  if (!ec && size_hint > 0) bytes.reserve(std::min(static_cast<std::size_t>(size_hint) + 1, max_bytes));
   std::uint8_t chunk[1 << 16];
-  for (;;) {
-    const std::size_t got = std::fread(chunk, 1, sizeof(chunk), file.get());
+  while (bytes.size() < max_bytes) {
+    const std::size_t want = std::min(sizeof(chunk), max_bytes - bytes.size());
+    const std::size_t got = std::fread(chunk, 1, want, file.get());
     bytes.insert(bytes.end(), chunk, chunk + got);
-    if (got < sizeof(chunk)) {
+    if (got < want) {
       ENGINE_CHECK(!std::ferror(file.get()), "{}: read failed after {} bytes: {}", path, bytes.size(),
                    std::strerror(errno));
       break;

@@ -5,6 +5,7 @@
 // The readers are split into "file -> bytes" (here and in data/gzip.h) and "bytes -> Dataset" (the decode_*
 // functions), so that the fuzzers in tests/fuzz/ run the same parsing code without touching the disk.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,8 +14,8 @@ namespace engine::data {
 
 // The bytes of the file at `path`. Throws engine::Error naming the path when it does not exist, is a
 // directory or another non-regular file (a FIFO would block), cannot be opened (with the reason), or a read
-// fails.
-std::vector<std::uint8_t> read_file(const std::string& path);
+// fails. max_bytes: at most that many from the start (a header), fewer when the file is shorter.
+std::vector<std::uint8_t> read_file(const std::string& path, std::size_t max_bytes = SIZE_MAX);
 
 // The bytes of `path`, gunzipped when they start with the gzip magic. A path ending in ".gz" must be gzip:
 // one that is not gets an engine::Error rather than being silently read raw.

@@ -175,13 +175,12 @@ std::vector<std::uint8_t> decode_with_stb(std::span<const std::uint8_t> bytes, c
 
 }  // namespace
 
-Image decode_image(std::span<const std::uint8_t> bytes, const std::string& source, int channels,
-                   std::int64_t height, std::int64_t width, std::int64_t max_pixels) {
+InterleavedImage decode_interleaved(std::span<const std::uint8_t> bytes, const std::string& source,
+                                    int channels, int denominator, std::int64_t max_pixels) {
   ENGINE_CHECK(channels >= 1 && channels <= 4 && channels != 2,
                "{}: cannot decode to {} channels (1, 3 or 4)", source, channels);
-  ENGINE_CHECK(
-      (height == 0 && width == 0) || (height > 0 && width > 0 && height <= kMaxSide && width <= kMaxSide),
-      "{}: cannot resize to {}x{}", source, height, width);
+  ENGINE_CHECK(denominator == 1 || denominator == 2 || denominator == 4 || denominator == 8,
+               "{}: cannot decode at 1/{} scale", source, denominator);
   ENGINE_CHECK(!bytes.empty(), "{}: empty image file (0 bytes)", source);
   const Format format = detect_format(bytes, source);
   ENGINE_CHECK(bytes.size() <= static_cast<std::size_t>(INT32_MAX), "{}: {} bytes is too large for an image",
@@ -209,23 +208,38 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
                "{}: {} of {}x{} pixels is larger than the {} pixels allowed", source, format_name(format), w,
                h, max_pixels);
   check_complete(bytes, format, source);
-  const std::vector<std::uint8_t> decoded = format == Format::Jpeg
-                                                ? decode_jpeg(bytes, source, channels, JpegHeader{0, h, w})
-                                                : decode_with_stb(bytes, source, format, channels, w, h);
+  InterleavedImage out{channels, h, w, h, w, {}};
+  if (format == Format::Jpeg) {
+    out.height = (h + denominator - 1) / denominator;  // libjpeg-turbo's TJSCALED
+    out.width = (w + denominator - 1) / denominator;
+    out.pixels = decode_jpeg(bytes, source, channels, JpegHeader{0, h, w}, denominator);
+  } else {
+    out.pixels = decode_with_stb(bytes, source, format, channels, w, h);
+  }
+  return out;
+}
+
+Image decode_image(std::span<const std::uint8_t> bytes, const std::string& source, int channels,
+                   std::int64_t height, std::int64_t width, std::int64_t max_pixels) {
+  ENGINE_CHECK(
+      (height == 0 && width == 0) || (height > 0 && width > 0 && height <= kMaxSide && width <= kMaxSide),
+      "{}: cannot resize to {}x{}", source, height, width);
+  const InterleavedImage decoded = decode_interleaved(bytes, source, channels, 1, max_pixels);
+  const auto h = static_cast<int>(decoded.height), w = static_cast<int>(decoded.width);
 
   Image image;
   image.channels = channels;
   image.height = height > 0 ? height : h;
   image.width = width > 0 ? width : w;
   if (image.height == h && image.width == w) {
-    image.pixels = planar(decoded.data(), h, w, channels);
+    image.pixels = planar(decoded.pixels.data(), h, w, channels);
     return image;
   }
   std::vector<std::uint8_t> resized(static_cast<std::size_t>(image.height * image.width * channels));
-  const int ok =
-      stbir_resize_uint8_generic(decoded.data(), w, h, 0, resized.data(), static_cast<int>(image.width),
-                                 static_cast<int>(image.height), 0, channels, STBIR_ALPHA_CHANNEL_NONE, 0,
-                                 STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR, nullptr);
+  const int ok = stbir_resize_uint8_generic(decoded.pixels.data(), w, h, 0, resized.data(),
+                                            static_cast<int>(image.width), static_cast<int>(image.height), 0,
+                                            channels, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP,
+                                            STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR, nullptr);
   ENGINE_CHECK(ok, "{}: resizing {}x{} to {}x{} failed", source, w, h, image.width, image.height);
   image.pixels = planar(resized.data(), image.height, image.width, channels);
   return image;

@@ -31,6 +31,20 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& sourc
                    std::int64_t height = 0, std::int64_t width = 0,
                    std::int64_t max_pixels = kMaxImagePixels);
 
+// The decoded pixels as the decoder gives them: height x width x channels, interleaved, no resize. A JPEG is
+// decoded at 1/`denominator` of its size (1, 2, 4 or 8: libjpeg-turbo's scaling in the DCT domain, much
+// faster than decoding whole and shrinking); other formats ignore it. full_height/full_width: the file's
+// size.
+struct InterleavedImage {
+  int channels = 0;
+  std::int64_t height = 0, width = 0;
+  std::int64_t full_height = 0, full_width = 0;
+  std::vector<std::uint8_t> pixels;
+};
+InterleavedImage decode_interleaved(std::span<const std::uint8_t> bytes, const std::string& source,
+                                    int channels, int denominator = 1,
+                                    std::int64_t max_pixels = kMaxImagePixels);
+
 // What a file holds before any conversion: its size and stb's channel count (1 grey, 2 grey and alpha, 3 RGB,
 // 4 RGBA). Throws engine::Error naming the source for what decode_image refuses at the header.
 struct ImageInfo {

@@ -22,7 +22,8 @@ JpegHeader jpeg_header(std::span<const std::uint8_t> bytes, const std::string& s
 
 // Decodes to `channels` (1 grey, 3 RGB, 4 RGBA with alpha 255) interleaved bytes, height x width x channels.
 // Any warning (corrupt or early-ending data) is an error: a picture with invented pixels is never returned.
+// denominator 2, 4 or 8: decoded at that fraction of the size in the DCT domain (ceil(side / denominator)).
 std::vector<std::uint8_t> decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& source,
-                                      int channels, const JpegHeader& header);
+                                      int channels, const JpegHeader& header, int denominator = 1);
 
 }  // namespace engine::data

@@ -37,12 +37,15 @@ class CpuBackend final : public LoaderBackend {
     float* out = b.images.data<float>();
     std::int32_t* labels = b.labels.data<std::int32_t>();
     std::vector<float> scratch;
+    std::vector<std::uint8_t> pixels(dataset_.on_disk() ? static_cast<std::size_t>(chw) : 0);  // one image
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t id = ids[static_cast<std::size_t>(i)];
       check_sample(dataset_, id);
-      transform_.apply_in_layout(dataset_.image(id), dataset_.channels, dataset_.height, dataset_.width, id,
-                                 epoch, layout_, out + i * chw, scratch);
-      labels[i] = dataset_.labels[static_cast<std::size_t>(id)];
+      const std::uint8_t* image = dataset_.on_disk() ? pixels.data() : dataset_.image(id);
+      labels[i] = dataset_.on_disk() ? dataset_.source->read(id, epoch, pixels.data())
+                                     : dataset_.labels[static_cast<std::size_t>(id)];
+      transform_.apply_in_layout(image, dataset_.channels, dataset_.height, dataset_.width, id, epoch,
+                                 layout_, out + i * chw, scratch);
     }
   }
 
@@ -92,6 +95,9 @@ Loader::Loader(const Dataset& dataset, DistributedSampler sampler, LoaderOptions
                "Loader: device {} does not exist ({} visible)", device.str(), device_count());
   ENGINE_CHECK(dataset_.size() <= 0x7fffffff, "Loader: {} samples exceed the CUDA path's int32 indices",
                dataset_.size());
+  ENGINE_CHECK(!options_.gpu_resident || !dataset_.on_disk(),
+               "Loader: gpu_resident needs the dataset in memory; this one is read from disk ({}...)",
+               dataset_.source->name(0));
   if (options_.gpu_resident) {
     backend_ = make_cuda_resident_backend(dataset_, transform_, sampler_.num_samples(), device,
                                           options_.stream, options_.device_epoch,

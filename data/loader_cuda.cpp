@@ -85,7 +85,7 @@ class StagedBackend final : public LoaderBackend {
 
   void worker_init() override { CUDA_CHECK(cudaSetDevice(device_.index)); }
 
-  void fill(int slot_index, std::span<const std::int64_t> ids, std::uint64_t) override {
+  void fill(int slot_index, std::span<const std::int64_t> ids, std::uint64_t epoch) override {
     Slot& s = slots_[static_cast<std::size_t>(slot_index)];
     s.copied.synchronize();  // the previous copy out of this pinned buffer has finished
     auto* base = s.pinned.data<std::uint8_t>();
@@ -99,8 +99,7 @@ class StagedBackend final : public LoaderBackend {
       ENGINE_CHECK(id >= 0 && id < dataset_.size(),
                    "Loader: sample index {} outside the dataset of {} images", id, dataset_.size());
       sample_ids[i] = static_cast<std::int32_t>(id);
-      labels[i] = dataset_.labels[static_cast<std::size_t>(id)];
-      std::memcpy(images + i * chw, dataset_.image(id), static_cast<std::size_t>(chw));
+      labels[i] = read_sample(dataset_, id, epoch, images + i * chw);  // from memory, or decoded from disk
     }
     s.consumed.wait_on(copy_stream_.get());  // the kernel that read the device buffer last time is done
     const auto bytes = static_cast<std::size_t>(header_bytes() + n * chw);

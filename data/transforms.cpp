@@ -13,6 +13,10 @@
 
 namespace engine::data {
 
+namespace {
+constexpr std::int64_t kStatsSamples = 512;  // channel_mean_std of an on-disk dataset
+}  // namespace
+
 TransformConfig TransformConfig::train(std::vector<float> mean, std::vector<float> std, std::uint64_t seed,
                                        std::int32_t pad) {
   TransformConfig c;
@@ -60,8 +64,13 @@ ChannelStats channel_mean_std(const Dataset& dataset) {
   const std::int64_t channels = dataset.channels, plane = dataset.height * dataset.width;
   // Exact sums: at most 2^31 pixels of 255^2 per channel fit easily in 64 bits.
   std::vector<std::uint64_t> sum(static_cast<std::size_t>(channels), 0), sum_sq(sum);
-  for (std::int64_t i = 0; i < dataset.size(); ++i) {
-    const std::uint8_t* image = dataset.image(i);
+  // On disk: kStatsSamples images evenly spread, as epoch 0 reads them.
+  const std::int64_t count = dataset.on_disk() ? std::min(dataset.size(), kStatsSamples) : dataset.size();
+  std::vector<std::uint8_t> pixels(dataset.on_disk() ? static_cast<std::size_t>(dataset.image_bytes()) : 0);
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t i = k * dataset.size() / count;
+    const std::uint8_t* image = dataset.on_disk() ? pixels.data() : dataset.image(i);
+    if (dataset.on_disk()) read_sample(dataset, i, 0, pixels.data());
     for (std::int64_t c = 0; c < channels; ++c) {
       std::uint64_t s = 0, q = 0;
       for (std::int64_t p = 0; p < plane; ++p) {
@@ -73,7 +82,7 @@ ChannelStats channel_mean_std(const Dataset& dataset) {
       sum_sq[static_cast<std::size_t>(c)] += q;
     }
   }
-  const double n = static_cast<double>(dataset.size() * plane);
+  const double n = static_cast<double>(count * plane);
   ChannelStats stats;
   for (std::int64_t c = 0; c < channels; ++c) {
     const double mean = static_cast<double>(sum[static_cast<std::size_t>(c)]) / n;

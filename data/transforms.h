@@ -53,7 +53,8 @@ struct TransformConfig {
 
 // Per-channel mean and standard deviation of x / 255 over every pixel of every image (population standard
 // deviation, ddof = 0, as the usual CIFAR-10 figures 0.4914/0.2470 ... are computed). Exact integer sums,
-// finished in double. Throws engine::Error for an empty or inconsistent dataset.
+// finished in double. An on-disk dataset: over 512 of its images evenly spread (all when fewer), as epoch 0
+// reads them. Throws engine::Error for an empty or inconsistent dataset.
 struct ChannelStats {
   std::vector<float> mean;
   std::vector<float> std;

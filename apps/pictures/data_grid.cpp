@@ -116,7 +116,9 @@ data::Image make_captioned_grid(const data::Dataset& d, const std::vector<std::i
   for (std::int64_t k = 0; k < count; ++k) {
     const std::int64_t top = kPad + (k / cols) * cell_h;
     const std::int64_t left = kPad + (k % cols) * cell_w;
-    const std::uint8_t* image = d.image(indices[static_cast<std::size_t>(k)]);
+    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(d.image_bytes()));
+    data::read_sample(d, indices[static_cast<std::size_t>(k)], 0, pixels.data());  // memory or disk
+    const std::uint8_t* image = pixels.data();
     for (std::int64_t y = 0; y < d.height * scale; ++y) {
       for (std::int64_t x = 0; x < d.width * scale; ++x) {
         const std::int64_t src = (y / scale) * d.width + x / scale;

@@ -7,15 +7,14 @@
 #include "core/error.h"
 #include "data/cifar10.h"
 #include "data/data_home.h"
+#include "data/file_list.h"
 #include "data/idx.h"
-#include "data/image_folder.h"
 
 namespace engine::apps {
 
 namespace {
 
 constexpr std::string_view kFolderPrefix = "folder:";
-constexpr int kFolderSize = 32;  // folder datasets are decoded to RGB 32x32: the input of vgg6/cnn3/resnet18
 
 // Fashion-MNIST is not downloadable: Debian's package is its usual home, the cache folder is looked at first.
 std::string fashion_mnist_root() {
@@ -30,12 +29,21 @@ std::string fashion_mnist_root_help() {
   return data::user_data_dir("fashion-mnist") + " when it exists, else " + data::kFashionMnistDebianDir;
 }
 
-data::Dataset load_folder_split(const std::string& root, data::Split split) {
-  const std::string sub = (std::filesystem::path(root) / data::split_name(split)).string();
-  return data::load_image_folder(sub, 3, kFolderSize, kFolderSize);
+data::Dataset load_folder_split(const std::string& root, data::Split split,
+                                const data::DiskImageOptions& options,
+                                const std::vector<std::string>* classes) {
+  return data::disk_image_dataset(data::list_images(folder_split_path(root, split), classes), options);
 }
 
 }  // namespace
+
+std::string folder_split_path(const std::string& root, data::Split split) {
+  const std::filesystem::path dir = std::filesystem::path(root) / data::split_name(split);
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return dir.string();
+  const std::string csv = dir.string() + ".csv";
+  return std::filesystem::is_regular_file(csv, ec) ? csv : dir.string();
+}
 
 std::string join_names(const std::vector<std::string>& items, std::string_view last_separator) {
   std::string out;
@@ -82,7 +90,7 @@ const std::vector<DatasetEntry>& dataset_catalog() {
        .default_model = "mnist_cnn"},
       {.name = kFolderPrefix,
        .folder_in_name = true,
-       .load = load_folder_split,
+       .load_folder = load_folder_split,
        .not_downloadable_because = "a folder:PATH dataset is yours to provide",
        .default_model = "vgg6"},
   };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/disk_images.h"
 #include "data/split.h"
 
 namespace engine::apps {
@@ -21,7 +22,12 @@ struct DatasetEntry {
   bool folder_in_name = false;
   std::string (*default_root)() = nullptr;  // the folder without --data-dir (entries without folder_in_name)
   std::string (*default_root_help)() = nullptr;  // where that is, as --data-dir's help says it
-  data::Dataset (*load)(const std::string& root, data::Split split) = nullptr;
+  data::Dataset (*load)(const std::string& root, data::Split split) = nullptr;  // in memory; null for folders
+  // folder:PATH: the split's files, read from disk as `options` say; `classes`: the training split's class
+  // names, which the test split's are matched to by name (null when reading the training split).
+  data::Dataset (*load_folder)(const std::string& root, data::Split split,
+                               const data::DiskImageOptions& options,
+                               const std::vector<std::string>* classes) = nullptr;
   std::vector<float> mean = {};  // per channel, in units of x / 255; empty: those of the training images
   std::vector<float> std = {};
   // Empty: --download fetches it (data/download.h has its files); else why it cannot be downloaded.
@@ -42,6 +48,10 @@ const DatasetEntry& dataset_entry(std::string_view name);
 
 // The folder dataset `name` is read from: PATH for folder:PATH, else `data_dir`, else the entry's default.
 std::string dataset_root(std::string_view name, const std::string& data_dir);
+
+// A folder dataset's split: ROOT/train (or ROOT/train.csv, a file list, when there is no ROOT/train folder),
+// ROOT/test likewise.
+std::string folder_split_path(const std::string& root, data::Split split);
 
 // "cifar10, mnist, fashion-mnist or folder:PATH"
 std::string dataset_names();

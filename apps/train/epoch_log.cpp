@@ -21,11 +21,14 @@ std::string with_thousands(std::int64_t value) {
 
 std::string format_epoch_line(const std::string& device_label, const EpochMetrics& m) {
   return fmt::format(
-      "{} Epoch {} | Batchsize: {} | Steps: {} | LR: {:.4f} | Loss: {:.4f} | Acc: {:.2f}% | Test Loss: "
-      "{:.4f} | "
-      "Test Acc: {:.2f}% | Time: {:.2f}s | {} img/s | Mem: {} MB",
-      device_label, m.epoch, m.batch_size, m.steps, m.lr, m.train_loss, m.train_acc, m.test_loss, m.test_acc,
-      m.seconds, with_thousands(std::llround(m.images_per_second)), std::llround(m.memory_mb));
+             "{} Epoch {} | Batchsize: {} | Steps: {} | LR: {:.4f} | Loss: {:.4f} | Acc: {:.2f}% | Test "
+             "Loss: "
+             "{:.4f} | "
+             "Test Acc: {:.2f}% | Time: {:.2f}s | {} img/s | Mem: {} MB",
+             device_label, m.epoch, m.batch_size, m.steps, m.lr, m.train_loss, m.train_acc, m.test_loss,
+             m.test_acc, m.seconds, with_thousands(std::llround(m.images_per_second)),
+             std::llround(m.memory_mb)) +
+         (m.bad_images_skipped > 0 ? fmt::format(" | Skipped: {} bad images", m.bad_images_skipped) : "");
 }
 
 std::string format_metrics_json(const EpochMetrics& m) {

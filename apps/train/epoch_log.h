@@ -25,7 +25,8 @@ struct EpochMetrics {
   double elapsed_seconds = 0.0;  // wall time from this run's first step to the end of this epoch's evaluation
   double images_per_second = 0.0;  // over all ranks
   double memory_mb = 0.0;
-  std::string precision;  // --precision: fp32, tf32, bf16
+  std::string precision;                // --precision: fp32, tf32, bf16
+  std::int64_t bad_images_skipped = 0;  // --skip-bad-images: skipped by this process so far (shown when > 0)
 };
 
 std::string format_epoch_line(const std::string& device_label, const EpochMetrics& m);

@@ -97,6 +97,11 @@ struct TrainConfig {
       0;  // > 0: the first conv whitened from this many training images (apps/train/whiten_init.h)
   std::int64_t accumulate = 1;  // micro-batches per optimizer step (their gradients averaged)
   Augment augment = Augment::None;
+  // folder:PATH datasets (read from disk, data/disk_images.h): the square the model sees, evaluation's
+  // shorter side before the center crop (0: image_size * 256/224), and whether bad images are skipped.
+  std::int64_t image_size = 32;
+  std::int64_t resize = 0;
+  bool skip_bad_images = false;
   std::uint64_t seed = 0;
   bool cpu = false;
   std::int64_t limit_train = 0;  // 0: all

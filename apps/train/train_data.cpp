@@ -17,7 +17,21 @@ void limit(data::Dataset& d, std::int64_t n, const char* flag, const std::string
   if (n == 0) return;
   ENGINE_CHECK(n <= d.size(), "{} {}: the {} set has only {} samples", flag, n, what, d.size());
   d.labels.resize(static_cast<std::size_t>(n));
-  d.images.resize(static_cast<std::size_t>(n * d.image_bytes()));
+  if (!d.on_disk()) d.images.resize(static_cast<std::size_t>(n * d.image_bytes()));
+}
+
+// A folder's split read from disk; training's geometry is RandomResizedCrop under --augment crop-flip,
+// else evaluation's (resize and center crop, what flip-translate then translates).
+data::Dataset load_split(const DatasetEntry& dataset, const std::string& root, data::Split split,
+                         const TrainConfig& c, const std::vector<std::string>* classes) {
+  if (dataset.load_folder == nullptr) return dataset.load(root, split);
+  data::DiskImageOptions o;
+  o.image_size = c.image_size;
+  o.resize = c.resize;
+  o.random_resized_crop = split == data::Split::Train && c.augment == Augment::CropFlip;
+  o.seed = c.seed;
+  o.skip_bad_images = c.skip_bad_images;
+  return dataset.load_folder(root, split, o, classes);
 }
 
 void set_normalization(const DatasetEntry& dataset, TrainData& t) {
@@ -49,8 +63,8 @@ TrainData load_train_data(const TrainConfig& c) {
   const std::string root = dataset_root(c.dataset, c.data_dir);
   check_present(dataset, root, c);
   TrainData t;
-  t.train = dataset.load(root, data::Split::Train);
-  t.test = dataset.load(root, data::Split::Test);
+  t.train = load_split(dataset, root, data::Split::Train, c, nullptr);
+  t.test = load_split(dataset, root, data::Split::Test, c, &t.train.class_names);
   const std::int64_t full_train = t.train.size(), full_test = t.test.size();
   limit(t.train, c.limit_train, "--limit-train", "training");
   limit(t.test, c.limit_test, "--limit-test", "test");
@@ -68,10 +82,12 @@ TrainData load_test_data(const TrainConfig& c) {
   const std::string root = dataset_root(c.dataset, c.data_dir);
   check_present(dataset, root, c);
   TrainData t;
-  t.test = dataset.load(root, data::Split::Test);
+  if (dataset.mean.empty())
+    t.train = load_split(dataset, root, data::Split::Train, c, nullptr);  // statistics
+  t.test =
+      load_split(dataset, root, data::Split::Test, c, t.train.size() > 0 ? &t.train.class_names : nullptr);
   const std::int64_t full_test = t.test.size();
   limit(t.test, c.limit_test, "--limit-test", "test");
-  if (dataset.mean.empty()) t.train = dataset.load(root, data::Split::Train);  // its statistics normalize
   set_normalization(dataset, t);
   t.train = data::Dataset();
   t.description = fmt::format("{} from {} ({} of {} test)", c.dataset, root, t.test.size(), full_test);

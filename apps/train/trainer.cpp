@@ -24,6 +24,12 @@ using namespace trainer_internal;  // the Trainer's own helpers (trainer_interna
 namespace {
 
 data::TransformConfig train_transform(const TrainConfig& c, const TrainData& d, std::uint64_t seed) {
+  if (c.augment == Augment::CropFlip && d.train.on_disk()) {  // the crop is the source's RandomResizedCrop
+    data::TransformConfig t = data::TransformConfig::eval(d.mean, d.std);
+    t.random_flip = true;
+    t.seed = seed;
+    return t;
+  }
   if (c.augment == Augment::CropFlip) return data::TransformConfig::train(d.mean, d.std, seed);
   if (c.augment == Augment::FlipTranslate)
     return data::TransformConfig::flip_translate(d.mean, d.std, seed, c.translate);

@@ -119,6 +119,8 @@ double Trainer::train_epochs() {
     m.elapsed_seconds = clock_->elapsed_seconds();  // to the end of the evaluation just reported
     m.memory_mb = static_cast<double>(device_->peak_memory_bytes()) / (1024.0 * 1024.0);
     m.precision = std::string(choice_name(kPrecisionChoices, c.precision));
+    for (const data::Dataset* d : {&data_.train, &data_.test})
+      m.bad_images_skipped += d->on_disk() ? d->source->skipped() : 0;
     // bf16 autocast: a writer of the weights that forgot the mirror is caught here, once an epoch.
     model_->check_bf16_mirror(fmt::format("epoch {}", epoch + 1));
     last_acc = m.test_acc;

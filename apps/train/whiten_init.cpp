@@ -46,8 +46,10 @@ std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::
   // The images as training normalizes them: (x / 255 - mean) / std per channel (data/transforms).
   const std::int64_t plane = train.height * train.width, image_bytes = train.image_bytes();
   std::vector<float> pixels(static_cast<std::size_t>(used * image_bytes));
+  std::vector<std::uint8_t> image(static_cast<std::size_t>(image_bytes));
   for (std::int64_t n = 0; n < used; ++n) {
-    const std::uint8_t* src = train.image(n);
+    data::read_sample(train, n, 0, image.data());  // from memory, or as epoch 0 reads it from disk
+    const std::uint8_t* src = image.data();
     for (std::int64_t i = 0; i < image_bytes; ++i) {
       const std::size_t c = static_cast<std::size_t>(i / plane);
       pixels[n * image_bytes + i] = (static_cast<float>(src[i]) / 255.0f - data.mean[c]) / data.std[c];

@@ -28,7 +28,8 @@ TEST(DatasetCatalog, EveryEntryIsComplete) {
   const std::vector<std::string> models = layers::model_names();
   for (const DatasetEntry& e : dataset_catalog()) {
     SCOPED_TRACE(std::string(e.name));
-    EXPECT_NE(e.load, nullptr);
+    EXPECT_EQ(e.load != nullptr, !e.folder_in_name);  // one reader each: in memory, or a folder from disk
+    EXPECT_EQ(e.load_folder != nullptr, e.folder_in_name);
     EXPECT_EQ(e.default_root == nullptr, e.folder_in_name);  // a folder's root is in its name
     EXPECT_EQ(e.mean.size(), e.std.size());
     EXPECT_NE(std::find(models.begin(), models.end(), std::string(e.default_model)), models.end());
