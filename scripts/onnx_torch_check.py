@@ -142,14 +142,15 @@ def mobilenet_v2():
 
 # torchvision's MobileNetV2 (52 convolutions, 52 BatchNorms, ReLU6): the same bound, its sums counted by
 # float32_sums. The final feature map is 1 x 1 at 32 x 32, so BatchNorm there sums over the batch only.
-def mobilenet_v2_tolerance():
-    return 2 * 3 * 2.0**-24 * sum(n**0.5 for n in float32_sums(mobilenet_v2()))
+def mobilenet_v2_tolerance(batch):
+    return 2 * 3 * 2.0**-24 * sum(n**0.5 for n in float32_sums(mobilenet_v2(), batch))
 
 
-NETS = {"grouped": (lambda: GroupedNet(), lambda: GROUPED_TOLERANCE),
+# Each net: how to build it, its tolerance for a batch.
+NETS = {"grouped": (lambda: GroupedNet(), lambda batch: GROUPED_TOLERANCE),
         "mobilenet_v2": (mobilenet_v2, mobilenet_v2_tolerance),
-        "affine": (lambda: AffineNet(), lambda: AFFINE_TOLERANCE),
-        "residual": (lambda: Net(), lambda: TOLERANCE)}
+        "affine": (lambda: AffineNet(), lambda batch: AFFINE_TOLERANCE),
+        "residual": (lambda: Net(), lambda batch: TOLERANCE)}
 
 
 class Net(torch.nn.Module):
@@ -198,7 +199,7 @@ def compare(*pairs):
 def compare_one(path, net):
     t = load_file(path)
     model = NETS[net][0]()
-    tolerance = NETS[net][1]()
+    tolerance = NETS[net][1](t["in.x"].shape[0])
     state = {k[len("state."):]: v for k, v in t.items() if k.startswith("state.")}
     # num_batches_tracked is no ONNX tensor: the engine starts it at 0, as PyTorch does.
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -218,12 +219,13 @@ def compare_one(path, net):
         if not worst <= tolerance:
             failures.append(f"{what}: worst difference {worst:.3g} of {s:.3g} (tolerance {tolerance})")
 
-    x, labels = t["in.x"], t["in.labels"].long()
+    x, labels = t["in.x"].float(), t["in.labels"].long()  # PyTorch runs float32 (the engine may not)
     model.eval()
     with torch.no_grad():
         check("inference logits", model(x), t["out.logits"])
     model.train()
-    sgd = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    lr = t["in.lr"].item() if "in.lr" in t else 0.05  # the engine's learning rate, when it wrote one
+    sgd = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
     for _ in range(2):
         sgd.zero_grad()
         torch.nn.functional.cross_entropy(model(x), labels).backward()

@@ -186,7 +186,7 @@ TEST(CpuFastActivation, WithinFloatRoundingOfTheReference) {
         const double ey = std::fabs(double(y[i]) - y_ref[i]), edx = std::fabs(double(dx[i]) - dx_ref[i]);
         const bool dx_ok = edx <= testing::activation_backward_tolerance(p, xd[i], dyd[i]) ||
                            (testing::activation_near_kink(p, xd[i]) &&
-                            (dx[i] == 0.0f || std::fabs(double(dx[i]) - dyd[i] * p.alpha) <=
+                            (dx[i] == 0.0f || std::fabs(double(dx[i]) - dyd[i] * double(p.alpha)) <=
                                                   testing::activation_backward_tolerance(p, xd[i], dyd[i])));
         if (!(ey <= testing::activation_forward_tolerance(p, xd[i])) || !dx_ok) {
           ADD_FAILURE() << name_of(p) << " n " << n << " [" << i << "] x " << x[i] << ": y " << y[i] << " vs "

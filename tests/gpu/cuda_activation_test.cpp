@@ -73,7 +73,7 @@ void check(const ActivationParams& p, std::int64_t n, std::int64_t offset) {
     const double tdx = testing::activation_backward_tolerance(p, xd[i], dyd[i]);
     const bool dx_ok =
         edx <= tdx || (testing::activation_near_kink(p, xd[i]) &&
-                       (dx[at] == 0.0f || std::fabs(double(dx[at]) - dyd[i] * p.alpha) <= tdx));
+                       (dx[at] == 0.0f || std::fabs(double(dx[at]) - dyd[i] * double(p.alpha)) <= tdx));
     const bool bitwise_ok = !same_formula_as_cpu(p) || (y[at] == y_cpu[i] && dx[at] == dx_cpu[i]);
     if (!(ey <= testing::activation_forward_tolerance(p, xd[i])) || !dx_ok || !bitwise_ok) {
       ADD_FAILURE() << "[" << i << "] x " << x[i] << ": y " << y[at] << " vs " << y_ref[i] << " (cpu "
