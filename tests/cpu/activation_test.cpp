@@ -23,6 +23,7 @@
 #include "layers/model.h"
 #include "layers/sequential.h"
 #include "tests/common/activation_tolerance.h"
+#include "tests/common/elementwise_inputs.h"
 #include "tests/common/gradcheck.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -157,19 +158,12 @@ TEST(ElementwiseMath, ExpAndTanhAreWithinTwoUlpOverTheFloatRange) {
   EXPECT_TRUE(std::isnan(elementwise::tanh_float(NAN)));
 }
 
-std::vector<float> inputs(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
 TEST(CpuFastActivation, WithinFloatRoundingOfTheReference) {
   for (const ActivationParams& p : activation_cases()) {
     for (const std::int64_t n : {std::int64_t{1}, std::int64_t{7}, std::int64_t{1001}, std::int64_t{40001}}) {
       const auto size = static_cast<std::size_t>(n);
-      std::vector<float> x = inputs(size, 41), dy = inputs(size, 42);
+      std::vector<float> x = testing::elementwise_inputs(size, 41),
+                         dy = testing::elementwise_inputs(size, 42);
       const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 3.0f,   -3.0f,
                                 6.0f, -2.5f, 2.5f,   60.0f,   -60.0f, -100.0f};
       for (std::size_t i = 0; i < std::min(size, std::size(specials)); ++i) x[i] = specials[i];

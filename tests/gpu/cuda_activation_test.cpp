@@ -16,6 +16,7 @@
 #include "kernels/cpu_fast/activation.h"
 #include "kernels/cuda/activation.h"
 #include "tests/common/activation_tolerance.h"
+#include "tests/common/elementwise_inputs.h"
 #include "tests/common/gpu.h"
 #include "tests/gpu/kernel_test_util.h"
 
@@ -23,14 +24,6 @@ namespace engine {
 namespace {
 
 using namespace cuda_test;
-
-std::vector<float> inputs(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 bool same_formula_as_cpu(const ActivationParams& p) {
   return p.kind == ActivationKind::Clip || p.kind == ActivationKind::HardSwish ||
@@ -43,7 +36,7 @@ void check(const ActivationParams& p, std::int64_t n, std::int64_t offset) {
   Stream stream(0);
   const cudaStream_t s = stream.get();
   const auto size = static_cast<std::size_t>(n);
-  std::vector<float> x = inputs(size, 51), dy = inputs(size, 52);
+  std::vector<float> x = testing::elementwise_inputs(size, 51), dy = testing::elementwise_inputs(size, 52);
   const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 3.0f,   -3.0f,
                             6.0f, -2.5f, 2.5f,   60.0f,   -60.0f, -100.0f};
   for (std::size_t i = 0; i < std::min(size, std::size(specials)); ++i) x[i] = specials[i];
@@ -102,7 +95,8 @@ TEST(CudaActivation, Bf16IsTheFloatKernelRoundedOnce) {
   const cudaStream_t s = stream.get();
   const std::int64_t n = 1001;
   const auto size = static_cast<std::size_t>(n);
-  const std::vector<float> xf = inputs(size, 61), dyf = inputs(size, 62);
+  const std::vector<float> xf = testing::elementwise_inputs(size, 61),
+                           dyf = testing::elementwise_inputs(size, 62);
   std::vector<bfloat16> xb(size), dyb(size);
   std::vector<float> xw(size), dyw(size);
   for (std::size_t i = 0; i < size; ++i) {
