@@ -143,8 +143,8 @@ std::string export_activation(const Activation& a, const std::string& p, const s
     }
     case ActivationKind::Clip: {
       // Opset 11+: the bounds are inputs; an infinite one is left out ("" keeps max in its place).
-      const std::string lo = std::isinf(q.alpha) ? "" : g.scalar(p + ".min", q.alpha);
-      const std::string hi = std::isinf(q.beta) ? "" : g.scalar(p + ".max", q.beta);
+      const std::string lo = std::isinf(q.alpha) ? "" : g.scalar(p + ".min", double(q.alpha));
+      const std::string hi = std::isinf(q.beta) ? "" : g.scalar(p + ".max", double(q.beta));
       std::vector<std::string> inputs{x, lo, hi};
       while (inputs.back().empty()) inputs.pop_back();
       return g.node("Clip", p, inputs).output(0);

@@ -45,7 +45,7 @@ TEST(ActivationReference, GradientCheck) {
     const auto n = static_cast<std::int64_t>(x.size());
     testing::GradCheckCase c{{{"x", &x}},
                              [&](std::uint64_t) {
-                               std::vector<double> y(x.size(), NAN);
+                               std::vector<double> y(x.size(), std::numeric_limits<double>::quiet_NaN());
                                cpu::activation_forward(p, x.data(), y.data(), n);
                                return y;
                              },
@@ -53,7 +53,8 @@ TEST(ActivationReference, GradientCheck) {
                                std::vector<double> saved = x;  // or the output, as the layer keeps it
                                if (activation_backward_reads_output(p.kind))
                                  cpu::activation_forward(p, x.data(), saved.data(), n);
-                               std::vector<double> dx(x.size(), NAN);  // backward must overwrite
+                               std::vector<double> dx(
+                                   x.size(), std::numeric_limits<double>::quiet_NaN());  // overwritten
                                cpu::activation_backward(p, saved.data(), dy.data(), dx.data(), n);
                                return std::vector<std::vector<double>>{dx};
                              }};
