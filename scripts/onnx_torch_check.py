@@ -7,8 +7,9 @@ torch is found, see tests/common/pytorch_tools.h).
                                                      pooling), or "grouped" (grouped, depthwise and dilated
                                                      convolutions, windowed average pooling), or "affine"
                                                      (x * scale + shift per channel, parameters [C, 1, 1] and
-                                                     [1, C, 1, 1]), exported with the
-                                                     lines of README's "Your own model"
+                                                     [1, C, 1, 1]), or "mobilenet_v2" (torchvision's,
+                                                     10 classes, dropout 0: ReLU6 as ONNX's Clip),
+                                                     exported with the lines of README's "Your own model"
   python3 scripts/onnx_torch_check.py compare FILE:NET...
                                                      each FILE (written by the test) against its NET:
                                                      the engine's initial state ("state.<name>", read
@@ -103,9 +104,53 @@ class AffineNet(torch.nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-NETS = {"grouped": (lambda: GroupedNet(), lambda: GROUPED_TOLERANCE),
-        "affine": (lambda: AffineNet(), lambda: AFFINE_TOLERANCE),
-        "residual": (lambda: Net(), lambda: TOLERANCE)}
+def float32_sums(model, batch=4, size=32):
+    """The float32 sums of one training step of `model` (batch 4, size x size), found by running it once:
+    per convolution its dot products forward (C_in / groups x k x k) and for dx (C_out / groups x k x k) and
+    its dW over the output positions (N x H x W); per BatchNorm its two sums forward and backward over
+    N x H x W; per Linear in_features, out_features and the batch. (A global pool after these nets' last
+    stride-32 stage averages a 1 x 1 map: no sum.)"""
+    sums = []
+
+    def hook(module, inputs, output):
+        x = inputs[0]
+        if isinstance(module, torch.nn.Conv2d):
+            k = module.kernel_size[0] * module.kernel_size[1]
+            positions = output.shape[0] * output.shape[2] * output.shape[3]
+            sums.extend([module.in_channels // module.groups * k, module.out_channels // module.groups * k,
+                         positions])
+            if module.bias is not None:
+                sums.append(positions)
+        elif isinstance(module, torch.nn.BatchNorm2d):
+            sums.extend([x.shape[0] * x.shape[2] * x.shape[3]] * 4)
+        elif isinstance(module, torch.nn.Linear):
+            sums.extend([module.in_features, module.out_features, x.shape[0]])
+
+    handles = [m.register_forward_hook(hook) for m in model.modules()]
+    with torch.no_grad():
+        model.eval()(torch.zeros(batch, 3, size, size))
+    for h in handles:
+        h.remove()
+    return sums
+
+
+def mobilenet_v2():
+    import torchvision
+    torch.manual_seed(0)
+    return torchvision.models.mobilenet_v2(num_classes=10, dropout=0.0)
+
+
+# torchvision's MobileNetV2 (52 convolutions, 52 BatchNorms, ReLU6): the same bound, its sums counted by
+# float32_sums. The final feature map is 1 x 1 at 32 x 32, so BatchNorm there sums over the batch only.
+def mobilenet_v2_tolerance(batch):
+    return 2 * 3 * 2.0**-24 * sum(n**0.5 for n in float32_sums(mobilenet_v2(), batch))
+
+
+# Each net: how to build it, its tolerance for a batch.
+NETS = {"grouped": (lambda: GroupedNet(), lambda batch: GROUPED_TOLERANCE),
+        "mobilenet_v2": (mobilenet_v2, mobilenet_v2_tolerance),
+        "affine": (lambda: AffineNet(), lambda batch: AFFINE_TOLERANCE),
+        "residual": (lambda: Net(), lambda batch: TOLERANCE)}
 
 
 class Net(torch.nn.Module):
@@ -154,7 +199,7 @@ def compare(*pairs):
 def compare_one(path, net):
     t = load_file(path)
     model = NETS[net][0]()
-    tolerance = NETS[net][1]()
+    tolerance = NETS[net][1](t["in.x"].shape[0])
     state = {k[len("state."):]: v for k, v in t.items() if k.startswith("state.")}
     # num_batches_tracked is no ONNX tensor: the engine starts it at 0, as PyTorch does.
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -174,12 +219,13 @@ def compare_one(path, net):
         if not worst <= tolerance:
             failures.append(f"{what}: worst difference {worst:.3g} of {s:.3g} (tolerance {tolerance})")
 
-    x, labels = t["in.x"], t["in.labels"].long()
+    x, labels = t["in.x"].float(), t["in.labels"].long()  # PyTorch runs float32 (the engine may not)
     model.eval()
     with torch.no_grad():
         check("inference logits", model(x), t["out.logits"])
     model.train()
-    sgd = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    lr = t["in.lr"].item() if "in.lr" in t else 0.05  # the engine's learning rate, when it wrote one
+    sgd = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
     for _ in range(2):
         sgd.zero_grad()
         torch.nn.functional.cross_entropy(model(x), labels).backward()

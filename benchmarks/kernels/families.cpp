@@ -10,7 +10,7 @@ std::vector<Family> families() {
           global_avgpool_family(), softmax_cross_entropy_family(),
           bias_family(),           sgd_family(),
           augment_family(),        conv2d_family(),
-          linear_family()};
+          linear_family(),         activation_family()};
 }
 
 std::string ZooLayer::label() const {

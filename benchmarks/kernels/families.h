@@ -49,6 +49,7 @@ void add_fill_case(std::vector<FlatCase>& cases, const Report& report, const Gpu
 std::vector<FlatCase> flat_zoo_cases(const std::string& kind, const Report& report, const GpuBench* bench);
 
 Family relu_family();
+Family activation_family();
 Family dropout_family();
 Family batchnorm2d_family();
 Family maxpool2d_family();

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "kernels/cpu_fast/parallel.h"
+#include "kernels/elementwise_math.h"
 
 namespace engine::cpu_fast {
 namespace {
@@ -17,17 +18,14 @@ void apply_mask(const char* what, float p, std::uint64_t seed, std::uint64_t off
     std::fill(out, out + n, 0.0f);
     return;
   }
-  const double scale = 1.0 / (1.0 - static_cast<double>(p));
+  const elementwise::DropoutMask mask{p, 1.0 / (1.0 - static_cast<double>(p))};  // the CUDA kernel's formula
   const std::int64_t blocks = (n + 3) / 4;  // element i is word i % 4 of block i / 4 (core/philox.h)
 #pragma omp parallel for if (n >= kParallelMinElements) schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const PhiloxBlock r = philox_block(seed, offset, static_cast<std::uint64_t>(b));
     const std::int64_t first = 4 * b;
     const int count = static_cast<int>(std::min<std::int64_t>(4, n - first));
-    for (int j = 0; j < count; ++j) {
-      const bool keep = uniform_from_bits(r.v[j]) >= p;
-      out[first + j] = keep ? static_cast<float>(static_cast<double>(in[first + j]) * scale) : 0.0f;
-    }
+    for (int j = 0; j < count; ++j) out[first + j] = mask(r.v[j], in[first + j]);
   }
 }
 

@@ -9,18 +9,20 @@
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/vector4.cuh"
+#include "kernels/elementwise_math.h"
 
 namespace engine::cuda {
 namespace {
 
-// out[i] = keep(i) ? float(double(in[i]) * scale) : 0 for the four elements of Philox block `blk`.
+// out[i] = keep(i) ? float(double(in[i]) * scale) : 0 for the four elements of Philox block `blk`: the
+// formula of kernels/elementwise_math.h's DropoutMask, which kernels/cpu_fast/dropout.cpp applies too.
 // mask, when not null, receives keep(i) as 0/1 (then in/out are null). kVector: in and out are 16-byte
 // aligned, so a whole block of 4 is one float4 load and store (kernels/cuda/vector4.cuh); the last, partial
 // block and the mask go element by element.
 // T: float, or __nv_bfloat16 (bf16 autocast; scalar accesses only, kVector false).
 // offset_base, when not null, is added to `relative_offset` on the device (a CUDA graph's step state).
 template <bool kVector, typename T>
-__global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::uint64_t relative_offset,
+__global__ void dropout_kernel(elementwise::DropoutMask f, std::uint64_t seed, std::uint64_t relative_offset,
                                const std::uint64_t* offset_base, const T* in, T* out, std::uint8_t* mask,
                                std::int64_t n) {
   const std::uint64_t offset = offset_base != nullptr ? *offset_base + relative_offset : relative_offset;
@@ -31,10 +33,7 @@ __global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::u
       if (mask == nullptr && blk * 4 + 4 <= n) {
         detail::Float4 v = detail::load4(in, blk);
 #pragma unroll
-        for (int word = 0; word < 4; ++word) {
-          const bool keep = uniform_from_bits(bits.v[word]) >= p;
-          v.v[word] = keep ? static_cast<float>(__dmul_rn(static_cast<double>(v.v[word]), scale)) : 0.0f;
-        }
+        for (int word = 0; word < 4; ++word) v.v[word] = f(bits.v[word], v.v[word]);
         detail::store4(out, blk, v);
         continue;
       }
@@ -43,12 +42,10 @@ __global__ void dropout_kernel(float p, double scale, std::uint64_t seed, std::u
     for (int word = 0; word < 4; ++word) {
       const std::int64_t i = blk * 4 + word;
       if (i >= n) break;
-      const bool keep = uniform_from_bits(bits.v[word]) >= p;
       if (mask != nullptr) {
-        mask[i] = keep ? 1 : 0;
+        mask[i] = f.keep(bits.v[word]) ? 1 : 0;
       } else {
-        const float kept = static_cast<float>(__dmul_rn(static_cast<double>(detail::to_float(in[i])), scale));
-        out[i] = detail::from_float<T>(keep ? kept : 0.0f);
+        out[i] = detail::from_float<T>(f(bits.v[word], detail::to_float(in[i])));
       }
     }
   }
@@ -64,14 +61,14 @@ void launch(cudaStream_t stream, float p, std::uint64_t seed, std::uint64_t offs
             const std::uint64_t* offset_base, const T* in, T* out, std::uint8_t* mask, std::int64_t n) {
   // As the CPU: p = 1 keeps nothing (uniform < 1 always) and the scale 1/(1-p) is never used, so any finite
   // value will do; the kernel still runs and writes the zeros.
-  const double scale = p >= 1.0f ? 0.0 : 1.0 / (1.0 - static_cast<double>(p));
+  const elementwise::DropoutMask f{p, p >= 1.0f ? 0.0 : 1.0 / (1.0 - static_cast<double>(p))};
   const std::int64_t blocks = (n + 3) / 4;
   if (std::is_same_v<T, float> && mask == nullptr && detail::vector_aligned(in, out)) {
     dropout_kernel<true><<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(
-        p, scale, seed, offset, offset_base, in, out, mask, n);
+        f, seed, offset, offset_base, in, out, mask, n);
   } else {
     dropout_kernel<false><<<detail::grid_for(blocks), detail::kBlock, 0, stream>>>(
-        p, scale, seed, offset, offset_base, in, out, mask, n);
+        f, seed, offset, offset_base, in, out, mask, n);
   }
   ENGINE_LAUNCH_CHECK();
 }

@@ -11,6 +11,7 @@
 //     default (CudaHandlesOptions::deterministic).
 // Flatten needs no kernel: it is Tensor::view on contiguous data.
 
+#include "kernels/cuda/activation.h"
 #include "kernels/cuda/avgpool.h"
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/cuda/bias.h"

@@ -1,20 +1,15 @@
-// Residual add kernels: the sum is formed in double and rounded once (as kernels/cpu/residual_add.cpp),
-// with __dadd_rn so the compiler cannot change the operation: bitwise equal to the CPU. 128-bit accesses
+// Residual add kernels: the forward is kernels/elementwise_math.h's Sum (the float sum, which is the double
+// sum rounded once of kernels/cpu/residual_add.cpp): bitwise equal to the CPU. 128-bit accesses
 // where the pointers allow (kernels/cuda/vector4.cuh; the forward through elementwise.cuh).
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/residual_add.h"
 #include "kernels/cuda/vector4.cuh"
+#include "kernels/elementwise_math.h"
 
 namespace engine::cuda {
 namespace {
-
-struct ResidualSum {
-  __device__ float operator()(float a, float b) const {
-    return static_cast<float>(__dadd_rn(static_cast<double>(a), static_cast<double>(b)));
-  }
-};
 
 // Writes dy to da and db; an output that is dy itself is skipped (nullptr here).
 template <bool kVector>
@@ -39,13 +34,13 @@ __global__ void residual_add_backward_kernel(const float* dy, float* da, float* 
 
 void residual_add_forward(cudaStream_t stream, const float* a, const float* b, float* y, std::int64_t n) {
   ENGINE_NVTX_RANGE("residual_add_forward");
-  detail::launch_map("residual_add_forward", stream, ResidualSum{}, a, b, y, n);
+  detail::launch_map("residual_add_forward", stream, elementwise::Sum{}, a, b, y, n);
 }
 
 void residual_add_forward(cudaStream_t stream, const bfloat16* a, const bfloat16* b, bfloat16* y,
                           std::int64_t n) {
   ENGINE_NVTX_RANGE("residual_add_forward_bf16");
-  detail::launch_map("residual_add_forward", stream, ResidualSum{}, detail::device_ptr(a),
+  detail::launch_map("residual_add_forward", stream, elementwise::Sum{}, detail::device_ptr(a),
                      detail::device_ptr(b), detail::device_ptr(y), n);
 }
 

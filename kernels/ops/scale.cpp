@@ -1,6 +1,7 @@
 #include "kernels/ops/scale.h"
 
 #include "kernels/cpu/scale.h"
+#include "kernels/cpu_fast/scale.h"
 #include "kernels/cuda/scale.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
@@ -16,6 +17,8 @@ void scale(const ExecutionContext& ctx, const Tensor& x, double a, const Tensor&
   dispatch("scale", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::scale(cuda_stream(ctx), x.data<T>(), a, y.data<T>(), x.numel());
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::scale(x.data<T>(), a, y.data<T>(), x.numel());
     } else {
       cpu::scale<T>(x.data<T>(), a, y.data<T>(), x.numel());
     }

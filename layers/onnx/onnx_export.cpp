@@ -20,6 +20,7 @@
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/mul.h"
+#include "layers/onnx/onnx_activation.h"
 #include "layers/onnx/onnx_proto.h"
 #include "layers/relu.h"
 #include "layers/residual.h"
@@ -132,6 +133,13 @@ class Writer {
       return y;
     }
     if (dynamic_cast<const Dropout*>(&layer) != nullptr) return x;  // inference form: the identity
+    if (const auto* a = dynamic_cast<const Activation*>(&layer)) {
+      return detail::export_activation(
+          *a, p, x,
+          {[this](const std::string& op, const std::string& name,
+                  const std::vector<std::string>& in) -> pb::NodeProto& { return add_node(op, name, in); },
+           [this](const std::string& name, double v) { return scalar(name, v); }});
+    }
     ENGINE_FAIL("export to ONNX: {} of model '{}' has no ONNX form in the writer", layer.describe(),
                 model_.name());
   }

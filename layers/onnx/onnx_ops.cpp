@@ -16,6 +16,7 @@
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/mul.h"
+#include "layers/onnx/onnx_activation.h"
 #include "layers/onnx/onnx_builder.h"
 #include "layers/relu.h"
 
@@ -349,7 +350,9 @@ std::string supported_ops() {
   return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
          "(floor or ceil mode), "
          "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add and Mul by a scalar or "
-         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant";
+         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant, Sigmoid (and Sigmoid "
+         "then Mul: "
+         "SiLU), Tanh, HardSigmoid, HardSwish, Clip by constants, LeakyRelu";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {
@@ -390,6 +393,7 @@ void convert_node(Builder& b, const pb::NodeProto& node) {
     b.runtime(node, 0);
     return b.add_layer(node, std::make_unique<GELU>(), node.input(0), {}, {}, node.output(0));
   }
+  if (convert_activation(b, node)) return;  // onnx_ops_activation.cpp
   return convert_elementwise(b, node);
 }
 

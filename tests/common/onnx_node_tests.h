@@ -68,7 +68,13 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
                                                    "Div",
                                                    "Dropout",
                                                    "Identity",
-                                                   "SoftmaxCrossEntropyLoss"};
+                                                   "SoftmaxCrossEntropyLoss",
+                                                   "Sigmoid",
+                                                   "Tanh",
+                                                   "HardSigmoid",
+                                                   "HardSwish",
+                                                   "Clip",
+                                                   "LeakyRelu"};
   const std::string node_tests = onnx_node_test_dir();
   if (!fs::is_directory(node_tests)) return out;
   for (const fs::directory_entry& e : fs::directory_iterator(node_tests)) {

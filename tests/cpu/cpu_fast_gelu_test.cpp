@@ -13,23 +13,16 @@
 
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu_fast/gelu.h"
+#include "tests/common/elementwise_inputs.h"
 #include "tests/common/gelu_tolerance.h"
 
 namespace engine {
 namespace {
 
-std::vector<float> inputs(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
 TEST(CpuFastGelu, WithinFloatRoundingOfTheReference) {
   for (const std::int64_t n : {std::int64_t{1}, std::int64_t{7}, std::int64_t{1001}, std::int64_t{40001}}) {
     const auto size = static_cast<std::size_t>(n);
-    std::vector<float> x = inputs(size, 41), dy = inputs(size, 42);
+    std::vector<float> x = testing::elementwise_inputs(size, 41), dy = testing::elementwise_inputs(size, 42);
     const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 3.0f, -3.0f, 12.0f, -12.0f};
     for (std::size_t i = 0; i < std::min(size, std::size(specials)); ++i) x[i] = specials[i];
     std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), y_ref(size), dx_ref(size);

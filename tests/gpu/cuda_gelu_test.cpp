@@ -15,6 +15,7 @@
 #include "kernels/cpu/scale.h"
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/scale.h"
+#include "tests/common/elementwise_inputs.h"
 #include "tests/common/gelu_tolerance.h"
 #include "tests/common/gpu.h"
 #include "tests/gpu/kernel_test_util.h"
@@ -24,19 +25,11 @@ namespace {
 
 using namespace cuda_test;
 
-std::vector<float> inputs(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
 void check_gelu(std::int64_t n, std::int64_t offset) {
   Stream stream(0);
   const cudaStream_t s = stream.get();
   const auto size = static_cast<std::size_t>(n);
-  std::vector<float> x = inputs(size, 51), dy = inputs(size, 52);
+  std::vector<float> x = testing::elementwise_inputs(size, 51), dy = testing::elementwise_inputs(size, 52);
   const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 3.0f, -3.0f, 12.0f, -12.0f};
   for (std::size_t i = 0; i < std::min(size, std::size(specials)); ++i) x[i] = specials[i];
   std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), y_ref(size), dx_ref(size);
@@ -101,7 +94,7 @@ TEST(CudaScale, EqualsTheReferenceBitwise) {
   Stream stream(0);
   const cudaStream_t s = stream.get();
   const std::int64_t n = 1001;
-  const auto x = inputs(static_cast<std::size_t>(n), 53);
+  const auto x = testing::elementwise_inputs(static_cast<std::size_t>(n), 53);
   std::vector<float> y_ref(x.size());
   cpu::scale(x.data(), 1.0 / 9.0, y_ref.data(), n);
   Tensor x_d = to_device(x, s), y_d = poisoned<float>(n, s);

@@ -1,0 +1,209 @@
+#pragma once
+// The float formula of every elementwise op, written once: the fast CPU loops (kernels/cpu_fast/map.h) and
+// the CUDA launchers (kernels/cuda/elementwise.cuh's launch_map) apply these very functors, so the CPU tests
+// check the arithmetic the GPU runs and an activation is one struct here. The float64 reference
+// (kernels/cpu) does not use them: it stays the independent oracle both are measured against.
+//
+// Convention: f(x) is the forward value, f(x, dy) the input gradient dy * f'(x) from the forward INPUT x;
+// for Sigmoid and Tanh f(y, dy) from the forward OUTPUT y (activation_backward_reads_output).
+// Every operator() is ENGINE_HOST_DEVICE (core/host_device.h) and computes in float: GELU through libm's
+// erfcf and expf on the host and CUDA's on the device; the activations through exp_float and tanh_float
+// below, one polynomial on both (tests/common/activation_tolerance.h bounds them).
+// Written so NaN propagates forward (a comparison with NaN is false, so `x < lo ? lo : x` keeps it).
+
+#include <cstdint>
+#include <math.h>  // erfcf, expf, INFINITY: the same unqualified names nvcc's device library declares
+
+#if !defined(__CUDA_ARCH__)
+#include <bit>
+#endif
+
+#include "core/host_device.h"
+#include "core/philox.h"
+#include "kernels/activation_kind.h"
+
+namespace engine::elementwise {
+
+ENGINE_HOST_DEVICE std::uint32_t bits_of(float v) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(v);
+#else
+  return std::bit_cast<std::uint32_t>(v);
+#endif
+}
+
+ENGINE_HOST_DEVICE float float_of(std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(b);
+#else
+  return std::bit_cast<float>(b);
+#endif
+}
+
+// dy where `keep`, else +0, as a bitwise and: branch-free, so the CPU loop vectorises (GCC keeps a float
+// select as control flow); the same bits as `keep ? dy : 0.0f`.
+ENGINE_HOST_DEVICE float pass_if(bool keep, float dy) {
+  return float_of(bits_of(dy) & (0u - static_cast<std::uint32_t>(keep)));
+}
+
+// c ? a : b, as bits (branch-free for the same reason).
+ENGINE_HOST_DEVICE float choose(bool c, float a, float b) {
+  const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
+  return float_of((bits_of(a) & m) | (bits_of(b) & ~m));
+}
+
+struct Relu {
+  ENGINE_HOST_DEVICE float operator()(float x) const { return (x > 0.0f || x != x) ? x : 0.0f; }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
+    return pass_if(x > 0.0f, dy);
+  }  // 0 at 0, NaN
+};
+
+// GELU, the exact erf form: y = x/2 erfc(-x/sqrt 2), dy (Phi(x) + x phi(x)).
+struct Gelu {
+  static constexpr float kInvSqrt2 = 0.70710678118654752440f;
+  static constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+  ENGINE_HOST_DEVICE float operator()(float x) const { return 0.5f * x * erfcf(-x * kInvSqrt2); }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
+    return dy * (0.5f * erfcf(-x * kInvSqrt2) + x * kInvSqrt2Pi * expf(-0.5f * x * x));
+  }
+};
+
+// y = a x, the double product rounded once (bitwise the reference: one multiplication, nothing to contract).
+struct Scale {
+  double a;
+  ENGINE_HOST_DEVICE float operator()(float x) const {
+    return static_cast<float>(a * static_cast<double>(x));
+  }
+};
+
+// y = a + b: the reference forms it in double and rounds once, which for two floats is the float sum itself
+// (double has more than twice float's precision), so one float addition is bitwise the reference.
+struct Sum {
+  ENGINE_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
+};
+
+// Inverted dropout: element i is kept iff uniform(word i of Philox) >= p, and scaled by 1 / (1 - p) in
+// double.
+struct DropoutMask {
+  float p;
+  double scale;  // 1 / (1 - p); unused when p = 1 (nothing is kept)
+  ENGINE_HOST_DEVICE bool keep(std::uint32_t word) const { return uniform_from_bits(word) >= p; }
+  ENGINE_HOST_DEVICE float operator()(std::uint32_t word, float v) const {
+    return keep(word) ? static_cast<float>(static_cast<double>(v) * scale) : 0.0f;
+  }
+};
+
+// e^x in float, Cephes' expf (Moshier): x = n ln 2 + r with n rounded to nearest (the 1.5 * 2^23 trick) and
+// ln 2 split in two (Cody and Waite), e^r by its degree-7 Taylor-like minimax polynomial, then 2^n put into
+// the exponent field. Within 2 ulp over the float range (tests/cpu/activation_test.cpp measures it against
+// double). Arithmetic and selects only, so the CPU loop vectorises it (libm's expf is a call per element);
+// the GPU runs the same. Overflow gives +inf, underflow +0 (no subnormal results), NaN stays NaN.
+ENGINE_HOST_DEVICE float exp_float(float x) {
+  constexpr float kMax = 88.72283905206835f,
+                  kMin = -87.33654475055310f;                         // e^kMax ~ FLT_MAX, e^kMin ~ FLT_MIN
+  const float c = choose(x > kMax, kMax, choose(x < kMin, kMin, x));  // NaN passes (fixed at the end)
+  constexpr float kRound = 12582912.0f;                               // 1.5 * 2^23
+  const float n = (c * 1.44269504088896341f + kRound) - kRound;       // round(c / ln 2)
+  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;       // c - n ln 2, |r| <= ln 2 / 2
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = (p * r * r + r) + 1.0f;
+  // 2^n for n in [-126, 128]: n = 128 (only at c = kMax) is split as 2^127 * 2 so the field never overflows.
+  const int ni = static_cast<int>(n);
+  const bool top = ni > 127;
+  const float scale = float_of(static_cast<std::uint32_t>(ni - static_cast<int>(top) + 127) << 23);
+  const float y = e * scale * choose(top, 2.0f, 1.0f);
+  return choose(x != x, x, choose(x > kMax, INFINITY, choose(x < kMin, 0.0f, y)));
+}
+
+ENGINE_HOST_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + exp_float(-x)); }
+
+// tanh in float, Cephes' tanhf: an odd polynomial below |x| = 0.625, 1 - 2 / (e^2|x| + 1) above, sign put
+// back; within 2 ulp. Both branches are computed and one chosen, so the CPU loop vectorises.
+ENGINE_HOST_DEVICE float tanh_float(float x) {
+  const float a = float_of(bits_of(x) & 0x7fffffffu);  // |x|
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = p * z * x + x;
+  const float big = 1.0f - 2.0f / (exp_float(a + a) + 1.0f);
+  return choose(a < 0.625f, small, choose(x < 0.0f, -big, big));  // NaN: a < 0.625 is false, big is NaN
+}
+
+struct Sigmoid {
+  ENGINE_HOST_DEVICE float operator()(float x) const { return sigmoid(x); }
+  // From the output y: PyTorch's sigmoid_backward, dy (1 - y) y.
+  ENGINE_HOST_DEVICE float operator()(float y, float dy) const { return dy * ((1.0f - y) * y); }
+};
+
+struct Tanh {
+  ENGINE_HOST_DEVICE float operator()(float x) const { return tanh_float(x); }
+  // From the output y: PyTorch's tanh_backward, dy (1 - y^2).
+  ENGINE_HOST_DEVICE float operator()(float y, float dy) const { return dy * (1.0f - y * y); }
+};
+
+struct SiLU {
+  ENGINE_HOST_DEVICE float operator()(float x) const { return x * sigmoid(x); }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
+    const float s = sigmoid(x);
+    return dy * (s * (1.0f + x * (1.0f - s)));  // PyTorch's silu_backward
+  }
+};
+
+struct HardSigmoid {
+  float alpha, beta;
+  ENGINE_HOST_DEVICE float operator()(float x) const {
+    const float t = alpha * x + beta;
+    return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+  }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
+    const float t = alpha * x + beta;
+    return pass_if((t > 0.0f) & (t < 1.0f), dy * alpha);  // &, not &&: no branch
+  }
+};
+
+struct HardSwish {
+  ENGINE_HOST_DEVICE float operator()(float x) const {
+    const float r = x + 3.0f;
+    return x * (r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r)) / 6.0f;  // PyTorch's order of operations
+  }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {  // 0 below -3, dy above 3
+    return pass_if(!(x < -3.0f), dy * choose(x <= 3.0f, x / 3.0f + 0.5f, 1.0f));
+  }
+};
+
+struct Clip {
+  float lo, hi;
+  ENGINE_HOST_DEVICE float operator()(float x) const { return x < lo ? lo : (x > hi ? hi : x); }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const { return pass_if((x > lo) & (x < hi), dy); }
+};
+
+struct LeakyRelu {
+  float alpha;
+  ENGINE_HOST_DEVICE float operator()(float x) const { return choose(x > 0.0f, x, x * alpha); }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const { return choose(x > 0.0f, dy, dy * alpha); }
+};
+
+// Calls fn(functor) with the functor of `p` (host code: picks the instantiation a device runs).
+template <typename Fn>
+void visit_activation(const ActivationParams& p, Fn&& fn) {
+  switch (p.kind) {
+    case ActivationKind::Sigmoid: return fn(Sigmoid{});
+    case ActivationKind::Tanh: return fn(Tanh{});
+    case ActivationKind::SiLU: return fn(SiLU{});
+    case ActivationKind::HardSigmoid: return fn(HardSigmoid{p.alpha, p.beta});
+    case ActivationKind::HardSwish: return fn(HardSwish{});
+    case ActivationKind::Clip: return fn(Clip{p.alpha, p.beta});
+    case ActivationKind::LeakyRelu: return fn(LeakyRelu{p.alpha});
+  }
+}
+
+}  // namespace engine::elementwise
