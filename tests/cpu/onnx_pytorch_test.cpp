@@ -13,12 +13,9 @@
 #include <gtest/gtest.h>
 
 #include "layers/onnx/onnx_model.h"
-#include "layers/softmax_cross_entropy.h"
-#include "optim/safetensors.h"
-#include "optim/sgd.h"
 #include "tests/common/environment.h"
+#include "tests/common/onnx_torch_steps.h"
 #include "tests/common/pytorch_tools.h"
-#include "tests/common/safetensors_records.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -33,22 +30,7 @@ void run_engine(const std::string& dir, const std::string& net) {
   options.num_classes = 10;
   Model m = onnx::import_model(dir + "/" + net + ".onnx", options);
   m.finalize(testing::cpu_context(DType::F32), 1);
-  const Tensor x = testing::random_tensor({4, 3, 32, 32}, DType::F32, 22, -2.0, 2.0);
-  const Tensor labels = testing::random_labels(4, 10, 23);
-  engine::testing::SafetensorsRecords r;
-  r.add_state("state.", m);
-  r.add("in.x", x);
-  r.add("in.labels", labels);
-  r.add("out.logits", m.forward(x, Mode::Inference));
-  SoftmaxCrossEntropy loss;
-  optim::Sgd sgd(m, optim::SgdConfig{.momentum = 0.9, .weight_decay = 5e-4});
-  for (int step = 0; step < 2; ++step) {
-    loss.forward(m.context(), m.forward(x, Mode::Train), labels);
-    m.backward(loss.backward());
-    sgd.step(0.05);
-  }
-  r.add_state("out.after.", m);
-  optim::write_safetensors(dir + "/" + net + ".safetensors", r.list, {});
+  engine::testing::record_two_sgd_steps(m, {3, 32, 32}, 10, dir + "/" + net + ".safetensors");
 }
 
 // Both nets in one export and one compare: each python start imports torch, most of the test's time.
