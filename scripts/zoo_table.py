@@ -86,21 +86,26 @@ def compare_one(out_dir, name):
     t = load_file(f"{out_dir}/{name}.safetensors")
     model = build(name)
     state = {k[len("state."):]: v for k, v in t.items() if k.startswith("state.")}
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if not m.endswith("num_batches_tracked")]
+    # Into the module's own state_dict, whose metadata (MNASNet's version) load_state_dict reads.
+    full = model.state_dict()
+    missing = [k for k in full if k not in state and not k.endswith("num_batches_tracked")]
+    unexpected = [k for k in state if k not in full]
+    full.update({k: v for k, v in state.items() if k in full})
+    model.load_state_dict(full)
     if missing or unexpected:
         return False, f"state names differ: missing {missing[:3]}, unexpected {unexpected[:3]}"
     x, labels = t["in.x"], t["in.labels"].long()
-    worst = [0.0, 0.0, ""]  # engine's distance, PyTorch float32's, tensor
+    worst = [0.0, 0.0, "", 0.0]  # engine's distance, PyTorch float32's, tensor, their ratio to the allowed
 
     def check(what, got, want64, want32):
         got, want64, want32 = got.double(), want64.double(), want32.double()
         s = max(want64.abs().max().item(), 1e-30) if want64.numel() else 1.0
         d = (got - want64).abs().max().item() / s if got.numel() else 0.0
         d32 = (want32 - want64).abs().max().item() / s if got.numel() else 0.0
-        if d > worst[0]:
-            worst[:] = [d, d32, what]
-        return d <= 8 * d32 + 2.0**-20
+        allowed = 8 * d32 + 2.0**-20
+        if d / allowed > worst[3]:
+            worst[:] = [d, d32, what, d / allowed]
+        return d <= allowed
 
     failures = []
     m64, m32 = copy.deepcopy(model).double().eval(), copy.deepcopy(model).eval()
@@ -123,11 +128,17 @@ def compare_one(out_dir, name):
         session = onnxruntime.InferenceSession(back, providers=["CPUExecutionProvider"])
         ort = torch.from_numpy(session.run(None, {session.get_inputs()[0].name: x.numpy()})[0])
         with torch.no_grad():
-            ok = check("onnxruntime logits of the file written back", ort, a64.eval()(x.double()), a32.eval()(x))
-        ort_note = "onnxruntime agrees" if ok else "onnxruntime DISAGREES"
-        if not ok:
-            failures.append("onnxruntime logits of the file written back")
-    message = (f"worst {worst[0]:.2g} ({worst[2]}; PyTorch float32's distance there {worst[1]:.2g})"
+            want64, want32 = a64.eval()(x.double()), a32.eval()(x)
+        if not torch.isfinite(want32).all():
+            # Eval mode after two steps from random weights: the running statistics have barely moved (MNASNet's
+            # BatchNorm momentum is 3e-4), so activations grow layer by layer past float32's range in PyTorch too.
+            ort_note = "onnxruntime not comparable (PyTorch float32's own eval logits overflow after the steps)"
+        else:
+            ok = check("onnxruntime logits of the file written back", ort, want64, want32)
+            ort_note = "onnxruntime agrees" if ok else "onnxruntime DISAGREES"
+            if not ok:
+                failures.append("onnxruntime logits of the file written back")
+    message = (f"closest to the bound: {worst[2]}, {worst[0]:.2g} from float64 (PyTorch float32: {worst[1]:.2g})"
                f"{', ' + ort_note if ort_note else ''}")
     if failures:
         return False, message + "; FAILED: " + ", ".join(failures[:5])

@@ -60,7 +60,6 @@ bool run_engine(const std::string& dir, const std::string& name) {
 
 TEST(OnnxZoo, TorchvisionModelsImportTrainAsInPyTorchAndExportBack) {
   if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  SKIP_WITHOUT_PYTHON_MODULES("torch", "torchvision", "safetensors.torch", "onnx", "onnxruntime");
   const char* given_dir = std::getenv("ENGINE_ZOO_DIR");
   const char* given_models = std::getenv("ENGINE_ZOO_MODELS");
   const std::vector<std::string> models = split_list(given_models ? given_models : kSmallModels);
@@ -68,6 +67,7 @@ TEST(OnnxZoo, TorchvisionModelsImportTrainAsInPyTorchAndExportBack) {
     for (const std::string& m : models) run_engine(given_dir, m);
     return;
   }
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torchvision", "safetensors.torch", "onnx", "onnxruntime");
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
   const std::string dir = engine::testing::scratch_dir("onnx_zoo_", "models").string();
   const std::string script = (engine::testing::repo_root() / "scripts" / "zoo_table.py").string();
