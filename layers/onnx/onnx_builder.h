@@ -68,6 +68,9 @@ class Builder {
   // Nodes that read `name` (in the reachable graph), for the pattern matches; set by the graph walk.
   std::map<std::string, std::vector<const pb::NodeProto*>> consumers;
   std::set<const pb::NodeProto*> consumed;  // nodes folded into an earlier node's layer by a pattern
+  // The graph's input holds integers (ONNX's node tests of uint8 arithmetic): Sub, Mul and Div, which wrap or
+  // truncate in integers, are refused rather than computed in float (onnx_ops_graph.cpp).
+  bool integer_input = false;
 
  private:
   int graph_value(const pb::NodeProto& node, const std::string& name);

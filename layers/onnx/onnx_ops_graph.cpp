@@ -210,31 +210,33 @@ bool reshape(Builder& b, const pb::NodeProto& node) {
                        shape_str(x.shape), shape_str(target)));
 }
 
-// Whether the existing per-channel or scalar constant path of onnx_ops_elementwise.cpp takes this operand.
-bool scalar_or_per_channel(const Shape& x, const Shape& c) {
-  std::int64_t n = 1;
-  for (const std::int64_t d : c) n *= d;
-  if (n == 1 && c.size() <= x.size()) return true;
-  if (c == x) return true;  // an Add of an equal-shape constant: a sum
-  if (x.size() == 4 && ((c.size() == 3 && c[0] == x[1] && c[1] == 1 && c[2] == 1) ||
-                        (c.size() == 4 && c[0] == 1 && c[1] == x[1] && c[2] == 1 && c[3] == 1)))
-    return true;
-  return x.size() == 2 && (c == Shape{x[1]} || c == Shape{1, x[1]});
-}
-
 bool binary(Builder& b, const pb::NodeProto& node) {
   if (node.input_size() != 2 || node.attribute_size() > 0) return false;
   const std::string& op = node.op_type();
   const Value& l = b.value(node, 0);
   const Value& r = b.value(node, 1);
   if (l.constant && r.constant) return false;
-  const Value& x = l.constant ? r : l;
   const Value& c = l.constant ? l : r;
-  const bool one_constant = l.constant || r.constant;
-  if (op == "Add" && !one_constant && l.shape == r.shape) return false;  // a sum
-  if ((op == "Add" || op == "Mul") && one_constant && scalar_or_per_channel(x.shape, c.data.shape))
-    return false;
-  if (op == "Div" && r.constant && r.data.values.size() == 1) return false;  // Mul by 1/c
+  if (op == "Add" && !l.constant && !r.constant && l.shape == r.shape) return false;  // a sum
+  if (l.constant || r.constant) {
+    // A constant operand: a scalar (x - 1, 1 / x) is a fixed value, as PyTorch writes a Python number; one
+    // per channel is onnx_ops_elementwise.cpp's trainable ChannelAffine. Any other shape may be a parameter
+    // of the module (an initializer) that a fixed constant would silently stop training: Add and Mul leave it
+    // to onnx_ops_elementwise.cpp, which refuses it naming the shapes; Sub and Div refuse it here.
+    if (c.data.values.size() != 1) {
+      if (op == "Add" || op == "Mul") return false;
+      b.refuse(node, fmt::format("a constant operand '{}' {}: only a scalar constant or a run-time value is "
+                                 "supported (a constant of another shape would not train)",
+                                 l.constant ? node.input(0) : node.input(1), shape_str(c.data.shape)));
+    }
+    if (op == "Add" || op == "Mul") return false;  // the scalar paths of onnx_ops_elementwise.cpp
+    if (op == "Div" && r.constant) return false;   // Mul by 1 / c
+  }
+  if (b.integer_input && op != "Add") {
+    b.refuse(node,
+             "the graph's input holds integers: the engine computes in float, where integer Sub, Mul and "
+             "Div would wrap or truncate");
+  }
   const BinaryOp bop = op == "Add"   ? BinaryOp::Add
                        : op == "Sub" ? BinaryOp::Sub
                        : op == "Mul" ? BinaryOp::Mul
@@ -277,6 +279,12 @@ bool convert_graph_node(Builder& b, const pb::NodeProto& node) {
     b.refuse(node, fmt::format("squeezes {}: only [N, C, 1, 1] to [N, C] is supported", shape_str(x.shape)));
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return binary(b, node);
+  if (op == "Gather" || op == "Unsqueeze" || op == "Expand" || op == "Transpose") {
+    b.refuse(node,
+             fmt::format("{} of a run-time activation is not supported: the engine folds it on shapes and "
+                         "constants at import (and Transpose inside ShuffleNet's channel shuffle)",
+                         op));
+  }
   return false;
 }
 

@@ -68,6 +68,17 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
                                                    "Div",
                                                    "Dropout",
                                                    "Identity",
+                                                   "Concat",
+                                                   "Split",
+                                                   "Slice",
+                                                   "Sub",
+                                                   "ReduceMean",
+                                                   "Shape",
+                                                   "Gather",
+                                                   "Unsqueeze",
+                                                   "Squeeze",
+                                                   "Expand",
+                                                   "Transpose",
                                                    "SoftmaxCrossEntropyLoss"};
   const std::string node_tests = onnx_node_test_dir();
   if (!fs::is_directory(node_tests)) return out;

@@ -46,8 +46,8 @@ std::vector<float> back(const ExecutionContext& ctx, const Tensor& t) {
 TEST(CudaGraphOps, BinaryOpsEqualTheFastCpuKernelsBitwise) {
   SKIP_WITHOUT_GPU();
   const std::vector<std::pair<Shape, Shape>> pairs = {
-      {{3, 5, 1, 1}, {3, 5, 4, 7}}, {{3, 5, 4, 7}, {3, 5, 4, 7}}, {{3, 5, 4, 7}, {}}, {{5, 1, 1}, {3, 5, 4, 7}},
-      {{3, 5, 4, 7}, {7}},          {{3, 6}, {1, 6}}};
+      {{3, 5, 1, 1}, {3, 5, 4, 7}}, {{3, 5, 4, 7}, {3, 5, 4, 7}}, {{3, 5, 4, 7}, {}},
+      {{5, 1, 1}, {3, 5, 4, 7}},    {{3, 5, 4, 7}, {7}},          {{3, 6}, {1, 6}}};
   for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
     Contexts c(layout);
     for (const auto& [sa, sb] : pairs) {
@@ -64,7 +64,8 @@ TEST(CudaGraphOps, BinaryOpsEqualTheFastCpuKernelsBitwise) {
           ops::binary_backward(*ctx, op, tdy, ta, tb, da, db);
           results[ctx == &c.gpu] = {back(*ctx, y), back(*ctx, da), back(*ctx, db)};
         }
-        for (int k = 0; k < 3; ++k) EXPECT_TRUE(bitwise_equal(results[1][k], results[0][k])) << "output " << k;
+        for (int k = 0; k < 3; ++k)
+          EXPECT_TRUE(bitwise_equal(results[1][k], results[0][k])) << "output " << k;
       }
     }
   }
@@ -80,8 +81,8 @@ TEST(CudaGraphOps, ChannelCopiesAndShuffleEqualTheCpu) {
     for (const ExecutionContext* ctx : {&c.cpu, &c.gpu}) {
       const Tensor tx = on(*ctx, x, s);
       Tensor sliced = poison(*ctx, part), wide = poison(*ctx, s);
-      ops::copy_from_channels(*ctx, tx, 2, sliced);   // Split's and Slice's forward
-      ops::copy_into_channels(*ctx, tx, wide, 0);     // Concat of one input
+      ops::copy_from_channels(*ctx, tx, 2, sliced);    // Split's and Slice's forward
+      ops::copy_into_channels(*ctx, tx, wide, 0);      // Concat of one input
       ops::copy_into_channels(*ctx, sliced, wide, 4);  // overwrites channels [4, 7)
       const Tensor x6 = on(*ctx, std::vector<float>(x.begin(), x.begin() + 3 * 6 * 15), {3, 6, 5, 3});
       Tensor s6 = poison(*ctx, {3, 6, 5, 3});
