@@ -4,8 +4,10 @@
 // PyTorch then checks both from the same initial state. A second net does the same with grouped, depthwise
 // and dilated convolutions and windowed average pooling with and without the padding counted
 // (scripts/onnx_torch_check.py holds the tolerance's reasoning), and a third x * scale + shift with one
-// trainable value per channel (ONNX's Mul and Add by broadcasting [C, 1, 1] and [1, C, 1, 1] initializers).
-// Skipped, saying how to enable it, where python3 cannot import torch (CI) or without libonnx-dev.
+// trainable value per channel (ONNX's Mul and Add by broadcasting [C, 1, 1] and [1, C, 1, 1] initializers),
+// and a fourth squeeze-excite ([N, C, 1, 1] from GlobalAveragePool through 1x1 convolutions, multiplied into
+// [N, C, H, W]), then Split, Sub, Concat and ReduceMean. Skipped, saying how to enable it, where python3
+// cannot import torch (CI) or without libonnx-dev.
 
 #include <cstdio>
 #include <string>
@@ -42,16 +44,19 @@ TEST(OnnxPyTorch, ExportedNetsTrainAsInPyTorch) {
   const std::string dir = engine::testing::scratch_dir("onnx_torch_", "nets").string();
   const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();
   const std::string exported = engine::testing::command_output(
-      torch.python + " " + script + " export " + dir + " residual grouped affine 2>&1; echo rc=$?");
+      torch.python + " " + script + " export " + dir + " residual grouped affine se 2>&1; echo rc=$?");
   ASSERT_NE(exported.find("onnx_torch_check: exported residual"), std::string::npos) << exported;
   ASSERT_NE(exported.find("onnx_torch_check: exported grouped"), std::string::npos) << exported;
   ASSERT_NE(exported.find("onnx_torch_check: exported affine"), std::string::npos) << exported;
+  ASSERT_NE(exported.find("onnx_torch_check: exported se"), std::string::npos) << exported;
   run_engine(dir, "residual");
   run_engine(dir, "grouped");
   run_engine(dir, "affine");
+  run_engine(dir, "se");
   const std::string out = engine::testing::command_output(
       torch.python + " " + script + " compare " + dir + "/residual.safetensors:residual " + dir +
-      "/grouped.safetensors:grouped " + dir + "/affine.safetensors:affine 2>&1; echo rc=$?");
+      "/grouped.safetensors:grouped " + dir + "/affine.safetensors:affine " + dir +
+      "/se.safetensors:se 2>&1; echo rc=$?");
   std::printf("%s\n", out.c_str());
   EXPECT_NE(out.find("onnx_torch_check: OK"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
