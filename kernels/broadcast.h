@@ -71,4 +71,33 @@ ENGINE_HOST_DEVICE T binary_grad(BinaryOp op, int operand, T dy, T a, T b) {
   }
 }
 
+// y's element i of the walk (its offset in *at): a op b computed in Compute (double for the reference, float
+// for the fast CPU and CUDA kernels), rounded to T.
+template <typename Compute, typename T>
+ENGINE_HOST_DEVICE T binary_element(BinaryOp op, const BroadcastAxes& g, std::int64_t i, const T* a,
+                                    const T* b, std::int64_t* at) {
+  std::int64_t ia = 0, ib = 0;
+  broadcast_offsets(g, i, at, &ia, &ib);
+  return static_cast<T>(binary_apply<Compute>(op, static_cast<Compute>(a[ia]), static_cast<Compute>(b[ib])));
+}
+
+// The gradient of the operand's element k of the kept index space (its offset in *at): binary_grad in Compute
+// over the reduced axes, summed in double in the reduced index order (every device the same order).
+template <typename Compute, typename T>
+ENGINE_HOST_DEVICE double binary_grad_element(BinaryOp op, const BroadcastGrad& g, std::int64_t k,
+                                              const T* dy, const T* a, const T* b, std::int64_t* at) {
+  std::int64_t o = 0, ia = 0, ib = 0;
+  broadcast_offsets(g.kept, k, &o, &ia, &ib);
+  double sum = 0.0;
+  for (std::int64_t r = 0; r < g.reduced.numel; ++r) {
+    std::int64_t ro = 0, ra = 0, rb = 0;
+    broadcast_offsets(g.reduced, r, &ro, &ra, &rb);
+    sum += static_cast<double>(binary_grad<Compute>(op, g.operand, static_cast<Compute>(dy[o + ro]),
+                                                    static_cast<Compute>(a[ia + ra]),
+                                                    static_cast<Compute>(b[ib + rb])));
+  }
+  *at = g.operand == 0 ? ia : ib;
+  return sum;
+}
+
 }  // namespace engine

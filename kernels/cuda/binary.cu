@@ -8,25 +8,18 @@ namespace {
 __global__ void binary_forward_kernel(BinaryOp op, BroadcastAxes g, const float* a, const float* b,
                                       float* y) {
   for (const std::int64_t i : detail::grid_stride(g.numel)) {
-    std::int64_t o = 0, ia = 0, ib = 0;
-    broadcast_offsets(g, i, &o, &ia, &ib);
-    y[o] = binary_apply<float>(op, a[ia], b[ib]);
+    std::int64_t at = 0;
+    const float v = binary_element<float>(op, g, i, a, b, &at);
+    y[at] = v;
   }
 }
 
 __global__ void binary_backward_kernel(BinaryOp op, BroadcastGrad g, const float* dy, const float* a,
                                        const float* b, float* dx) {
   for (const std::int64_t k : detail::grid_stride(g.kept.numel)) {
-    std::int64_t o = 0, ia = 0, ib = 0;
-    broadcast_offsets(g.kept, k, &o, &ia, &ib);
-    double sum = 0.0;
-    for (std::int64_t r = 0; r < g.reduced.numel; ++r) {
-      std::int64_t ro = 0, ra = 0, rb = 0;
-      broadcast_offsets(g.reduced, r, &ro, &ra, &rb);
-      sum = __dadd_rn(
-          sum, static_cast<double>(binary_grad<float>(op, g.operand, dy[o + ro], a[ia + ra], b[ib + rb])));
-    }
-    dx[g.operand == 0 ? ia : ib] = static_cast<float>(sum);
+    std::int64_t at = 0;
+    const double sum = binary_grad_element<float>(op, g, k, dy, a, b, &at);
+    dx[at] = static_cast<float>(sum);
   }
 }
 
