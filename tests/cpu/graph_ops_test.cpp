@@ -77,10 +77,10 @@ TEST(GraphOps, BinaryFastKernelsMatchTheReferenceInBothLayouts) {
           engine::testing::random_values(static_cast<std::size_t>(shape_numel(y)), 3);
       // Values a float holds exactly, so both precisions start from the same numbers.
       for (auto* v : {&av, &bv}) {
-        for (double& x : *v) x = static_cast<float>(x);
+        for (double& x : *v) x = static_cast<double>(static_cast<float>(x));
       }
       std::vector<double> dyf(dyv.begin(), dyv.end());
-      for (double& x : dyf) x = static_cast<float>(x);
+      for (double& x : dyf) x = static_cast<double>(static_cast<float>(x));
       for (const BinaryOp op : kOps) {
         std::vector<std::vector<double>> results[2];
         for (const ExecutionContext* ctx : {&f64, &f32}) {
@@ -189,7 +189,8 @@ TEST(GraphOps, SplitAndConcatMoveChannelsInBothLayouts) {
       ctx.layout = layout;
       const Shape s{2, 7, 3, 5};
       std::vector<double> xv = engine::testing::random_values(static_cast<std::size_t>(shape_numel(s)), 4);
-      for (double& v : xv) v = static_cast<float>(v);  // the same values in both precisions
+      for (double& v : xv)
+        v = static_cast<double>(static_cast<float>(v));  // the same values in both precisions
       const Tensor x = in_layout(ctx, host_tensor(xv, s, dtype));
       Split split({3, 4});
       const std::vector<Tensor> parts = split.forward(ctx, {x}, Mode::Train);
