@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "kernels/ops/residual_add.h"
+#include "kernels/ops/transpose.h"
 
 namespace engine::layers {
 
@@ -25,7 +26,8 @@ int Graph::add_node(std::string name, std::unique_ptr<Layer> layer, int input) {
   LAYER_CHECK(layer != nullptr, "node '{}' has no layer", name);
   for (const Node& n : nodes_) LAYER_CHECK(n.name != name, "two nodes named '{}'", name);
   check_value(input, "node '" + name + "'");
-  Node node{std::move(name), std::move(layer), {input}, num_values_++};
+  Node node{std::move(name), std::move(layer), nullptr, {input}, num_values_, {num_values_}};
+  ++num_values_;
   node.layer->set_needs_input_grad(carries_grad(input));
   nodes_.push_back(std::move(node));
   return nodes_.back().output;
@@ -35,8 +37,19 @@ int Graph::add_sum(std::string name, int a, int b) {
   LAYER_CHECK(!finalized(), "nodes are added before the model is finalized");
   check_value(a, "sum '" + name + "'");
   check_value(b, "sum '" + name + "'");
-  nodes_.push_back(Node{std::move(name), nullptr, {a, b}, num_values_++});
+  nodes_.push_back(Node{std::move(name), nullptr, nullptr, {a, b}, num_values_, {num_values_}});
+  ++num_values_;
   return nodes_.back().output;
+}
+
+std::vector<int> Graph::add_op(std::string name, std::unique_ptr<GraphOp> op, std::vector<int> inputs) {
+  LAYER_CHECK(!finalized(), "nodes are added before the model is finalized");
+  LAYER_CHECK(op != nullptr, "node '{}' has no op", name);
+  for (const int v : inputs) check_value(v, "node '" + name + "'");
+  Node node{std::move(name), nullptr, std::move(op), std::move(inputs), num_values_, {}};
+  for (int i = 0; i < node.op->num_outputs(); ++i) node.outputs.push_back(num_values_++);
+  nodes_.push_back(std::move(node));
+  return nodes_.back().outputs;
 }
 
 void Graph::set_output(int value) {
@@ -54,7 +67,8 @@ std::vector<NamedChild> Graph::children() const {
 
 std::vector<Graph::NodeView> Graph::nodes() const {
   std::vector<NodeView> out;
-  for (const Node& n : nodes_) out.push_back({n.name, n.layer.get(), n.inputs, n.output});
+  for (const Node& n : nodes_)
+    out.push_back({n.name, n.layer.get(), n.op.get(), n.inputs, n.output, n.outputs});
   return out;
 }
 
@@ -106,6 +120,9 @@ const Tensor& Graph::constant(int value) {
       host = Tensor::from_vector(std::vector<float>(c.values.begin(), c.values.end()), c.shape);
     }
     c.tensor = host.to(ctx.device, ctx.stream);
+    // A 4-d constant ([1, C, 1, 1] beside an activation) in the activations' layout.
+    if (c.shape.size() == 4 && ctx.layout != Layout::NCHW)
+      c.tensor = ops::to_layout(ctx, c.tensor, ctx.layout);
   }
   return c.tensor;
 }
@@ -119,7 +136,17 @@ Shape Graph::output_shape_impl(const Shape& input_shape) const {
   }
   for (const Node& n : nodes_) {
     const Shape& a = shapes[static_cast<std::size_t>(n.inputs[0])];
-    if (n.layer) {
+    if (n.op) {
+      std::vector<Shape> in;
+      for (const int v : n.inputs) in.push_back(shapes[static_cast<std::size_t>(v)]);
+      std::vector<Shape> out;
+      try {
+        out = n.op->output_shapes(in);
+      } catch (const Error& e) {
+        LAYER_CHECK(false, "node '{}': {}", n.name, e.what());
+      }
+      for (std::size_t i = 0; i < out.size(); ++i) shapes[static_cast<std::size_t>(n.outputs[i])] = out[i];
+    } else if (n.layer) {
       shapes[static_cast<std::size_t>(n.output)] = n.layer->output_shape(a);
     } else {
       const Shape& b = shapes[static_cast<std::size_t>(n.inputs[1])];
@@ -144,7 +171,11 @@ Tensor Graph::forward_impl(const Tensor& x, Mode mode) {
   for (std::size_t v = 0; v < constants_.size(); ++v) {
     if (constants_[v]) values[v] = constant(static_cast<int>(v));
   }
-  for (const Node& n : nodes_) {
+  for (Node& n : nodes_) {
+    if (n.op) {
+      run_op(n, values, mode);
+      continue;
+    }
     const Tensor& a = values[static_cast<std::size_t>(n.inputs[0])];
     values[static_cast<std::size_t>(n.output)] =
         n.layer ? n.layer->forward(a, mode) : sum(a, values[static_cast<std::size_t>(n.inputs[1])]);
@@ -159,10 +190,36 @@ void Graph::accumulate(std::vector<Tensor>& grads, int value, const Tensor& g) c
   slot = slot.defined() ? sum(slot, g) : g;
 }
 
+void Graph::run_op(Node& n, std::vector<Tensor>& values, Mode mode) {
+  std::vector<Tensor> in;
+  for (const int v : n.inputs) in.push_back(values[static_cast<std::size_t>(v)]);
+  std::vector<Tensor> out = n.op->forward(context(), in, mode);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    values[static_cast<std::size_t>(n.outputs[i])] = std::move(out[i]);
+}
+
+void Graph::backward_op(Node& n, std::vector<Tensor>& grads) {
+  std::vector<Tensor> dy;
+  bool any = false;
+  for (const int v : n.outputs) {
+    dy.push_back(std::move(grads[static_cast<std::size_t>(v)]));
+    any = any || dy.back().defined();
+  }
+  LAYER_CHECK(any, "node '{}' reaches no output (a bug in the graph's builder)", n.name);
+  std::vector<bool> need;
+  for (const int v : n.inputs) need.push_back(carries_grad(v));
+  const std::vector<Tensor> dx = n.op->backward(context(), dy, need);
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) accumulate(grads, n.inputs[i], dx[i]);
+}
+
 Tensor Graph::backward_impl(const Tensor& dy, Mode) {
   std::vector<Tensor> grads(static_cast<std::size_t>(num_values_));
   grads.at(static_cast<std::size_t>(output_)) = dy;
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    if (it->op) {
+      backward_op(*it, grads);
+      continue;
+    }
     Tensor g = std::move(grads[static_cast<std::size_t>(it->output)]);
     // The builder leaves out nodes whose output reaches nothing, so every node has a gradient here.
     LAYER_CHECK(g.defined(), "node '{}' reaches no output (a bug in the graph's builder)", it->name);

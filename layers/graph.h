@@ -1,7 +1,9 @@
 #pragma once
 // Graph: a layer made of other layers wired as a directed acyclic graph, for models read from a file
 // (layers/onnx/). Values are numbered: 0 is the graph's input, constants and node outputs follow. A node is
-// either a layer with one input value or a sum of two values (a residual join, kernels' residual_add).
+// a layer with one input value, a sum of two values of one shape (a residual join, kernels' residual_add),
+// or a GraphOp (layers/graph_op.h: Concat, Split, broadcasting Add/Sub/Mul/Div) with several inputs and, for
+// Split, several outputs.
 //
 //   forward   runs the nodes in the order they were added, which must be a topological order (add_node
 //             refuses an input that is not made yet), and returns the output value;
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "layers/graph_op.h"
 #include "layers/layer.h"
 
 namespace engine::layers {
@@ -34,6 +37,8 @@ class Graph final : public Layer {
   int add_node(std::string name, std::unique_ptr<Layer> layer, int input);
   // A node a + b (same shape at run time); `name` is for messages. Returns its output value's id.
   int add_sum(std::string name, int a, int b);
+  // A node `op` reading `inputs`; returns its output values' ids (op->num_outputs() of them).
+  std::vector<int> add_op(std::string name, std::unique_ptr<GraphOp> op, std::vector<int> inputs);
   void set_output(int value);
 
   std::string_view kind() const override { return "Graph"; }
@@ -44,9 +49,11 @@ class Graph final : public Layer {
   // What a writer (layers/onnx/onnx_export.cpp) reads: the nodes in order, and the constants.
   struct NodeView {
     const std::string& name;
-    const Layer* layer;  // null: a sum
+    const Layer* layer;  // null: a sum or an op
+    const GraphOp* op;   // null: a layer or a sum
     const std::vector<int>& inputs;
-    int output;
+    int output;  // the first output
+    const std::vector<int>& outputs;
   };
   std::vector<NodeView> nodes() const;
   // The (producer, consumer) layer pairs where the consumer alone reads the producer's output, which is not
@@ -64,10 +71,14 @@ class Graph final : public Layer {
  private:
   struct Node {
     std::string name;
-    std::unique_ptr<Layer> layer;  // null: a sum of inputs[0] and inputs[1]
+    std::unique_ptr<Layer> layer;  // null: a sum of inputs[0] and inputs[1], or an op
+    std::unique_ptr<GraphOp> op;
     std::vector<int> inputs;
-    int output = 0;
+    int output = 0;            // outputs[0]
+    std::vector<int> outputs;  // one for a layer or a sum
   };
+  void run_op(Node& n, std::vector<Tensor>& values, Mode mode);
+  void backward_op(Node& n, std::vector<Tensor>& grads);
   void check_value(int value, const std::string& who) const;
   bool carries_grad(int value) const;  // whether backward must produce dL/d(value)
   const Tensor& constant(int value);   // on the context's device and dtype

@@ -7,9 +7,10 @@ torch is found, see tests/common/pytorch_tools.h).
                                                      pooling), or "grouped" (grouped, depthwise and dilated
                                                      convolutions, windowed average pooling), or "affine"
                                                      (x * scale + shift per channel, parameters [C, 1, 1] and
-                                                     [1, C, 1, 1]), or "mobilenet_v2" (torchvision's,
-                                                     10 classes, dropout 0: ReLU6 as ONNX's Clip),
-                                                     exported with the lines of README's "Your own model"
+                                                     [1, C, 1, 1]), or "se" (squeeze-excite with a
+                                                     broadcasting Mul, chunk, cat, mean), or "mobilenet_v2"
+                                                     (torchvision's, 10 classes, dropout 0: ReLU6 as ONNX's
+                                                     Clip), exported with the lines of README's "Your own model"
   python3 scripts/onnx_torch_check.py compare FILE:NET...
                                                      each FILE (written by the test) against its NET:
                                                      the engine's initial state ("state.<name>", read
@@ -146,8 +147,38 @@ def mobilenet_v2_tolerance(batch):
     return 2 * 3 * 2.0**-24 * sum(n**0.5 for n in float32_sums(mobilenet_v2(), batch))
 
 
-# Each net: how to build it, its tolerance for a batch.
+# SqueezeExciteNet's sums, as above: forward conv (3 x 3x3), the global pools (1024, 256), the excite convs (8,
+# 4), the linear layer (8); backward the linear layer's dx and dW, the pools' and the gate's broadcast sums
+# (1024 each), the excite convs' dx and dW (4, 8, batch) and the conv's dW and bias over 4096 positions.
+SE_SUMS = [27, 1024, 256, 8, 4, 8] + [10, 4, 1024, 1024, 4, 8, 4, 4] + [4096] * 2
+SE_TOLERANCE = 2 * 3 * 2.0**-24 * sum(n**0.5 for n in SE_SUMS)
+
+
+class SqueezeExciteNet(torch.nn.Module):
+    """torchvision's SqueezeExcitation with a ReLU gate (the Sigmoid is another layer's): AdaptiveAvgPool2d(1)
+    keeps [N, C, 1, 1] (ONNX's GlobalAveragePool), 1x1 convs read it, and the gate multiplies [N, C, H, W] by
+    broadcasting; then torch.cat of two branches, a channel chunk and x.mean([2, 3]) (ReduceMean)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc1 = torch.nn.Conv2d(8, 4, 1)
+        self.fc2 = torch.nn.Conv2d(4, 8, 1)
+        self.pool = torch.nn.AvgPool2d(2)
+        self.fc = torch.nn.Linear(8, classes)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu(self.conv(x))
+        scale = torch.nn.functional.relu(self.fc2(torch.nn.functional.relu(self.fc1(
+            torch.nn.functional.adaptive_avg_pool2d(x, 1)))))
+        x = self.pool(x * scale)
+        a, b = x.chunk(2, dim=1)
+        x = torch.cat([b, a - b], dim=1)
+        return self.fc(x.mean([2, 3]))
+
+
 NETS = {"grouped": (lambda: GroupedNet(), lambda batch: GROUPED_TOLERANCE),
+        "se": (lambda: SqueezeExciteNet(), lambda batch: SE_TOLERANCE),
         "mobilenet_v2": (mobilenet_v2, mobilenet_v2_tolerance),
         "affine": (lambda: AffineNet(), lambda batch: AFFINE_TOLERANCE),
         "residual": (lambda: Net(), lambda batch: TOLERANCE)}

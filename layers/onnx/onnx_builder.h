@@ -59,10 +59,18 @@ class Builder {
   void add_sum(const pb::NodeProto& node, const std::string& a, const std::string& b,
                const std::string& output);
   void alias(const std::string& output, const std::string& input) { values_[output] = values_.at(input); }
+  // Adds a GraphOp reading `inputs` (run-time values or constants) and defines `outputs` (an empty name: an
+  // output nothing reads); refuses, naming the node, inputs whose shapes the op does not take
+  // (onnx_ops_graph.cpp).
+  void add_op(const pb::NodeProto& node, std::unique_ptr<GraphOp> op, const std::vector<std::string>& inputs,
+              const std::vector<std::string>& outputs);
 
   // Nodes that read `name` (in the reachable graph), for the pattern matches; set by the graph walk.
   std::map<std::string, std::vector<const pb::NodeProto*>> consumers;
   std::set<const pb::NodeProto*> consumed;  // nodes folded into an earlier node's layer by a pattern
+  // The graph's input holds integers (ONNX's node tests of uint8 arithmetic): Sub, Mul and Div, which wrap or
+  // truncate in integers, are refused rather than computed in float (onnx_ops_graph.cpp).
+  bool integer_input = false;
 
  private:
   int graph_value(const pb::NodeProto& node, const std::string& name);
@@ -81,6 +89,9 @@ class Builder {
 
 // Adds the layers of one node (or of a pattern starting at it) to the builder; refuses what it cannot.
 void convert_node(Builder& b, const pb::NodeProto& node);
+// The shape subgraphs folded to constants, and the ops of several inputs or outputs or on channels
+// (onnx_ops_graph.cpp); false when the node is none of those (convert_node goes on).
+bool convert_graph_node(Builder& b, const pb::NodeProto& node);
 // The op types convert_node knows, for messages.
 std::string supported_ops();
 

@@ -22,6 +22,7 @@
 #include "layers/mul.h"
 #include "layers/onnx/onnx_activation.h"
 #include "layers/onnx/onnx_proto.h"
+#include "layers/onnx/onnx_writer.h"
 #include "layers/relu.h"
 #include "layers/residual.h"
 #include "layers/sequential.h"
@@ -47,7 +48,7 @@ HostTensor host_values(const Tensor& t) {
   return out;
 }
 
-class Writer {
+class Writer final : public detail::NodeSink {
  public:
   Writer(const Model& model, pb::GraphProto& graph) : model_(model), g_(graph) {}
 
@@ -117,6 +118,7 @@ class Writer {
     }
     if (dynamic_cast<const ReLU*>(&layer) != nullptr) return node("Relu", p, {x});
     if (dynamic_cast<const GELU*>(&layer) != nullptr) return erf_gelu(p, x);
+    if (std::string y = detail::emit_channel_layer(*this, layer, x); !y.empty()) return y;
     if (dynamic_cast<const GlobalAvgPool*>(&layer) != nullptr)
       return node("Flatten", p + "/flatten", {node("GlobalAveragePool", p, {x})});
     if (dynamic_cast<const Flatten*>(&layer) != nullptr) return node("Flatten", p, {x});
@@ -157,6 +159,13 @@ class Writer {
       return names[v];
     };
     for (const Graph::NodeView& n : graph.nodes()) {
+      if (n.op != nullptr) {
+        std::vector<std::string> in;
+        for (const int v : n.inputs) in.push_back(name_of(v));
+        const std::vector<std::string> out = detail::emit_graph_op(*this, *n.op, p + "/" + n.name, in);
+        for (std::size_t i = 0; i < out.size(); ++i) names[n.outputs[i]] = out[i];
+        continue;
+      }
       names[n.output] = n.layer != nullptr
                             ? emit(*n.layer, name_of(n.inputs[0]))
                             : node("Add", p + "/" + n.name, {name_of(n.inputs[0]), name_of(n.inputs[1])});
@@ -171,8 +180,11 @@ class Writer {
     return node("Mul", p + "/half", {node("Mul", p + "/mul", {x, e}), scalar(p + ".half", 0.5)});
   }
 
+  pb::GraphProto& graph() override { return g_; }
+
+ private:
   pb::NodeProto& add_node(const std::string& op, const std::string& name,
-                          const std::vector<std::string>& inputs) {
+                          const std::vector<std::string>& inputs) override {
     pb::NodeProto& n = *g_.add_node();
     n.set_op_type(op);
     n.set_name(name.empty() ? op : name);

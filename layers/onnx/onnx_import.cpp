@@ -162,6 +162,10 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
   Shape full{batch};
   full.insert(full.end(), sample.begin(), sample.end());
   b.define(input->name(), Value{0, false, {}, full});
+  const auto elem = input->type().tensor_type().elem_type();
+  b.integer_input = elem != pb::TensorProto::FLOAT && elem != pb::TensorProto::DOUBLE &&
+                    elem != pb::TensorProto::FLOAT16 && elem != pb::TensorProto::BFLOAT16 &&
+                    elem != pb::TensorProto::UNDEFINED;
 
   const std::vector<const pb::NodeProto*> order = reachable_in_order(g, g.output(0).name(), sources, what);
   for (const pb::NodeProto* n : order) {

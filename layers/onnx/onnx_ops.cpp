@@ -12,7 +12,6 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/gelu.h"
-#include "layers/global_avgpool.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/mul.h"
@@ -350,25 +349,24 @@ std::string supported_ops() {
   return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
          "(floor or ceil mode), "
          "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add and Mul by a scalar or "
-         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant, Sigmoid (and Sigmoid "
-         "then Mul: "
-         "SiLU), Tanh, HardSigmoid, HardSwish, Clip by constants, LeakyRelu";
+         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant, Concat and Split and "
+         "Slice on channels, Add/Sub/Mul/Div with broadcasting, ReduceMean over [2, 3], channel shuffle "
+         "(Reshape, Transpose, Reshape), and shape subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, "
+         "Expand, Cast, CastLike, Slice, Reshape of constants) folded at import, Sigmoid (and Sigmoid then "
+         "Mul: SiLU), Tanh, HardSigmoid, HardSwish, Clip by constants, "
+         "LeakyRelu";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     b.refuse(node, fmt::format("domain '{}' is not supported (the default ONNX domain only)", node.domain()));
   }
+  if (convert_graph_node(b, node)) return;
   const std::string& op = node.op_type();
   if (op == "Conv") return conv(b, node);
   if (op == "BatchNormalization") return batchnorm(b, node);
   if (op == "MaxPool") return maxpool(b, node);
   if (op == "AveragePool") return averagepool(b, node);
-  if (op == "GlobalAveragePool") {
-    only_attributes(b, node, {});
-    b.runtime(node, 0);
-    return b.add_layer(node, std::make_unique<GlobalAvgPool>(), node.input(0), {}, {}, node.output(0));
-  }
   if (op == "Flatten") {
     only_attributes(b, node, {"axis"});
     if (attr_int(node, "axis", 1) != 1) {

@@ -68,13 +68,24 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
                                                    "Div",
                                                    "Dropout",
                                                    "Identity",
-                                                   "SoftmaxCrossEntropyLoss",
+                                                   "Concat",
+                                                   "Split",
+                                                   "Slice",
+                                                   "Sub",
+                                                   "ReduceMean",
+                                                   "Shape",
+                                                   "Gather",
+                                                   "Unsqueeze",
+                                                   "Squeeze",
+                                                   "Expand",
+                                                   "Transpose",
                                                    "Sigmoid",
                                                    "Tanh",
                                                    "HardSigmoid",
                                                    "HardSwish",
                                                    "Clip",
-                                                   "LeakyRelu"};
+                                                   "LeakyRelu",
+                                                   "SoftmaxCrossEntropyLoss"};
   const std::string node_tests = onnx_node_test_dir();
   if (!fs::is_directory(node_tests)) return out;
   for (const fs::directory_entry& e : fs::directory_iterator(node_tests)) {

@@ -4,8 +4,10 @@
 // PyTorch then checks both from the same initial state. A second net does the same with grouped, depthwise
 // and dilated convolutions and windowed average pooling with and without the padding counted
 // (scripts/onnx_torch_check.py holds the tolerance's reasoning), and a third x * scale + shift with one
-// trainable value per channel (ONNX's Mul and Add by broadcasting [C, 1, 1] and [1, C, 1, 1] initializers).
-// Skipped, saying how to enable it, where python3 cannot import torch (CI) or without libonnx-dev.
+// trainable value per channel (ONNX's Mul and Add by broadcasting [C, 1, 1] and [1, C, 1, 1] initializers),
+// and a fourth squeeze-excite ([N, C, 1, 1] from GlobalAveragePool through 1x1 convolutions, multiplied into
+// [N, C, H, W]), then Split, Sub, Concat and ReduceMean. Skipped, saying how to enable it, where python3
+// cannot import torch (CI) or without libonnx-dev.
 
 #include <cstdio>
 #include <string>
@@ -13,12 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "layers/onnx/onnx_model.h"
-#include "layers/softmax_cross_entropy.h"
-#include "optim/safetensors.h"
-#include "optim/sgd.h"
 #include "tests/common/environment.h"
+#include "tests/common/onnx_torch_steps.h"
 #include "tests/common/pytorch_tools.h"
-#include "tests/common/safetensors_records.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -33,22 +32,7 @@ void run_engine(const std::string& dir, const std::string& net) {
   options.num_classes = 10;
   Model m = onnx::import_model(dir + "/" + net + ".onnx", options);
   m.finalize(testing::cpu_context(DType::F32), 1);
-  const Tensor x = testing::random_tensor({4, 3, 32, 32}, DType::F32, 22, -2.0, 2.0);
-  const Tensor labels = testing::random_labels(4, 10, 23);
-  engine::testing::SafetensorsRecords r;
-  r.add_state("state.", m);
-  r.add("in.x", x);
-  r.add("in.labels", labels);
-  r.add("out.logits", m.forward(x, Mode::Inference));
-  SoftmaxCrossEntropy loss;
-  optim::Sgd sgd(m, optim::SgdConfig{.momentum = 0.9, .weight_decay = 5e-4});
-  for (int step = 0; step < 2; ++step) {
-    loss.forward(m.context(), m.forward(x, Mode::Train), labels);
-    m.backward(loss.backward());
-    sgd.step(0.05);
-  }
-  r.add_state("out.after.", m);
-  optim::write_safetensors(dir + "/" + net + ".safetensors", r.list, {});
+  engine::testing::record_two_sgd_steps(m, {3, 32, 32}, 10, dir + "/" + net + ".safetensors");
 }
 
 // Both nets in one export and one compare: each python start imports torch, most of the test's time.
@@ -60,16 +44,19 @@ TEST(OnnxPyTorch, ExportedNetsTrainAsInPyTorch) {
   const std::string dir = engine::testing::scratch_dir("onnx_torch_", "nets").string();
   const std::string script = (engine::testing::repo_root() / "scripts" / "onnx_torch_check.py").string();
   const std::string exported = engine::testing::command_output(
-      torch.python + " " + script + " export " + dir + " residual grouped affine 2>&1; echo rc=$?");
+      torch.python + " " + script + " export " + dir + " residual grouped affine se 2>&1; echo rc=$?");
   ASSERT_NE(exported.find("onnx_torch_check: exported residual"), std::string::npos) << exported;
   ASSERT_NE(exported.find("onnx_torch_check: exported grouped"), std::string::npos) << exported;
   ASSERT_NE(exported.find("onnx_torch_check: exported affine"), std::string::npos) << exported;
+  ASSERT_NE(exported.find("onnx_torch_check: exported se"), std::string::npos) << exported;
   run_engine(dir, "residual");
   run_engine(dir, "grouped");
   run_engine(dir, "affine");
+  run_engine(dir, "se");
   const std::string out = engine::testing::command_output(
       torch.python + " " + script + " compare " + dir + "/residual.safetensors:residual " + dir +
-      "/grouped.safetensors:grouped " + dir + "/affine.safetensors:affine 2>&1; echo rc=$?");
+      "/grouped.safetensors:grouped " + dir + "/affine.safetensors:affine " + dir +
+      "/se.safetensors:se 2>&1; echo rc=$?");
   std::printf("%s\n", out.c_str());
   EXPECT_NE(out.find("onnx_torch_check: OK"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos) << out;

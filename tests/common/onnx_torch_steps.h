@@ -1,0 +1,40 @@
+#pragma once
+// The engine's side of the PyTorch checks of imported ONNX files (scripts/onnx_torch_check.py,
+// scripts/zoo_table.py): a model finalized on the CPU in float32, its initial state ("state.<name>"), a
+// batch of 4 ("in.x" in [-2, 2), "in.labels"), its inference logits ("out.logits") and its state after two
+// SGD steps, lr 0.05, momentum 0.9, weight decay 5e-4 ("out.after.<name>"), written as safetensors.
+
+#include <string>
+
+#include "layers/model.h"
+#include "layers/softmax_cross_entropy.h"
+#include "optim/safetensors.h"
+#include "optim/sgd.h"
+#include "tests/common/safetensors_records.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::testing {
+
+inline void record_two_sgd_steps(layers::Model& m, const Shape& sample, int classes,
+                                 const std::string& path) {
+  Shape batch{4};
+  batch.insert(batch.end(), sample.begin(), sample.end());
+  const Tensor x = layers::testing::random_tensor(batch, DType::F32, 22, -2.0, 2.0);
+  const Tensor labels = layers::testing::random_labels(4, classes, 23);
+  SafetensorsRecords r;
+  r.add_state("state.", m);
+  r.add("in.x", x);
+  r.add("in.labels", labels);
+  r.add("out.logits", m.forward(x, layers::Mode::Inference));
+  layers::SoftmaxCrossEntropy loss;
+  optim::Sgd sgd(m, optim::SgdConfig{.momentum = 0.9, .weight_decay = 5e-4});
+  for (int step = 0; step < 2; ++step) {
+    loss.forward(m.context(), m.forward(x, layers::Mode::Train), labels);
+    m.backward(loss.backward());
+    sgd.step(0.05);
+  }
+  r.add_state("out.after.", m);
+  optim::write_safetensors(path, r.list, {});
+}
+
+}  // namespace engine::testing

@@ -1,0 +1,87 @@
+// torchvision's classification CNNs through ONNX, the way a user brings one (scripts/zoo_table.py holds the
+// export settings and PyTorch's side): each model exported by PyTorch is imported, takes two SGD steps
+// (tests/common/onnx_torch_steps.h) and is exported back; PyTorch then checks the initial logits and the
+// state after the steps against its own float32 and float64 runs, and onnxruntime runs the file written
+// back. CI runs the small models (seconds each; ENGINE_ZOO_MODELS=a,b,... for others); scripts/zoo_table.py
+// runs the whole list through this test (ENGINE_ZOO_DIR set: it exports and compares itself, and a refusal
+// is recorded as a result instead of failing) and writes docs/ZOO.md. Skipped without torchvision,
+// onnxruntime or libonnx-dev.
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "layers/onnx/onnx_model.h"
+#include "tests/common/environment.h"
+#include "tests/common/onnx_torch_steps.h"
+#include "tests/common/pytorch_tools.h"
+#include "tests/common/scratch_dirs.h"
+#include "tests/cpu/layer_test_util.h"
+
+namespace engine::layers {
+namespace {
+
+// The models that take seconds on the CPU at 32x32, batch 4.
+constexpr const char* kSmallModels = "squeezenet1_1,shufflenet_v2_x1_0";
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// The engine's side for one model: DIR/M.safetensors and DIR/M.back.onnx, or DIR/M.refused with the reason.
+bool run_engine(const std::string& dir, const std::string& name) {
+  const std::string base = dir + "/" + name;
+  try {
+    onnx::ImportOptions options;
+    options.sample_shape = {3, 32, 32};
+    options.num_classes = 10;
+    Model m = onnx::import_model(base + ".onnx", options);
+    m.finalize(testing::cpu_context(DType::F32), 1);
+    engine::testing::record_two_sgd_steps(m, {3, 32, 32}, 10, base + ".safetensors");
+    onnx::export_model(m, base + ".back.onnx");
+    std::printf("zoo: %s: imported, trained, exported\n", name.c_str());
+    return true;
+  } catch (const Error& e) {
+    std::ofstream(base + ".refused") << e.what() << "\n";
+    std::printf("zoo: %s: refused: %s\n", name.c_str(), e.what());
+    return false;
+  }
+}
+
+TEST(OnnxZoo, TorchvisionModelsImportTrainAsInPyTorchAndExportBack) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  const char* given_dir = std::getenv("ENGINE_ZOO_DIR");
+  const char* given_models = std::getenv("ENGINE_ZOO_MODELS");
+  const std::vector<std::string> models = split_list(given_models ? given_models : kSmallModels);
+  if (given_dir != nullptr) {  // scripts/zoo_table.py exported them and compares afterwards
+    for (const std::string& m : models) run_engine(given_dir, m);
+    return;
+  }
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torchvision", "safetensors.torch", "onnx", "onnxruntime");
+  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
+  const std::string dir = engine::testing::scratch_dir("onnx_zoo_", "models").string();
+  const std::string script = (engine::testing::repo_root() / "scripts" / "zoo_table.py").string();
+  std::string list;
+  for (const std::string& m : models) list += " " + m;
+  const std::string exported = engine::testing::command_output(torch.python + " " + script + " export " +
+                                                               dir + list + " 2>&1; echo rc=$?");
+  ASSERT_NE(exported.find("rc=0"), std::string::npos) << exported;
+  for (const std::string& m : models) EXPECT_TRUE(run_engine(dir, m)) << m;
+  const std::string out = engine::testing::command_output(torch.python + " " + script + " compare " + dir +
+                                                          list + " 2>&1; echo rc=$?");
+  std::printf("%s\n", out.c_str());
+  EXPECT_NE(out.find("zoo_table: OK"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace engine::layers
