@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "data/file_io.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/environment.h"
 #include "tests/common/error_of.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -212,6 +214,17 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
 // Every prefix of a valid file: an engine::Error or a model, never a crash (ASan runs this too).
 // auto_pad SAME_UPPER on the 3x3 stride-1 conv is its pads [1, 1, 1, 1]: the same network. With stride 2 on
 // 8x8 the total is (4 - 1) * 2 + 3 - 8 = 1, odd: refused naming the pads it would need.
+// A Reshape without its shape input (found by tests/fuzz/fuzz_onnx: the importer read input 1 of a node that
+// has one input; the file is kept in its corpus, which scripts/fuzz.sh replays).
+TEST_F(OnnxBadFiles, AReshapeWithoutItsShapeIsRefusedByName) {
+  const std::vector<std::uint8_t> file = engine::data::read_file(
+      (engine::testing::repo_root() / "tests/fuzz/corpus/onnx/reshape_without_shape.onnx").string());
+  const std::string bytes(file.begin(), file.end());
+  const std::string e =
+      engine::testing::error_of([&] { onnx::import_model_bytes(bytes, "reshape_without_shape.onnx"); });
+  EXPECT_NE(e.find("(Reshape): it has no shape (input 1)"), std::string::npos) << e;
+}
+
 TEST_F(OnnxBadFiles, AutoPadSameIsItsExplicitPadsOrRefusedNamingThem) {
   pb::ModelProto same = small_model();
   pb::NodeProto& conv = *same.mutable_graph()->mutable_node(0);
