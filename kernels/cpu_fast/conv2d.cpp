@@ -53,12 +53,14 @@ struct Choice {
 // forward, and (on the first backward) the backward-weights and backward-data. Activations and weights are
 // described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
 // reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
-// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32.
+// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32. Their backward-weights
+// reads x and dy widened to float32 where oneDNN's bf16 kernel is slow (bf16_weights_grad_in_f32).
 struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
   memory::desc x_any, w_any, y_any, dw_any;
-  std::vector<dnnl::algorithm> algorithms;  // direct, and Winograd where the setting and the shape allow
+  memory::desc x_weights_grad, y_weights_grad;  // what backward-weights reads: x_any, y_any or their f32
+  std::vector<dnnl::algorithm> algorithms;      // direct, and Winograd where the setting and the shape allow
   Choice<Forward> fwd;
   Choice<BackwardWeights> bwd_weights;
   bool bwd_weights_bias = false;
@@ -126,13 +128,21 @@ void run_choice(Choice<Impl>& c, Run&& run) {
                           [&](int i) { run(c.candidates[static_cast<std::size_t>(i)]); });
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias) {
+// The forward's descriptor over activations `x` and `y` (the plan's, or backward-weights' float32 ones,
+// whose primitive takes a forward of the same types as its hint) and weights `w`.
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias,
+                                                     const memory::desc& x, const memory::desc& w,
+                                                     const memory::desc& y) {
   const auto desc =
-      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
-                                             p.b_plain, p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r)
-           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
-                                             p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r);
+      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x, w, p.b_plain, y,
+                                             p.strides, p.dilates, p.pad_l, p.pad_r)
+           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x, w, y, p.strides,
+                                             p.dilates, p.pad_l, p.pad_r);
   return {desc, dnnl_rt::cpu_engine()};
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias) {
+  return forward_pd(p, alg, bias, p.x_any, p.w_any, p.y_any);
 }
 
 // Builds a direction's candidates, one per algorithm the plan allows; when oneDNN declines all of them
@@ -159,6 +169,9 @@ ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
   p.w_any = memory::desc(w, act, Tag::any);
   p.dw_any = memory::desc(w, kF32, Tag::any);
   p.y_any = memory::desc(y, act, Tag::any);
+  const bool widen = bf16 && bf16_weights_grad_in_f32(g);
+  p.x_weights_grad = widen ? memory::desc(x, kF32, Tag::any) : p.x_any;
+  p.y_weights_grad = widen ? memory::desc(y, kF32, Tag::any) : p.y_any;
   p.strides = {g.stride_h, g.stride_w};
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
@@ -182,13 +195,15 @@ void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
   dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
   p.bwd_weights = {};
   build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
-    const auto desc =
-        with_bias_grad ? dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.b_plain, p.y_any,
-                                                                  p.strides, p.dilates, p.pad_l, p.pad_r)
-                       : dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.y_any, p.strides,
-                                                                  p.dilates, p.pad_l, p.pad_r);
+    const memory::desc &x = p.x_weights_grad, &y = p.y_weights_grad;
+    const auto desc = with_bias_grad
+                          ? dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, p.b_plain, y,
+                                                                     p.strides, p.dilates, p.pad_l, p.pad_r)
+                          : dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, y, p.strides,
+                                                                     p.dilates, p.pad_l, p.pad_r);
+    const memory::desc w = memory::desc(p.w_any.dims(), x.data_type(), Tag::any);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
-                                                                forward_pd(p, alg, with_bias_grad));
+                                                                forward_pd(p, alg, with_bias_grad, x, w, y));
     return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
                            Operand(p.y_plain, pd.diff_dst_desc(), true),
                            Operand(p.dw_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
@@ -290,6 +305,19 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
 }
 
 }  // namespace
+
+// Whether a bf16 convolution computes its weight gradient with the float32 kernel, on x and dy widened from
+// bf16 (exactly: a bf16 value is a float32 one, and the products of two are exact in float32, so both kernels
+// sum the same products in float32, as the bf16 contract says). oneDNN 2.6.3's jit_bf16 backward-weights is
+// 5-25x slower than its float32 kernel on strided 3x3 convolutions and on outputs under 8x8 (measured on an
+// avx512_core_bf16 host with resnet18's shapes at batch 64: 680-760 ms against 30-42 ms for the three
+// stride-2 3x3 layers, 868 against 141 ms at 512 channels on 4x4), and 1.5-2.5x faster elsewhere (24-45
+// against 53-108 ms on the stride-1 3x3 layers of 8x8 and more); its 1x1 kernel is fast at every stride.
+// A fixed rule, not a timing, so that runs repeat bit for bit.
+bool bf16_weights_grad_in_f32(const Conv2dShape& g) {
+  const bool one_by_one = g.r == 1 && g.s == 1;
+  return !one_by_one && (g.stride_h > 1 || g.stride_w > 1 || g.p() * g.q() < 64);
+}
 
 void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
   forward(g, false, x, w, bias, y);
