@@ -1,5 +1,7 @@
 #include "layers/onnx/onnx_builder.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace engine::layers::onnx::detail {
@@ -50,6 +52,17 @@ const HostTensor& Builder::weight(const pb::NodeProto& node, int input) {
                              node.input(input)));
   }
   return t;
+}
+
+bool Builder::has_bias(const pb::NodeProto& node, int input) const {
+  if (!has_input(node, input) || !value(node, input).computed) return has_input(node, input);
+  const HostTensor& t = constant(node, input);
+  if (std::any_of(t.values.begin(), t.values.end(), [](double v) { return v != 0.0; })) {
+    refuse(node, fmt::format("bias '{}' is computed at import, not a tensor of the file: a fixed non-zero "
+                             "bias is not supported",
+                             node.input(input)));
+  }
+  return false;
 }
 
 int Builder::graph_value(const pb::NodeProto& node, const std::string& name) {

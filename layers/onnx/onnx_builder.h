@@ -21,6 +21,10 @@ struct Value {
   bool constant = false;  // an initializer, a bound input or a Constant node's output
   HostTensor data;        // a constant's values
   Shape shape;            // the engine's shape of a run-time value, with the file's batch size
+  // A constant computed at import from other constants (a folded shape subgraph, onnx_shape_fold.cpp), not a
+  // tensor of the file: never a trainable weight (PyTorch's newer exporter writes a bias-free convolution's
+  // bias as zeros expanded to [K]).
+  bool computed = false;
 };
 
 class Builder {
@@ -48,6 +52,9 @@ class Builder {
   const HostTensor& constant(const pb::NodeProto& node, int input) const;
   // A weight: a constant, claimed by this node alone (a second claim is a tied weight, refused).
   const HostTensor& weight(const pb::NodeProto& node, int input);
+  // Whether the node's bias input is a trainable bias: absent, or zeros computed at import (a bias-free layer
+  // as PyTorch's newer exporter writes it), is none; a computed non-zero bias is refused (it would be fixed).
+  bool has_bias(const pb::NodeProto& node, int input) const;
 
   // Adds `layer` reading the node's input `input_name` and defines `output`. `params` are the layer's local
   // slot names and the ONNX tensors that initialize them; the child is named after their common prefix

@@ -143,7 +143,7 @@ void conv(Builder& b, const pb::NodeProto& node) {
       b.refuse(node, fmt::format("auto_pad = {} needs pads {} along H and {} along W: unequal", pad, ph, pw));
     o.padding = ph;
   }
-  o.bias = b.has_input(node, 2);
+  o.bias = b.has_bias(node, 2);
   if (x.shape.size() == 4 && x.shape[1] != o.in_channels) {
     b.refuse(node, fmt::format("weight '{}' {} needs {} input channels, the input has {}", node.input(1),
                                shape_str(w.shape), o.in_channels, x.shape[1]));
@@ -318,7 +318,7 @@ void gemm(Builder& b, const pb::NodeProto& node) {
     }
   }
   if (attr_int(node, "transA", 0) != 0) b.refuse(node, "attribute transA = 1 is not supported (0 only)");
-  const bool has_bias = b.has_input(node, 2);
+  const bool has_bias = b.has_bias(node, 2);
   const HostTensor& w = b.weight(node, 1);
   linear(b, node, w, attr_int(node, "transB", 0) == 0, node.input(1), has_bias ? &b.weight(node, 2) : nullptr,
          has_bias ? node.input(2) : "", node.output(0));
@@ -348,14 +348,14 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_el
 
 std::string supported_ops() {
   return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
-         "(floor or ceil mode), "
-         "GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add and Mul by a scalar or "
-         "per-channel constant, Div by a scalar constant, Dropout, Identity, Constant, Concat and Split and "
-         "Slice on channels, Add/Sub/Mul/Div with broadcasting, ReduceMean over [2, 3], channel shuffle "
-         "(Reshape, Transpose, Reshape), and shape subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, "
-         "Expand, Cast, CastLike, Slice, Reshape of constants) folded at import, Sigmoid (and Sigmoid then "
-         "Mul: SiLU), Tanh, HardSigmoid, HardSwish, Clip by constants, "
-         "LeakyRelu";
+         "(floor or ceil mode), GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add "
+         "and Mul by a scalar or per-channel constant, Div by a scalar constant, Dropout, Identity, "
+         "Constant, "
+         "Concat and Split (SplitToSequence + SequenceAt too) and Slice on channels, Add/Sub/Mul/Div with "
+         "broadcasting, ReduceMean over [2, 3], channel shuffle (Reshape, Transpose, Reshape), and shape "
+         "subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Expand, Cast, CastLike, Slice, Reshape of "
+         "constants) folded at import, Sigmoid (and Sigmoid then Mul: SiLU), Tanh, HardSigmoid, HardSwish, "
+         "Clip by constants, LeakyRelu";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {

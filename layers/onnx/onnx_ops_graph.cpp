@@ -111,6 +111,44 @@ void split(Builder& b, const pb::NodeProto& node) {
   b.add_op(node, std::make_unique<Split>(sizes), {node.input(0)}, outputs);
 }
 
+// SplitToSequence on channels read only by SequenceAt at constant positions (x.chunk and x.split as PyTorch's
+// newer exporter writes them): a Split whose outputs are the SequenceAt nodes' outputs.
+void split_to_sequence(Builder& b, const pb::NodeProto& node) {
+  const Value& x = b.runtime(node, 0);
+  channel_axis(b, node, static_cast<std::int64_t>(x.shape.size()));
+  if (node_int(node, "keepdims", 1) != 1) b.refuse(node, "attribute keepdims = 0 is not supported");
+  const std::int64_t c = x.shape[1];
+  std::vector<std::int64_t> sizes;
+  const HostTensor* split = b.has_input(node, 1) ? &b.constant(node, 1) : nullptr;
+  if (split == nullptr || split->shape.empty()) {  // parts of one size (the last smaller), 1 by default
+    const auto each = split == nullptr ? std::int64_t{1} : static_cast<std::int64_t>(split->values.at(0));
+    if (each < 1) b.refuse(node, fmt::format("a split size of {}", each));
+    for (std::int64_t at = 0; at < c; at += each) sizes.push_back(std::min(each, c - at));
+  } else {
+    for (const double v : split->values) sizes.push_back(static_cast<std::int64_t>(v));
+  }
+  const auto parts = static_cast<std::int64_t>(sizes.size());
+  std::vector<std::string> outputs(sizes.size());
+  std::vector<std::pair<std::string, std::string>> repeats;  // a second SequenceAt of one part: an alias
+  for (const pb::NodeProto* r : b.consumers[node.output(0)]) {
+    if (r->op_type() != "SequenceAt")
+      b.refuse(node, fmt::format("its sequence is read by {} '{}': only SequenceAt is supported",
+                                 r->op_type(), r->name()));
+    auto at = static_cast<std::int64_t>(b.constant(*r, 1).values.at(0));
+    at = at < 0 ? at + parts : at;
+    if (at < 0 || at >= parts) b.refuse(*r, fmt::format("position {} of {} parts", at, parts));
+    std::string& slot = outputs[static_cast<std::size_t>(at)];
+    if (slot.empty()) {
+      slot = r->output(0);
+    } else {
+      repeats.emplace_back(r->output(0), slot);
+    }
+    b.consumed.insert(r);
+  }
+  b.add_op(node, std::make_unique<Split>(sizes), {node.input(0)}, outputs);
+  for (const auto& [alias, part] : repeats) b.alias(alias, part);
+}
+
 // Slice of a channel range with step 1 (other axes whole): ChannelSlice, or the identity.
 void slice(Builder& b, const pb::NodeProto& node) {
   const Value& x = b.runtime(node, 0);
@@ -182,12 +220,18 @@ bool channel_shuffle(Builder& b, const pb::NodeProto& r1, const Shape& x, const 
     const auto want = static_cast<std::int64_t>(i == 1 ? 2 : i == 2 ? 1 : i);
     if (perm.size() != grouped.size() || perm[i] != want) return false;
   }
-  const pb::NodeProto* r2 = sole_reader(b, t->output(0), "Reshape");
+  // PyTorch's newer exporter writes the .contiguous() between the two as an Identity ("clone").
+  std::vector<const pb::NodeProto*> copies;
+  const pb::NodeProto* last = t;
+  while (const pb::NodeProto* copy = sole_reader(b, last->output(0), "Identity"))
+    last = copies.emplace_back(copy);
+  const pb::NodeProto* r2 = sole_reader(b, last->output(0), "Reshape");
   if (r2 == nullptr || r2->input_size() < 2 || !fold_now(b, r2->input(1))) return false;
   Shape swapped = grouped;
   std::swap(swapped[1], swapped[2]);
   if (reshape_target(b, *r2, swapped, b.value(*r2, 1).data) != x) return false;
   b.consumed.insert(t);
+  b.consumed.insert(copies.begin(), copies.end());
   b.consumed.insert(r2);
   b.add_layer(r1, std::make_unique<ChannelShuffle>(grouped[1], x[1]), r1.input(0), {}, {}, r2->output(0));
   return true;
@@ -252,6 +296,7 @@ bool convert_graph_node(Builder& b, const pb::NodeProto& node) {
   const std::string& op = node.op_type();
   if (op == "Concat") return concat(b, node), true;
   if (op == "Split") return split(b, node), true;
+  if (op == "SplitToSequence") return split_to_sequence(b, node), true;
   if (op == "Slice") return slice(b, node), true;
   if (op == "ReduceMean") return reduce_mean(b, node), true;
   if (op == "GlobalAveragePool") {

@@ -227,7 +227,7 @@ bool fold_constant(Builder& b, const pb::NodeProto& node) {
         t.values.push_back(static_cast<double>(s[static_cast<std::size_t>(i)]));
       t.shape = {static_cast<std::int64_t>(t.values.size())};
     }
-    b.define(node.output(0), Value{-1, true, std::move(t), {}});
+    b.define(node.output(0), Value{-1, true, std::move(t), {}, true});
     return true;
   }
   static const std::set<std::string> kFoldable = {
@@ -236,7 +236,10 @@ bool fold_constant(Builder& b, const pb::NodeProto& node) {
       "Transpose", "ConstantOfShape", "Range",   "Identity", "Neg"};
   if (kFoldable.count(op) == 0) return false;
   std::vector<const HostTensor*> in;
-  for (int i = 0; i < node.input_size(); ++i) {
+  // CastLike's second input gives only the type (the engine computes in float32 or double either way), so a
+  // constant cast like an activation folds too, as PyTorch's newer exporter writes a zero bias.
+  const int value_inputs = op == "CastLike" ? 1 : node.input_size();
+  for (int i = 0; i < value_inputs; ++i) {
     if (node.input(i).empty()) {
       in.push_back(nullptr);
       continue;
@@ -315,7 +318,11 @@ bool fold_constant(Builder& b, const pb::NodeProto& node) {
     for (double v = start; delta > 0 ? v < limit : v > limit; v += delta) y.values.push_back(v);
     y.shape = {static_cast<std::int64_t>(y.values.size())};
   }
-  b.define(node.output(0), Value{-1, true, std::move(y), {}});
+  // Identity and the casts pass a tensor of the file on as one (the TorchScript exporter writes a
+  // deduplicated initializer, all-zero biases say, as an Identity of another); everything else computes a new
+  // one.
+  const bool same_tensor = op == "Identity" || op == "Cast" || op == "CastLike";
+  b.define(node.output(0), Value{-1, true, std::move(y), {}, !same_tensor || b.value(node, 0).computed});
   return true;
 }
 
