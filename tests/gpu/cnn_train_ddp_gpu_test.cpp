@@ -1,7 +1,8 @@
 // cnn_train's distributed data parallel on a GPU (label gpu; skipped where no device is visible), on the tiny
-// image-folder dataset the tests write: NCCL with world size 1 end to end, and its captured steps (the
-// Reducer's side stream inside a CUDA graph) equal to its eager ones; two ranks sharing GPU 0 through gloo
-// following the single-process run of the concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
+// image-folder dataset the tests write (the graph test: the same toy in CIFAR-10's format, in memory): NCCL
+// with world size 1 end to end, and its captured steps (the Reducer's side stream inside a CUDA graph) equal
+// to its eager ones; two ranks sharing GPU 0 through gloo following the single-process run of the
+// concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
 
 #include <algorithm>
 #include <cmath>
