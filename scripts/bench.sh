@@ -134,7 +134,10 @@ if [ "${SKIP_PYTORCH:-0}" != 1 ]; then
   peer=benchmarks/pytorch/train_peer.py
   stage pytorch_tutorial 35 python3 "$peer" --setting tutorial --steps "$steps" --warmup "$warmup" \
     --workers "$(( $(nproc) > 8 ? 8 : $(nproc) ))" --json "$logs/pytorch.jsonl"
-  stage pytorch_resident 30 python3 "$peer" --setting resident --steps "$steps" --warmup "$warmup" \
+  # resident: 4 runs (vgg6 and resnet18 at batch 128 and 512), each a warm-up with cuDNN's benchmark search
+  # (up to 7 s on the H200) and the timed steps, after torch's import and CUDA's start; it printed all four
+  # rows in 30 s on the H200 (2026-11-28) and was cut there: twice that.
+  stage pytorch_resident 60 python3 "$peer" --setting resident --steps "$steps" --warmup "$warmup" \
     --json "$logs/pytorch.jsonl"
   stage pytorch_bf16 30 python3 "$peer" --setting bf16 --steps "$steps" --warmup "$warmup" \
     --json "$logs/pytorch.jsonl"

@@ -114,7 +114,9 @@ Perf pick(const std::vector<Perf>& perfs, int returned, const CudaHandlesOptions
 
 // The math type to run a chosen algorithm with: the one cuDNN reported for it when TF32 is allowed or the
 // data is bf16 (it decides between the tensor-core and FMA kernels of the algorithm), else always FMA. The
-// searches run with search_math_type on the descriptor, so they only offer what that type permits.
+// searches run with search_math_type on the descriptor, so they only offer what that type permits. bf16:
+// TENSOR_OP or DEFAULT (cuDNN 9.19 on an H200 reports DEFAULT for some directions), which on sm_80 and later
+// permits bf16 tensor cores too (PyTorch runs bf16 under DEFAULT); the pair cuDNN measured is what runs.
 cudnnMathType_t math_type_for(const CudaHandles& h, const CudnnConvPlan& plan, cudnnMathType_t reported) {
   return h.allow_tf32() || is_bf16(plan) ? reported : CUDNN_FMA_MATH;
 }

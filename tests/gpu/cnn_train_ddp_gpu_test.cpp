@@ -1,7 +1,8 @@
 // cnn_train's distributed data parallel on a GPU (label gpu; skipped where no device is visible), on the tiny
-// image-folder dataset the tests write: NCCL with world size 1 end to end, and its captured steps (the
-// Reducer's side stream inside a CUDA graph) equal to its eager ones; two ranks sharing GPU 0 through gloo
-// following the single-process run of the concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
+// image-folder dataset the tests write (the graph test: the same toy in CIFAR-10's format, in memory): NCCL
+// with world size 1 end to end, and its captured steps (the Reducer's side stream inside a CUDA graph) equal
+// to its eager ones; two ranks sharing GPU 0 through gloo following the single-process run of the
+// concatenated batch; two NCCL ranks on one GPU (NCCL >= 2.30).
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "optim/safetensors.h"
 #include "tests/common/gpu.h"
 #include "tests/cpu/cnn_train_test_util.h"
+#include "tests/cpu/tiny_cifar_dataset.h"
 
 namespace engine::apps {
 namespace {
@@ -42,15 +44,16 @@ TEST(CnnTrainDdpGpu, NcclWorldSizeOneTrainsEndToEnd) {
 // The in-graph NCCL path on a one-GPU machine: in a world of one the Reducer still forks its side stream off
 // the captured step (an event), all-reduces each bucket there and joins back before SGD. A missing join or a
 // bucket read before its gradient is written shows as a difference from the eager run (CudaGraphProgram's
-// two-rank test needs two GPUs).
+// two-rank test needs two GPUs). The toy in CIFAR-10's format: graphs need the GPU-resident loader, which a
+// folder: dataset (read from disk) does not get.
 TEST(CnnTrainDdpGpu, NcclWorldOfOneCapturedStepsEqualEagerSteps) {
   SKIP_WITHOUT_GPU();
-  const std::string root = testing::tiny_folder_dataset("gpu_nccl1_graph");
+  const std::string root = testing::tiny_cifar_dataset("gpu_nccl1_graph");
   const std::string off = testing::temp_dir("gpu_nccl1_graph_off"),
                     on = testing::temp_dir("gpu_nccl1_graph_on");
   for (const auto& [dir, mode] : {std::pair{off, "off"}, std::pair{on, "on"}}) {
     const testing::RunResult r = run_train(
-        with_args(testing::tiny_folder_args(root, dir, "cnn3", 8, 2), {"--gpus", "0", "--cuda-graph", mode}));
+        with_args(testing::tiny_cifar_args(root, dir, "cnn3", 8, 2), {"--gpus", "0", "--cuda-graph", mode}));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("1 rank(s) through nccl"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("CUDA graph: the training step is captured") != std::string::npos,

@@ -1,7 +1,8 @@
 // cnn_train's CUDA paths that the rest of the GPU tests do not reach, each on the tiny image-folder dataset
-// the tests write (label gpu; skipped where no device is visible): --accumulate K > 1, bf16 gradient
-// compression, --resume and --eval-only, cuDNN's benchmark search inside the trainer, SyncBatchNorm over two
-// NCCL ranks on one GPU, the staged (not GPU-resident) loader, and a device other than cuda:0.
+// the tests write (the in-process Trainer runs: the same toy in CIFAR-10's format, in memory) (label gpu;
+// skipped where no device is visible): --accumulate K > 1, bf16 gradient compression, --resume and
+// --eval-only, cuDNN's benchmark search inside the trainer, SyncBatchNorm over two NCCL ranks on one GPU, the
+// staged (not GPU-resident) loader, and a device other than cuda:0.
 //
 // References and tolerances. A CUDA run is compared with the same run on the CPU (--cpu, the float64-
 // accumulating reference rounded to fp32 per op) or with another CUDA run. tests/gpu/layers_gpu_test.cpp
@@ -33,6 +34,7 @@
 #include "optim/safetensors.h"
 #include "tests/common/gpu.h"
 #include "tests/cpu/cnn_train_test_util.h"
+#include "tests/cpu/tiny_cifar_dataset.h"
 
 namespace engine::apps {
 namespace {
@@ -204,11 +206,14 @@ TEST(CnnTrainGpu, SyncBatchNormOverTwoNcclRanksOnOneGpuFollowsTheSingleProcessRu
                            "SyncBatchNorm on 2 NCCL ranks vs 1 process");
 }
 
-// The Trainer in this process, so that the loader path and the device can be chosen (cnn_train always uses
-// the GPU-resident loader, and its device comes from --gpus).
+// The Trainer in this process, so that the loader path and the device can be chosen (cnn_train takes the
+// GPU-resident loader for a dataset in memory, and its device comes from --gpus). On the toy in CIFAR-10's
+// format (tiny_cifar_dataset): read into memory, so both loaders can serve it (a folder: dataset is read from
+// disk, which only the staged loader does).
 TrainConfig in_process_config(const std::string& root, const std::string& checkpoint_dir) {
   TrainConfig c;
-  c.dataset = "folder:" + root;
+  c.dataset = "cifar10";
+  c.data_dir = root;
   c.model = "cnn3";
   c.model_given = true;
   c.epochs = 1;
@@ -231,7 +236,7 @@ void train_in_process(const TrainConfig& config) {
 // bit for bit (data/loader.h), so the whole run is the same bit for bit.
 TEST(CnnTrainGpu, TrainerWithTheStagedLoaderEqualsTheResidentOne) {
   SKIP_WITHOUT_GPU();
-  const std::string root = testing::tiny_folder_dataset("gpu_staged");
+  const std::string root = testing::tiny_cifar_dataset("gpu_staged");
   const std::string resident = testing::temp_dir("gpu_staged_resident"),
                     staged = testing::temp_dir("gpu_staged_staged");
   train_in_process(in_process_config(root, resident));
@@ -248,7 +253,7 @@ TEST(CnnTrainGpu, TrainerWithTheStagedLoaderEqualsTheResidentOne) {
 TEST(CnnTrainGpu, TrainerOnTheSecondGpuMatchesTheFirst) {
   SKIP_WITHOUT_GPU();
   if (device_count() < 2) GTEST_SKIP() << "needs two GPUs, " << device_count() << " visible";
-  const std::string root = testing::tiny_folder_dataset("gpu_second");
+  const std::string root = testing::tiny_cifar_dataset("gpu_second");
   const std::string first = testing::temp_dir("gpu_second_0"), second = testing::temp_dir("gpu_second_1");
   train_in_process(in_process_config(root, first));
   const AllocatorStats before = device_allocator(0).stats();

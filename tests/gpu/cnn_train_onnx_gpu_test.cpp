@@ -10,7 +10,12 @@
 // the bound tests/gpu/cuda_nhwc_test.cpp argues for one step, and the run's few steps move each weight by a
 // fraction of its size). SyncBN over two gloo ranks of batch 4 against one process of batch 8: 1e-4 (float32
 // sums in other orders on two CUDA runs, as CnnTrainDdpGpu).
+//
+// Data: every mode runs on the toy in CIFAR-10's format (tiny_cifar_dataset, read into memory: the
+// GPU-resident loader, which --cuda-graph needs, so the graph run and the eager one read the same batches);
+// the two-rank test on the image folder (read from disk: the staged loader).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,6 +25,7 @@
 #include "tests/common/gpu.h"
 #include "tests/common/onnx_small_net.h"
 #include "tests/cpu/cnn_train_test_util.h"
+#include "tests/cpu/tiny_cifar_dataset.h"
 
 namespace engine::apps {
 namespace {
@@ -45,17 +51,26 @@ class CnnTrainOnnxGpu : public ::testing::Test {
     root_ = testing::tiny_folder_dataset("onnx_gpu");
     net_ = engine::testing::small_net_onnx(testing::temp_dir("onnx_gpu_files"), 3);
   }
-  // 2 epochs of batch 8 on the model from the file; `more` are extra flags. The checkpoint folder's final
+  // 2 epochs of batch 8 on the CIFAR-format toy with the model from the file (CIFAR-10's 10 classes); `more`
+  // are extra flags (a --precision replaces the fp32 of tiny_run_args). The checkpoint folder's final
   // checkpoint, after the run passed.
   std::string train(const std::string& name, const std::vector<std::string>& more) {
+    if (cifar_root_.empty()) {
+      cifar_root_ = testing::tiny_cifar_dataset("onnx_gpu_cifar");
+      cifar_net_ = engine::testing::small_net_onnx(testing::temp_dir("onnx_gpu_cifar_files"), 10);
+    }
     const std::string dir = testing::temp_dir("onnx_gpu_" + name);
-    const testing::RunResult r =
-        run_train(with_args(testing::tiny_folder_args(root_, dir, net_, 8, 2), more));
+    std::vector<std::string> args = testing::tiny_cifar_args(cifar_root_, dir, cifar_net_, 8, 2);
+    if (std::find(more.begin(), more.end(), "--precision") != more.end()) {
+      args = testing::without_option(args, "--precision");
+    }
+    const testing::RunResult r = run_train(with_args(args, more));
     EXPECT_EQ(r.exit_code, 0) << name << ":\n" << r.output;
     outputs_.push_back(r.output);
     return dir + "/epoch2.safetensors";
   }
-  std::string root_, net_;
+  std::string root_, net_;              // the image folder (3 classes) and its net
+  std::string cifar_root_, cifar_net_;  // the CIFAR-format toy (10 classes) and its net, made by train()
   std::vector<std::string> outputs_;
 };
 

@@ -76,6 +76,11 @@ std::vector<std::uint16_t> bits(const ExecutionContext& ctx, const Tensor& t) {
   return b;
 }
 
+// A float32 tensor's values on the host (to_vector reads host memory only: a CUDA tensor is copied first).
+std::vector<float> host_floats(const ExecutionContext& ctx, const Tensor& t) {
+  return t.to(Device::cpu(), ctx.stream).to_vector<float>();
+}
+
 // Runs `op` on the bf16 inputs into fresh bf16 outputs (the bf16 kernels), and on float32 widenings into
 // float32 outputs rounded afterwards (the float32 kernels); returns the two sets of output bits (4-d
 // outputs in `layout`, both sets in the same memory order).
@@ -253,7 +258,7 @@ TEST(CudaBf16Kernels, BatchNormTrainingEvalAndFusedReluAreTheFloatKernelsRounded
           layout);
       expect_equal(fwd, relu ? "batchnorm2d_forward_training + relu" : "batchnorm2d_forward_training");
       for (std::size_t i = 0; i < 4; ++i) {
-        EXPECT_EQ(stats[0][i].to_vector<float>(), stats[1][i].to_vector<float>()) << "statistic " << i;
+        EXPECT_EQ(host_floats(ctx, stats[0][i]), host_floats(ctx, stats[1][i])) << "statistic " << i;
       }
       // Backward with the fused output as the ReLU mask (bf16: the forward's bf16 output).
       const Tensor relu_y = relu ? bf16_tensor(ctx, values(s.x_size(), 27), xs, layout) : Tensor();
@@ -269,8 +274,8 @@ TEST(CudaBf16Kernels, BatchNormTrainingEvalAndFusedReluAreTheFloatKernelsRounded
           },
           layout);
       expect_equal(bwd, relu ? "batchnorm2d_backward_training + relu" : "batchnorm2d_backward_training");
-      EXPECT_EQ(grads[0][0].to_vector<float>(), grads[1][0].to_vector<float>()) << "dgamma";
-      EXPECT_EQ(grads[0][1].to_vector<float>(), grads[1][1].to_vector<float>()) << "dbeta";
+      EXPECT_EQ(host_floats(ctx, grads[0][0]), host_floats(ctx, grads[1][0])) << "dgamma";
+      EXPECT_EQ(host_floats(ctx, grads[0][1]), host_floats(ctx, grads[1][1])) << "dbeta";
       // Eval: the running statistics of the first run.
       expect_equal(run_both(
                        ctx, {x}, {xs},

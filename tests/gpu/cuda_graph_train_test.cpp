@@ -33,6 +33,7 @@
 #include "tests/common/gpu.h"
 #include "tests/cpu/cnn_train_restart_test_util.h"
 #include "tests/cpu/cnn_train_test_util.h"
+#include "tests/cpu/tiny_cifar_dataset.h"
 #include "tests/gpu/kernel_test_util.h"
 
 namespace engine {
@@ -241,13 +242,15 @@ TEST(CudaGraphTraining, AFailedCaptureRestoresTheHostStateAndTheStepRunsEagerly)
 
 // The program: --cuda-graph on equals off bit for bit (cnn3 has a Dropout and BatchNorm; crop-flip; 48
 // training images in batches of 8: no partial batch, so both modes see the same samples), and a run resumed
-// after its first epoch (a new warm-up step and capture) equals the uninterrupted one.
+// after its first epoch (a new warm-up step and capture) equals the uninterrupted one. The programs' tests
+// here train on the toy in CIFAR-10's format: read into memory, it gets the GPU-resident loader that graphs
+// need (a folder: dataset is read from disk by the staged loader, and --cuda-graph on refuses it).
 TEST(CudaGraphProgram, OnEqualsOffBitwiseAndAcrossAResume) {
   SKIP_WITHOUT_GPU();
   using apps::testing::checkpoint_differences;
   using apps::testing::run_train;
   using apps::testing::with_args;
-  const std::string root = apps::testing::tiny_folder_dataset("cuda_graph_on_off");
+  const std::string root = apps::testing::tiny_cifar_dataset("cuda_graph_on_off");
   const std::string off = apps::testing::temp_dir("cuda_graph_off"),
                     on = apps::testing::temp_dir("cuda_graph_on"),
                     resumed = apps::testing::temp_dir("cuda_graph_resumed");
@@ -256,7 +259,7 @@ TEST(CudaGraphProgram, OnEqualsOffBitwiseAndAcrossAResume) {
   const std::vector<std::string> extra = {"--augment", "crop-flip",       "--warmup-epochs",
                                           "2",         "--schedule-unit", "step"};
   auto args = [&](const std::string& dir, int epochs, const std::string& mode) {
-    return with_args(apps::testing::tiny_folder_args(root, dir, "cnn3", 8, epochs),
+    return with_args(apps::testing::tiny_cifar_args(root, dir, "cnn3", 8, epochs),
                      with_args(extra, {"--cuda-graph", mode}));
   };
   const apps::testing::RunResult r_off = run_train(args(off, 2, "off"));
@@ -287,15 +290,16 @@ TEST(CudaGraphProgram, OnEqualsOffBitwiseAndAcrossAResume) {
 // A stop signal between replays: the ranks' stop check, the mid-epoch checkpoint (weights, momentum, the
 // dropout offset and counters the host advanced for the replays) and --resume auto, which captures again
 // after its warm-up step, continue bit for bit (the CPU test CnnTrainRestart.SigtermMidEpoch..., with
-// graphs).
+// graphs). The dataset's folder has a name of its own: scratch folders are named by name and process, and
+// temp_dir("cuda_graph_sigterm") below empties the folder it hands out.
 TEST(CudaGraphProgram, SigtermBetweenReplaysLeavesACheckpointThatResumesBitForBit) {
   SKIP_WITHOUT_GPU();
   using apps::testing::with_args;
-  const std::string root = apps::testing::tiny_folder_dataset("cuda_graph_sigterm", 400);
+  const std::string root = apps::testing::tiny_cifar_dataset("cuda_graph_sigterm_data", 400);
   const std::string straight = apps::testing::temp_dir("cuda_graph_sigterm_straight"),
                     dir = apps::testing::temp_dir("cuda_graph_sigterm");
   auto args = [&](const std::string& out) {
-    return with_args(apps::testing::tiny_folder_args(root, out, "cnn3", 4, 3),
+    return with_args(apps::testing::tiny_cifar_args(root, out, "cnn3", 4, 3),
                      {"--cuda-graph", "on", "--resume", "auto", "--save-every-steps", "20"});
   };
   const apps::testing::RunResult reference = apps::testing::run_train(args(straight));
@@ -317,13 +321,15 @@ TEST(CudaGraphProgram, SigtermBetweenReplaysLeavesACheckpointThatResumesBitForBi
   std::filesystem::remove_all(root);
 }
 
+// Gloo's reason, not the loader's: the dataset is in memory (the GPU-resident loader), so gloo is what keeps
+// the step eager.
 TEST(CudaGraphProgram, GlooFallsBackOnAutoAndIsRefusedOnOn) {
   SKIP_WITHOUT_GPU();
-  const std::string root = apps::testing::tiny_folder_dataset("cuda_graph_gloo");
+  const std::string root = apps::testing::tiny_cifar_dataset("cuda_graph_gloo");
   const std::string dir = apps::testing::temp_dir("cuda_graph_gloo_out");
   const std::vector<std::string> ddp = {"--gpus", "0,0", "--backend", "gloo", "--limit-train", "16"};
   const apps::testing::RunResult automatic = apps::testing::run_train(
-      apps::testing::with_args(apps::testing::tiny_folder_args(root, dir, "cnn3", 8, 1), ddp));
+      apps::testing::with_args(apps::testing::tiny_cifar_args(root, dir, "cnn3", 8, 1), ddp));
   ASSERT_EQ(automatic.exit_code, 0) << automatic.output;
   EXPECT_GE(apps::testing::count_of(automatic.output, "CUDA graph off (eager steps): the gloo process group"),
             1u)
@@ -331,7 +337,7 @@ TEST(CudaGraphProgram, GlooFallsBackOnAutoAndIsRefusedOnOn) {
   EXPECT_EQ(automatic.output.find("CUDA graph: the training step is captured"), std::string::npos)
       << automatic.output;
   const apps::testing::RunResult on = apps::testing::run_train(
-      apps::testing::with_args(apps::testing::tiny_folder_args(root, dir, "cnn3", 8, 1),
+      apps::testing::with_args(apps::testing::tiny_cifar_args(root, dir, "cnn3", 8, 1),
                                apps::testing::with_args(ddp, {"--cuda-graph", "on", "--overwrite"})));
   EXPECT_NE(on.exit_code, 0) << on.output;
   EXPECT_NE(on.output.find("--cuda-graph on: a training step cannot be a CUDA graph here: the gloo"),
@@ -344,12 +350,12 @@ TEST(CudaGraphProgram, GlooFallsBackOnAutoAndIsRefusedOnOn) {
 TEST(CudaGraphProgram, TwoNcclRanksReplayTheirAllReducesAndEqualEagerDdp) {
   SKIP_WITHOUT_GPU();
   if (device_count() < 2) GTEST_SKIP() << "needs two CUDA devices, " << device_count() << " visible";
-  const std::string root = apps::testing::tiny_folder_dataset("cuda_graph_nccl2");
+  const std::string root = apps::testing::tiny_cifar_dataset("cuda_graph_nccl2");
   const std::string off = apps::testing::temp_dir("cuda_graph_nccl2_off"),
                     on = apps::testing::temp_dir("cuda_graph_nccl2_on");
   for (const auto& [dir, mode] : {std::pair{off, "off"}, std::pair{on, "on"}}) {
     const apps::testing::RunResult r = apps::testing::run_train(apps::testing::with_args(
-        apps::testing::tiny_folder_args(root, dir, "cnn3", 8, 2), {"--gpus", "0,1", "--cuda-graph", mode}));
+        apps::testing::tiny_cifar_args(root, dir, "cnn3", 8, 2), {"--gpus", "0,1", "--cuda-graph", mode}));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   for (const apps::testing::TensorDifference& diff :
