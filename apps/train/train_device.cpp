@@ -6,7 +6,12 @@
 #include "core/device.h"
 
 #if ENGINE_HAVE_CUDA
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "core/stream.h"
+#include "kernels/cuda/conv2d_cudnn.h"
 #include "kernels/cuda/handles.h"
 #endif
 
@@ -19,6 +24,17 @@ struct TrainDevice::Cuda {
   Cuda(int device, bool deterministic, bool tf32_convolutions)
       : stream(device),
         handles(device, stream.get(), cuda::training_handles_options(deterministic, tf32_convolutions)) {}
+  Cuda(const Cuda&) = delete;
+  Cuda& operator=(const Cuda&) = delete;
+  // ENGINE_PRINT_CONV_PLANS=1 (a diagnostic the GPU tests set): the algorithm cuDNN chose per convolution
+  // shape and direction, on stderr at the end of the run, so a comparison that fails can say which ran.
+  ~Cuda() {
+    const char* print = std::getenv("ENGINE_PRINT_CONV_PLANS");
+    if (print == nullptr || std::string(print) != "1") return;
+    for (const std::string& line : cuda::describe_conv_plans(handles)) {
+      std::fprintf(stderr, "cnn_train: conv plan: %s\n", line.c_str());
+    }
+  }
 };
 #else
 struct TrainDevice::Cuda {};

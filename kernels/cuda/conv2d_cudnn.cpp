@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "kernels/cuda/bias.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/conv2d_cudnn_algos.h"
 #include "kernels/cuda/conv2d_cudnn_plan.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/nvtx.h"
@@ -84,10 +85,10 @@ std::string describe_candidates(const std::vector<Perf>& perfs, int returned) {
   std::string out;
   for (int i = 0; i < returned; ++i) {
     const Perf& p = perfs[static_cast<std::size_t>(i)];
-    out +=
-        fmt::format("\n  algo {}: {}, math {}, {}, {} bytes", static_cast<int>(p.algo),
-                    cudnnGetErrorString(p.status), static_cast<int>(p.mathType),
-                    p.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic", p.memory);
+    out += fmt::format(
+        "\n  algo {} ({}): {}, math {}, {}, {} bytes", static_cast<int>(p.algo),
+        detail::algorithm_name(p.algo), cudnnGetErrorString(p.status), static_cast<int>(p.mathType),
+        p.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic", p.memory);
   }
   return out;
 }

@@ -19,6 +19,9 @@
 // Backward OVERWRITES dx, dw, db; dx may be nullptr (first layer), db may be nullptr (no bias); dw is
 // required.
 
+#include <string>
+#include <vector>
+
 #include "core/dtype.h"
 #include "core/layout.h"
 #include "kernels/cpu/conv2d.h"
@@ -49,5 +52,11 @@ void conv2d_forward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const 
 void conv2d_backward_cudnn_bf16(CudaHandles& handles, cudaStream_t stream, const Conv2dShape& shape,
                                 const bfloat16* x, const bfloat16* w, const bfloat16* dy, bfloat16* dx,
                                 float* dw, float* db, Layout layout = Layout::NCHW);
+
+// The plans in `handles` with the algorithm chosen per direction, one line per shape ("fp32 NCHW x[...]
+// w[...] stride s pad p: forward NAME (math) | backward data NAME (math) | backward filter NAME (math)",
+// "-" for a direction not run yet, "*" after a transform algorithm, Winograd or FFT): what a failing
+// comparison prints so that the run says which algorithms it had.
+std::vector<std::string> describe_conv_plans(CudaHandles& handles);
 
 }  // namespace engine::cuda

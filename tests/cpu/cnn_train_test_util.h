@@ -152,9 +152,15 @@ inline std::string file_bytes(const std::string& path) {
 }
 
 // One tensor of two checkpoints compared: the largest |a - b| and the largest |a| (F32 and I64 entries).
+// `worst_index` is the element of the largest difference and `runner_up` the largest difference at any
+// other element: a single ReLU whose input lies within rounding of 0 and flips between two runs changes
+// one channel's BatchNorm gradients alone, so its difference stands out from the runner-up by orders of
+// magnitude, where rounding spreads over many elements alike.
 struct TensorDifference {
   std::string name;
   double worst = 0.0, scale = 0.0;
+  std::size_t worst_index = 0;
+  double runner_up = 0.0;
 };
 
 inline std::vector<double> entry_values(const optim::SafetensorsFile& file,
@@ -190,10 +196,40 @@ inline std::vector<TensorDifference> checkpoint_differences(const std::string& a
     } else {
       for (std::size_t i = 0; i < x.size(); ++i) {
         d.scale = std::max(d.scale, std::abs(x[i]));
-        d.worst = std::max(d.worst, std::abs(x[i] - y[i]));
+        const double diff = std::abs(x[i] - y[i]);
+        if (diff > d.worst) {
+          d.runner_up = d.worst;
+          d.worst = diff;
+          d.worst_index = i;
+        } else {
+          d.runner_up = std::max(d.runner_up, diff);
+        }
       }
     }
     out.push_back(d);
+  }
+  return out;
+}
+
+// The failure text of a checkpoint comparison: the difference, where it is and the runner-up.
+inline std::string describe(const TensorDifference& d) {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                ": largest difference %.6g of values up to %.6g (element %zu; largest difference elsewhere "
+                "%.6g)",
+                d.worst, d.scale, d.worst_index, d.runner_up);
+  return d.name + text;
+}
+
+// The lines of a run's output that hold `what` (e.g. the "conv plan" lines cnn_train prints at exit under
+// ENGINE_PRINT_CONV_PLANS=1), for a failure message.
+inline std::string lines_with(const std::string& text, const std::string& what) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.find(what, at) < end) out.append(text, at, end - at + 1);
+    at = end + 1;
   }
   return out;
 }

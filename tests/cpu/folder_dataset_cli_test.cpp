@@ -17,7 +17,7 @@ using testing::run_train;
 
 // A copy of tiny_folder_dataset whose test split holds `test_classes` (their images: class_a's).
 std::string folder_with_test_classes(const std::string& name, const std::vector<std::string>& test_classes) {
-  const std::string root = testing::tiny_folder_dataset(name, 4);
+  std::string root = testing::tiny_folder_dataset(name, 4);  // not const: returned by move
   const std::filesystem::path test = std::filesystem::path(root) / "test";
   const std::filesystem::path source = test / "class_a";
   const std::filesystem::path keep = std::filesystem::path(root) / "source_a";

@@ -68,26 +68,40 @@ TEST(CnnTrainDdpGpu, NcclWorldOfOneCapturedStepsEqualEagerSteps) {
 
 // As the CPU test CnnTrainDdp.TwoRanksWithSyncBnFollowTheSingleProcessRunOfTheConcatenatedBatch, on GPU 0:
 // one SGD step of resnet18 with SyncBN, two ranks of batch 8 against one process of batch 16. The bound is
-// 1e-4 of each tensor's largest value rather than the CPU's 1e-5: cuDNN's algorithms (Winograd, FFT, split
-// reductions) differ between batch 8 and 16 and carry about 1e-5 relative error of their own.
+// 1e-4 of each tensor's largest value rather than the CPU's 1e-5: cuDNN's algorithms differ between batch 8
+// and 16 and carry about 1e-5 relative error of their own.
+// Known limit (the first GPU run failed here): that argument holds only while no ReLU input lies within
+// those roundings of 0. One that does flips between the runs and moves its channel's gradient by its whole
+// dy: the first GPU run differed by 1.065e-3 of 1.484e-2 in layer4.1.conv2's momentum, all of it in output
+// channel 33, which is to 3-5 digits what the CPU gives for the same step with oneDNN's Winograd against its
+// direct convolution (both runs --cpu, this data and seed), where the difference sits in channel 33 of
+// layer4.1.bn2 alone (1.0e-4 in its bias's momentum, 4e-9 in every other channel): the block's last ReLU,
+// channel 33, has an input within rounding of 0. A failure prints where each difference sits and the
+// largest one elsewhere: one element far above the rest is such a flip, not SyncBatchNorm's arithmetic
+// (whose kernels match the float64 reference in sync_batchnorm_gpu_test.cpp).
 TEST(CnnTrainDdpGpu, TwoRanksOnOneGpuThroughGlooFollowTheSingleProcessRun) {
   SKIP_WITHOUT_GPU();
   const std::string root = testing::tiny_folder_dataset("gpu_gloo2");
   const std::string one = testing::temp_dir("gpu_gloo2_one"), two = testing::temp_dir("gpu_gloo2_two");
   const std::vector<std::string> limits = {"--limit-train", "16", "--limit-test", "6"};
+  ::setenv("ENGINE_PRINT_CONV_PLANS", "1", 1);  // cuDNN's choices, printed below when the comparison fails
   const testing::RunResult single =
       run_train(with_args(testing::tiny_folder_args(root, one, "resnet18", 16, 1), limits));
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const testing::RunResult ddp =
       run_train(with_args(testing::tiny_folder_args(root, two, "resnet18", 8, 1),
                           with_args(limits, {"--gpus", "0,0", "--backend", "gloo", "--sync-bn"})));
+  ::unsetenv("ENGINE_PRINT_CONV_PLANS");
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 rank(s) through gloo"), std::string::npos) << ddp.output;
 
   for (const testing::TensorDifference& d :
        testing::checkpoint_differences(one + "/epoch1.safetensors", two + "/epoch1.safetensors")) {
-    EXPECT_LE(d.worst, 1e-4 * d.scale)
-        << d.name << ": largest difference " << d.worst << " of values up to " << d.scale;
+    EXPECT_LE(d.worst, 1e-4 * d.scale) << testing::describe(d);
+  }
+  if (HasFailure()) {
+    std::printf("one process:\n%stwo ranks:\n%s", testing::lines_with(single.output, "conv plan").c_str(),
+                testing::lines_with(ddp.output, "conv plan").c_str());
   }
 }
 
