@@ -28,10 +28,10 @@ else
 fi
 
 # The versions the PyTorch tests were last seen passing with (a newer torch may change an exporter's output).
-torch_packages=(torch==2.15.0 torchvision==0.29.2 safetensors numpy onnx)
+torch_packages=(torch==2.15.0 torchvision==0.29.2 safetensors numpy onnx onnxscript==0.7.2)
 if [ "${ENGINE_SKIP_TORCH:-0}" = 1 ]; then
   echo "install-python-deps: ENGINE_SKIP_TORCH=1: PyTorch not installed; its tests will skip"
-elif "$ENGINE_TORCH_VENV/bin/python" -c "import torch, torchvision, safetensors, numpy, onnx" 2>/dev/null; then
+elif "$ENGINE_TORCH_VENV/bin/python" -c "import torch, torchvision, safetensors, numpy, onnx, onnxscript" 2>/dev/null; then
   echo "install-python-deps: PyTorch already imports in $ENGINE_TORCH_VENV"
 else
   echo "install-python-deps: pip install ${torch_packages[*]} into $ENGINE_TORCH_VENV (about 4.5 GB)"

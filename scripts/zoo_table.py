@@ -5,6 +5,9 @@
                                                       depth 0, opset 17, dynamo=False, TrainingMode.PRESERVE,
                                                       do_constant_folding=False, 32x32 (DIR/MODEL.export_failed
                                                       where PyTorch cannot export it)
+  python scripts/zoo_table.py export --dynamo DIR MODEL...
+                                                      the same through PyTorch's newer exporter as README says
+                                                      (dynamo=True, optimize=False, opset 20; needs onnxscript)
   python scripts/zoo_table.py compare DIR MODEL...    checks the engine's DIR/MODEL.safetensors (written by
                                                       tests/cpu/onnx_zoo_test.cpp) against PyTorch, and
                                                       onnxruntime's logits of the engine's DIR/MODEL.back.onnx
@@ -53,12 +56,22 @@ def build(name):
 def export(out_dir, *models):
     import torch
     warnings.filterwarnings("ignore")
+    dynamo = out_dir == "--dynamo"
+    if dynamo:
+        out_dir, models = models[0], models[1:]
     for name in models:
         try:
-            torch.onnx.export(build(name).eval(), torch.randn(1, 3, 32, 32), f"{out_dir}/{name}.onnx",
-                              opset_version=17, dynamo=False, training=torch.onnx.TrainingMode.PRESERVE,
-                              do_constant_folding=False, input_names=["input"], output_names=["logits"],
-                              dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+            if dynamo:  # README's "Your own model", the newer exporter
+                torch.onnx.export(build(name).eval(), (torch.randn(1, 3, 32, 32),), f"{out_dir}/{name}.onnx",
+                                  dynamo=True, optimize=False, external_data=False,
+                                  training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                                  input_names=["input"], output_names=["logits"],
+                                  dynamic_shapes=({0: torch.export.Dim("N")},))
+            else:
+                torch.onnx.export(build(name).eval(), torch.randn(1, 3, 32, 32), f"{out_dir}/{name}.onnx",
+                                  opset_version=17, dynamo=False, training=torch.onnx.TrainingMode.PRESERVE,
+                                  do_constant_folding=False, input_names=["input"], output_names=["logits"],
+                                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
             print(f"zoo_table: exported {name}")
         except Exception as e:  # noqa: BLE001 - the table records why PyTorch could not export it
             with open(f"{out_dir}/{name}.export_failed", "w") as f:

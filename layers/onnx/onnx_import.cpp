@@ -2,6 +2,7 @@
 // cycle), keep the nodes the output depends on, in topological order, and hand each to convert_node.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -103,6 +104,24 @@ std::vector<const pb::NodeProto*> reachable_in_order(const pb::GraphProto& g, co
   return order;
 }
 
+// PyTorch's newer exporter (opset 18 and up) runs its graph optimizer by default, which folds every
+// BatchNorm into the convolution before it (or drops it where it is the identity, as at initialization): the
+// file then trains as another network. Its traces: PyTorch wrote it, convolutions, no BatchNormalization.
+void warn_if_batchnorm_was_folded(const pb::ModelProto& model, const std::string& what) {
+  if (model.producer_name() != "pytorch" || detail::default_opset(model, what) < 18) return;
+  bool conv = false;
+  for (const pb::NodeProto& n : model.graph().node()) {
+    if (n.op_type() == "BatchNormalization") return;
+    conv = conv || n.op_type() == "Conv";
+  }
+  if (!conv) return;
+  std::fprintf(stderr,
+               "warning: ONNX model '%s' has convolutions and no BatchNormalization: if the network has "
+               "BatchNorm layers, PyTorch's exporter folded them into the convolutions (dynamo=True folds "
+               "them unless optimize=False is given; README, \"Your own model\")\n",
+               what.c_str());
+}
+
 }  // namespace
 
 Model import_model_bytes(std::string_view bytes, const std::string& what, const ImportOptions& options) {
@@ -189,6 +208,7 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
   ENGINE_CHECK(!out.constant && out.id >= 0, "ONNX model '{}': the output '{}' does not depend on the input",
                what, g.output(0).name());
   b.graph().set_output(out.id);
+  warn_if_batchnorm_was_folded(model, what);
   if (options.num_classes > 0) {
     ENGINE_CHECK(
         out.shape.size() == 2 && out.shape[1] == options.num_classes,

@@ -269,6 +269,28 @@ TEST_F(OnnxBadFiles, EveryTruncationIsAnErrorOrAModel) {
   }
   EXPECT_GT(errors, static_cast<int>(bytes.size()) / 2);
 }
+
+// A file of PyTorch's newer exporter (opset 18 and up) with convolutions and no BatchNormalization: its graph
+// optimizer may have folded the BatchNorms away (README, "Your own model"), so the import warns, naming the
+// file; an older opset or another producer imports silently.
+TEST_F(OnnxBadFiles, APyTorchFileWithoutBatchNormFromTheNewerExporterIsWarnedOf) {
+  auto warning = [](const std::string& producer, std::int64_t opset) {
+    pb::ModelProto m = small_model();
+    m.set_producer_name(producer);
+    m.mutable_opset_import(0)->set_version(opset);
+    const std::string bytes = m.SerializeAsString();
+    ::testing::internal::CaptureStderr();
+    onnx::import_model_bytes(bytes, "folded.onnx");
+    return ::testing::internal::GetCapturedStderr();
+  };
+  const std::string folded = warning("pytorch", 18);
+  EXPECT_NE(folded.find("warning: ONNX model 'folded.onnx' has convolutions and no BatchNormalization"),
+            std::string::npos)
+      << folded;
+  EXPECT_NE(folded.find("optimize=False"), std::string::npos) << folded;
+  EXPECT_EQ(warning("pytorch", 17), "");
+  EXPECT_EQ(warning("another", 18), "");
+}
 #endif
 
 }  // namespace

@@ -83,5 +83,27 @@ TEST(OnnxZoo, TorchvisionModelsImportTrainAsInPyTorchAndExportBack) {
   EXPECT_NE(out.find("zoo_table: OK"), std::string::npos) << out;
 }
 
+// The same through PyTorch's newer exporter (dynamo=True, optimize=False, as README's "Your own model" says):
+// its shape plumbing (Shape, Expand, CastLike of a zero bias, a batch read from the input's shape) folds at
+// import, ShuffleNet's chunk arrives as SplitToSequence + SequenceAt and its channel shuffle with an Identity
+// inside; the state-dict names, the steps and the file written back are checked as above.
+TEST(OnnxZoo, PyTorchsNewerExporterTrainsAsTheTorchScriptOne) {
+  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "torchvision", "safetensors.torch", "onnx", "onnxruntime",
+                              "onnxscript");
+  const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();
+  const std::string dir = engine::testing::scratch_dir("onnx_zoo_", "dynamo").string();
+  const std::string script = (engine::testing::repo_root() / "scripts" / "zoo_table.py").string();
+  const std::string model = "shufflenet_v2_x1_0";
+  const std::string exported = engine::testing::command_output(
+      torch.python + " " + script + " export --dynamo " + dir + " " + model + " 2>&1; echo rc=$?");
+  ASSERT_NE(exported.find("rc=0"), std::string::npos) << exported;
+  ASSERT_TRUE(run_engine(dir, model));
+  const std::string out = engine::testing::command_output(torch.python + " " + script + " compare " + dir +
+                                                          " " + model + " 2>&1; echo rc=$?");
+  std::printf("%s\n", out.c_str());
+  EXPECT_NE(out.find("zoo_table: OK"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace engine::layers
