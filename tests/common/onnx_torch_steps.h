@@ -1,8 +1,8 @@
 #pragma once
 // The engine's side of the PyTorch checks of imported ONNX files (scripts/onnx_torch_check.py,
 // scripts/zoo_table.py): a model finalized on the CPU in float32, its initial state ("state.<name>"), a
-// batch of 4 ("in.x" in [-2, 2), "in.labels"), its inference logits ("out.logits") and its state after two
-// SGD steps, lr 0.05, momentum 0.9, weight decay 5e-4 ("out.after.<name>"), written as safetensors.
+// batch (4 unless given; "in.x" in [-2, 2), "in.labels"), its inference logits ("out.logits") and its state
+// after two SGD steps, lr 0.05, momentum 0.9, weight decay 5e-4 ("out.after.<name>"), written as safetensors.
 
 #include <string>
 
@@ -15,12 +15,12 @@
 
 namespace engine::testing {
 
-inline void record_two_sgd_steps(layers::Model& m, const Shape& sample, int classes,
-                                 const std::string& path) {
-  Shape batch{4};
+inline void record_two_sgd_steps(layers::Model& m, const Shape& sample, int classes, const std::string& path,
+                                 int batch_size = 4) {
+  Shape batch{batch_size};
   batch.insert(batch.end(), sample.begin(), sample.end());
   const Tensor x = layers::testing::random_tensor(batch, DType::F32, 22, -2.0, 2.0);
-  const Tensor labels = layers::testing::random_labels(4, classes, 23);
+  const Tensor labels = layers::testing::random_labels(batch_size, classes, 23);
   SafetensorsRecords r;
   r.add_state("state.", m);
   r.add("in.x", x);

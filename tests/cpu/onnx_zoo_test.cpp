@@ -42,12 +42,13 @@ std::vector<std::string> split_list(const std::string& s) {
 bool run_engine(const std::string& dir, const std::string& name) {
   const std::string base = dir + "/" + name;
   try {
-    onnx::ImportOptions options;
-    options.sample_shape = {3, 32, 32};
+    onnx::ImportOptions options;  // the image size is the file's (scripts/zoo_table.py chooses it per model)
     options.num_classes = 10;
     Model m = onnx::import_model(base + ".onnx", options);
     m.finalize(testing::cpu_context(DType::F32), 1);
-    engine::testing::record_two_sgd_steps(m, {3, 32, 32}, 10, base + ".safetensors");
+    const char* batch = std::getenv("ENGINE_ZOO_BATCH");
+    engine::testing::record_two_sgd_steps(m, m.sample_shape(), 10, base + ".safetensors",
+                                          batch != nullptr ? std::atoi(batch) : 4);
     onnx::export_model(m, base + ".back.onnx");
     std::printf("zoo: %s: imported, trained, exported\n", name.c_str());
     return true;
