@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 #endif
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "layers/onnx/onnx_model.h"
 #include "optim/safetensors.h"
 #include "tests/common/onnx_small_net.h"
+#include "tests/common/scratch_dirs.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
 namespace engine::apps {
@@ -167,6 +169,69 @@ TEST(InputFollowsData, EvalOnlyAndPredictUseTheCheckpointsEvaluationTransform) {
                                     "CenterCrop(36), the checkpoint's evaluation transform)"),
             std::string::npos)
       << r.output;
+}
+
+// A learnable tree drawn at 64 to 100 pixels: class 0 horizontal stripes, 1 vertical, 2 a checkerboard, each
+// of a random period (3 to 6 pixels) and two random colours; PNG and JPEG alternately. `per_class` images
+// of each class in each split.
+std::string stripes_tree(const std::string& name, int per_class) {
+  const std::filesystem::path root = engine::testing::scratch_path("cnn_engine_", name);
+  std::uint32_t state = 12345;
+  const auto next = [&state](int n) {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<int>((state >> 8) % static_cast<std::uint32_t>(n));
+  };
+  for (const char* split : {"train", "test"}) {
+    for (int c = 0; c < 3; ++c) {
+      const std::filesystem::path dir = root / split / ("class" + std::to_string(c));
+      std::filesystem::create_directories(dir);
+      for (int i = 0; i < per_class; ++i) {
+        const int h = 64 + next(37), w = 64 + next(37), period = 3 + next(4);
+        int a[3], b[3];
+        for (int k = 0; k < 3; ++k) {
+          a[k] = next(100);
+          b[k] = 155 + next(100);
+        }
+        data::Image image{3, h, w, std::vector<std::uint8_t>(static_cast<std::size_t>(3 * h * w))};
+        for (int k = 0; k < 3; ++k) {
+          for (int y = 0; y < h; ++y) {
+            for (int x = 0; x < w; ++x) {
+              const bool on = c == 0   ? (y / period) % 2 == 0
+                              : c == 1 ? (x / period) % 2 == 0
+                                       : ((y / period) + (x / period)) % 2 == 0;
+              image.pixels[static_cast<std::size_t>((k * h + y) * w + x)] =
+                  static_cast<std::uint8_t>(on ? a[k] : b[k]);
+            }
+          }
+        }
+        const bool jpeg = i % 2 == 1;
+        const std::vector<std::uint8_t> bytes = jpeg ? data::encode_jpeg(image) : data::encode_png(image);
+        std::ofstream out(dir / (std::to_string(i) + (jpeg ? ".jpg" : ".png")), std::ios::binary);
+        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      }
+    }
+  }
+  return root.string();
+}
+
+// The "a small model trained at 64x64 learns": a small residual net (ONNX, symbolic height and width)
+// on the stripes tree at --image-size 64 (Resize 73 + CenterCrop 64 for both splits: no augmentation), a few
+// seconds of training; chance is 33%.
+TEST(InputFollowsData, ASmallModelTrainedAt64Learns) {
+  if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  const std::string root = stripes_tree("follows_learns", 24);
+  const std::string files = testing::temp_dir("follows_learns_files");
+  const std::string net = files + "/symbolic.onnx";
+  write_with_symbolic_height_width(engine::testing::small_net_onnx(files, 3), net);
+  const testing::RunResult r =
+      run_train({"--cpu", "--dataset", "folder:" + root, "--model", net, "--image-size", "64", "--epochs",
+                 "4", "--batch-size", "8", "--lr", "0.05", "--seed", "1", "--checkpoint-dir", ""});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::size_t at = r.output.rfind("Test Acc: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double accuracy = std::stod(r.output.substr(at + 10));
+  EXPECT_GE(accuracy, 80.0) << r.output;
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
