@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/train/eval_transform.h"
 #include "core/error.h"
+#include "data/disk_images.h"
 #include "data/file_io.h"
 #include "data/image_codec.h"
 #include "layers/models.h"
@@ -35,11 +37,17 @@ const char* channels_name(int channels) {
   }
 }
 
-// What decode_image changes to give the model its input, or "" when nothing.
+// What the decoding changes to give the model its input, or "" when nothing. eval_resize > 0: the
+// checkpoint's Resize(eval_resize) + CenterCrop(height), else a resize to height x width.
 std::string describe_conversion(const std::string& path, const data::ImageInfo& file, int channels,
-                                int height, int width) {
+                                int height, int width, std::int64_t eval_resize) {
   std::vector<std::string> changes;
-  if (file.height != height || file.width != width) changes.emplace_back("resized");
+  if (eval_resize > 0 && (eval_resize != height || file.height != height || file.width != width)) {
+    changes.push_back(fmt::format("Resize({}) + CenterCrop({}), the checkpoint's evaluation transform",
+                                  eval_resize, height));
+  } else if (file.height != height || file.width != width) {
+    changes.emplace_back("resized");
+  }
   const bool file_colour = file.channels >= 3, file_alpha = file.channels == 2 || file.channels == 4;
   if (file_colour && channels == 1) changes.emplace_back("colour to grey");
   if (!file_colour && channels >= 3) changes.emplace_back("grey copied to the colour channels");
@@ -84,6 +92,11 @@ Predictor::Predictor(const std::string& checkpoint, const std::string& class_nam
       std::filesystem::path(meta.at("model")).is_absolute()
           ? ""
           : " (relative to the folder it was trained in: an older cnn_train recorded the path as given)");
+  const EvalGeometry geometry = recorded_eval_geometry(meta, checkpoint);
+  ENGINE_CHECK(!geometry.recorded() || (geometry.crop == height_ && geometry.crop == width_),
+               "checkpoint '{}': evaluation crop {} but input {}x{}", checkpoint, geometry.crop, height_,
+               width_);
+  eval_resize_ = geometry.resize;
   model_ = std::make_unique<layers::Model>(layers::build_model(
       meta.at("model"), channels_, static_cast<int>(class_names_.size()), height_, width_));
   model_->finalize(layers::ExecutionContext{}, 0);
@@ -95,8 +108,17 @@ Predictor::~Predictor() = default;
 std::vector<float> Predictor::classify(const std::string& path, std::string* conversion) {
   const std::vector<std::uint8_t> bytes = data::read_file(path);
   const data::ImageInfo file = data::image_info(bytes, path);
-  const data::Image image = data::decode_image(bytes, path, channels_, height_, width_);
-  if (conversion != nullptr) *conversion = describe_conversion(path, file, channels_, height_, width_);
+  data::Image image;
+  if (eval_resize_ > 0) {
+    image = data::Image{channels_, height_, width_,
+                        std::vector<std::uint8_t>(static_cast<std::size_t>(channels_) * height_ * width_)};
+    data::decode_center_crop(bytes, path, channels_, eval_resize_, height_, /*dct_scaling=*/true,
+                             image.pixels.data());
+  } else {
+    image = data::decode_image(bytes, path, channels_, height_, width_);
+  }
+  if (conversion != nullptr)
+    *conversion = describe_conversion(path, file, channels_, height_, width_, eval_resize_);
   Tensor x = Tensor::empty({1, channels_, height_, width_}, DType::F32);
   float* dst = x.data<float>();
   const std::int64_t plane = static_cast<std::int64_t>(height_) * width_;

@@ -229,6 +229,8 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
 void finish_train_config(const CLI::App& app, TrainConfig& c) {
   const DatasetEntry& dataset = dataset_entry(c.dataset);
   c.model_given = app.count("--model") > 0;
+  c.image_size_given = app.count("--image-size") > 0;
+  c.resize_given = app.count("--resize") > 0;
   if (!c.model_given) c.model = dataset.default_model;
   const ModelDefaults& defaults = model_defaults(c.model);
   if (c.batch_size == 0) c.batch_size = defaults.batch_size;

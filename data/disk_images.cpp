@@ -17,6 +17,32 @@ namespace {
 
 constexpr int kChannels = 3;
 
+// The largest JPEG reduction (8, 4, 2) that leaves the box at least the output size on both sides.
+int dct_denominator(bool dct_scaling, const CropBox& box, std::int64_t out_h, std::int64_t out_w) {
+  if (!dct_scaling) return 1;
+  for (int d : {8, 4, 2}) {
+    if (box.height >= out_h * d && box.width >= out_w * d) return d;
+  }
+  return 1;
+}
+
+// The file's pixels in `box`, resized to out_h x out_w, its `window` written planar to dst.
+void decode_box(const std::vector<std::uint8_t>& bytes, const std::string& file, int channels, CropBox box,
+                std::int64_t out_h, std::int64_t out_w, const PixelBox& window, bool dct_scaling,
+                std::uint8_t* dst) {
+  const int d = dct_denominator(dct_scaling, box, out_h, out_w);
+  const InterleavedImage image = decode_interleaved(bytes, file, channels, d);
+  if (d > 1) {  // the box in the scaled picture's pixels, kept inside it
+    box.top = std::min(box.top / d, image.height - 1);
+    box.left = std::min(box.left / d, image.width - 1);
+    box.height = std::clamp<std::int64_t>(box.height / d, 1, image.height - box.top);
+    box.width = std::clamp<std::int64_t>(box.width / d, 1, image.width - box.left);
+  }
+  const std::int64_t stride = image.width * channels;
+  resample_bilinear(image.pixels.data() + box.top * stride + box.left * channels, stride, channels,
+                    box.height, box.width, out_h, out_w, window, dst);
+}
+
 class DiskImages final : public SampleSource {
  public:
   DiskImages(FileList list, const DiskImageOptions& o) : list_(std::move(list)), o_(o) {}
@@ -45,44 +71,19 @@ class DiskImages final : public SampleSource {
   }
 
  private:
-  // The largest JPEG reduction (8, 4, 2) that leaves the box at least the output size on both sides.
-  int denominator(const CropBox& box, std::int64_t out_h, std::int64_t out_w) const {
-    if (!o_.dct_scaling) return 1;
-    for (int d : {8, 4, 2}) {
-      if (box.height >= out_h * d && box.width >= out_w * d) return d;
-    }
-    return 1;
-  }
-
   void decode(std::int64_t i, std::uint64_t epoch, std::uint8_t* dst) const {
     const std::string& file = list_.files[static_cast<std::size_t>(i)];
     const std::vector<std::uint8_t> bytes = read_file(file);
+    if (!o_.random_resized_crop) {
+      decode_center_crop(bytes, file, kChannels, o_.resize, o_.image_size, o_.dct_scaling, dst);
+      return;
+    }
     const ImageInfo info = image_info(bytes, file);
     const std::int64_t size = o_.image_size;
-    // The box of the file's pixels that becomes the output, and the size it is resized to.
-    CropBox box{0, 0, info.height, info.width};
-    std::int64_t out_h = size, out_w = size;
-    PixelBox window{0, 0, size, size};
-    if (o_.random_resized_crop) {
-      box = random_resized_crop_box(info.height, info.width, o_.scale_min, o_.scale_max, o_.ratio_min,
-                                    o_.ratio_max, o_.seed, epoch, static_cast<std::uint64_t>(i));
-    } else {
-      const PixelBox shape = resized_shape(info.height, info.width, o_.resize);
-      out_h = shape.height;
-      out_w = shape.width;
-      window = center_crop_box(out_h, out_w, size);
-    }
-    const int d = denominator(box, out_h, out_w);
-    const InterleavedImage image = decode_interleaved(bytes, file, kChannels, d);
-    if (d > 1) {  // the box in the scaled picture's pixels, kept inside it
-      box.top = std::min(box.top / d, image.height - 1);
-      box.left = std::min(box.left / d, image.width - 1);
-      box.height = std::clamp<std::int64_t>(box.height / d, 1, image.height - box.top);
-      box.width = std::clamp<std::int64_t>(box.width / d, 1, image.width - box.left);
-    }
-    const std::int64_t stride = image.width * kChannels;
-    resample_bilinear(image.pixels.data() + box.top * stride + box.left * kChannels, stride, kChannels,
-                      box.height, box.width, out_h, out_w, window, dst);
+    const CropBox box =
+        random_resized_crop_box(info.height, info.width, o_.scale_min, o_.scale_max, o_.ratio_min,
+                                o_.ratio_max, o_.seed, epoch, static_cast<std::uint64_t>(i));
+    decode_box(bytes, file, kChannels, box, size, size, PixelBox{0, 0, size, size}, o_.dct_scaling, dst);
   }
 
   FileList list_;
@@ -92,6 +93,14 @@ class DiskImages final : public SampleSource {
 };
 
 }  // namespace
+
+void decode_center_crop(const std::vector<std::uint8_t>& bytes, const std::string& file, int channels,
+                        std::int64_t resize, std::int64_t crop, bool dct_scaling, std::uint8_t* dst) {
+  const ImageInfo info = image_info(bytes, file);
+  const PixelBox shape = resized_shape(info.height, info.width, resize);
+  decode_box(bytes, file, channels, CropBox{0, 0, info.height, info.width}, shape.height, shape.width,
+             center_crop_box(shape.height, shape.width, crop), dct_scaling, dst);
+}
 
 std::int64_t default_resize(std::int64_t image_size) { return (image_size * 256 + 112) / 224; }
 

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/dataset.h"
 #include "data/file_list.h"
@@ -40,6 +41,13 @@ struct DiskImageOptions {
 // torchvision's evaluation size for a crop of `image_size`: Resize(256) for CenterCrop(224), scaled (round
 // half up of image_size * 256 / 224).
 std::int64_t default_resize(std::int64_t image_size);
+
+// Evaluation's transform of one encoded image (`file` names it in messages): Resize(resize) of the shorter
+// side, then CenterCrop(crop), as `channels` (1, 3 or 4) planar bytes, channels x crop x crop, to dst. What
+// the dataset's evaluation samples are, and what cnn_predict feeds a model trained on one (apps/predict.h).
+// Throws engine::Error naming the file for a bad image or a crop larger than the resized image.
+void decode_center_crop(const std::vector<std::uint8_t>& bytes, const std::string& file, int channels,
+                        std::int64_t resize, std::int64_t crop, bool dct_scaling, std::uint8_t* dst);
 
 // An RGB dataset of list.files, images image_size x image_size. Throws engine::Error for an empty list or
 // options out of range (image_size < 8 or > 4096, resize < image_size, scale/ratio bounds not ordered and

@@ -1,8 +1,11 @@
 #include "layers/models.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -115,9 +118,11 @@ std::unique_ptr<Layer> mnist_cnn(int in_channels, int num_classes, const BatchNo
   return root;
 }
 
-// kuangliu's BasicBlock: conv1 (3x3, stride), bn1, relu, conv2 (3x3), bn2, + shortcut, relu. Convs have no
-// bias (BatchNorm follows). The shortcut is a 1x1 conv (stride) + BN when the shape changes, else identity.
-std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride, const BatchNormFactory& bn) {
+// A BasicBlock: conv1 (3x3, stride), bn1, relu, conv2 (3x3), bn2, + shortcut, relu. Convs have no bias
+// (BatchNorm follows). The shortcut is a 1x1 conv (stride) + BN when the shape changes, else identity;
+// kuangliu names it "shortcut", torchvision "downsample".
+std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride, const BatchNormFactory& bn,
+                                   const char* shortcut_name = "shortcut") {
   auto main = std::make_unique<Sequential>();
   main->emplace_named<Conv2d>("conv1", conv3x3(in_planes, planes, stride, /*bias=*/false));
   main->add(batchnorm(bn, planes), "bn1");
@@ -135,29 +140,66 @@ std::unique_ptr<Layer> basic_block(int in_planes, int planes, int stride, const 
                                             .bias = false});
     shortcut->add(batchnorm(bn, planes));
   }
-  return std::make_unique<Residual>(std::move(main), std::move(shortcut));
+  return std::make_unique<Residual>(std::move(main), std::move(shortcut), shortcut_name);
 }
 
-// kuangliu/pytorch-cifar ResNet18 (BasicBlock, [2, 2, 2, 2]) on 3x32x32, 10 classes: 11,173,962 parameters.
-std::unique_ptr<Layer> resnet18(int in_channels, int num_classes, const BatchNormFactory& bn) {
-  auto root = std::make_unique<Sequential>();
-  root->emplace_named<Conv2d>("conv1", conv3x3(in_channels, 64, 1, /*bias=*/false));
-  root->add(batchnorm(bn, 64), "bn1");
-  root->emplace_named<ReLU>("relu");
+// The four stages of BasicBlocks [2, 2, 2, 2] (64, 128, 256, 512 planes; strides 1, 2, 2, 2) on a 64-channel
+// stem, "layer1".."layer4", then the global average pool.
+void resnet18_stages(Sequential& root, const BatchNormFactory& bn, const char* shortcut_name) {
   int in_planes = 64;
   const int planes[4] = {64, 128, 256, 512};
   const int strides[4] = {1, 2, 2, 2};
   for (int stage = 0; stage < 4; ++stage) {
     auto layer = std::make_unique<Sequential>();
     for (int block = 0; block < 2; ++block) {
-      layer->add(basic_block(in_planes, planes[stage], block == 0 ? strides[stage] : 1, bn));
+      layer->add(basic_block(in_planes, planes[stage], block == 0 ? strides[stage] : 1, bn, shortcut_name));
       in_planes = planes[stage];
     }
-    root->add(std::move(layer), fmt::format("layer{}", stage + 1));
+    root.add(std::move(layer), fmt::format("layer{}", stage + 1));
   }
+}
+
+// kuangliu/pytorch-cifar ResNet18 (BasicBlock, [2, 2, 2, 2]) on 3x32x32, 10 classes: 11,173,962 parameters.
+std::unique_ptr<Layer> resnet18_cifar(int in_channels, int num_classes, const BatchNormFactory& bn) {
+  auto root = std::make_unique<Sequential>();
+  root->emplace_named<Conv2d>("conv1", conv3x3(in_channels, 64, 1, /*bias=*/false));
+  root->add(batchnorm(bn, 64), "bn1");
+  root->emplace_named<ReLU>("relu");
+  resnet18_stages(*root, bn, "shortcut");
   root->emplace_named<GlobalAvgPool>("pool");
   root->emplace_named<Linear>("linear", 512, num_classes);
   return root;
+}
+
+// torchvision.models.resnet18(num_classes=...): a 7x7 stride-2 stem conv (padding 3, no bias), bn1, relu,
+// a 3x3 stride-2 max-pool (padding 1), the same stages (shortcuts named "downsample"), avgpool, fc. On
+// 3x224x224 with 1000 classes 11,689,512 parameters (10 classes: 11,181,642). Initialization stays the
+// engine's (PyTorch's layer defaults), not torchvision's kaiming_normal_ of the convs.
+std::unique_ptr<Layer> resnet18_imagenet(int in_channels, int num_classes, const BatchNormFactory& bn) {
+  auto root = std::make_unique<Sequential>();
+  root->emplace_named<Conv2d>("conv1", Conv2dOptions{.in_channels = in_channels,
+                                                     .out_channels = 64,
+                                                     .kernel_size = 7,
+                                                     .stride = 2,
+                                                     .padding = 3,
+                                                     .bias = false});
+  root->add(batchnorm(bn, 64), "bn1");
+  root->emplace_named<ReLU>("relu");
+  root->emplace_named<MaxPool2d>("maxpool", 3, 2, 1);
+  resnet18_stages(*root, bn, "downsample");
+  root->emplace_named<GlobalAvgPool>("avgpool");
+  root->emplace_named<Linear>("fc", 512, num_classes);
+  return root;
+}
+
+// resnet18 follows the data: torchvision's ImageNet network from kResnetImagenetFrom pixels on the shorter
+// side (its stem divides the input by 4), kuangliu's CIFAR network below (a 3x3 stem at full resolution).
+constexpr int kResnetImagenetFrom = 128;
+
+std::unique_ptr<Layer> resnet18(int in_channels, int num_classes, int height, int width,
+                                const BatchNormFactory& bn) {
+  return std::min(height, width) >= kResnetImagenetFrom ? resnet18_imagenet(in_channels, num_classes, bn)
+                                                        : resnet18_cifar(in_channels, num_classes, bn);
 }
 
 // airbench94's ConvGroup: conv1, pool, norm1, activ, conv2, norm2, activ. PyTorch registers one GELU
@@ -209,14 +251,52 @@ std::unique_ptr<Layer> airbench(int in_channels, int num_classes, const BatchNor
   return root;
 }
 
+// A builder whose layers do not depend on the input size (those that accept one size fail its output shape).
+template <std::unique_ptr<Layer> (*Build)(int, int, const BatchNormFactory&)>
+std::unique_ptr<Layer> size_independent(int in_channels, int num_classes, int /*height*/, int /*width*/,
+                                        const BatchNormFactory& bn) {
+  return Build(in_channels, num_classes, bn);
+}
+
 struct ZooEntry {
   const char* name;
-  std::unique_ptr<Layer> (*build)(int in_channels, int num_classes, const BatchNormFactory& bn);
+  std::unique_ptr<Layer> (*build)(int in_channels, int num_classes, int height, int width,
+                                  const BatchNormFactory& bn);
 };
 
 constexpr ZooEntry kZoo[] = {
-    {"vgg6", vgg6}, {"cnn3", cnn3}, {"mnist_cnn", mnist_cnn}, {"resnet18", resnet18}, {"airbench", airbench},
+    {"vgg6", size_independent<vgg6>},           {"cnn3", size_independent<cnn3>},
+    {"mnist_cnn", size_independent<mnist_cnn>}, {"resnet18", resnet18},
+    {"airbench", size_independent<airbench>},
 };
+
+// The square sizes up to kLargestProbed that `entry` accepts, as ranges ("32 to 39"), found from the
+// network's output shape (every zoo model's height and width are independent, so a square size stands for
+// each side): what a refusal offers instead.
+constexpr int kLargestProbed = 1024;
+
+std::string accepted_sizes(const ZooEntry& entry, int in_channels, int num_classes) {
+  const std::unique_ptr<Layer> net = entry.build(in_channels, num_classes, 32, 32, {});
+  std::vector<std::string> ranges;
+  int first = 0;
+  for (int s = 1; s <= kLargestProbed + 1; ++s) {
+    bool fits = false;
+    if (s <= kLargestProbed) {
+      try {
+        fits = net->output_shape({1, in_channels, s, s}) == Shape{1, num_classes};
+      } catch (const Error&) {
+        fits = false;
+      }
+    }
+    if (fits && first == 0) first = s;
+    if (!fits && first != 0) {
+      ranges.push_back(first == s - 1 ? std::to_string(first) : fmt::format("{} to {}", first, s - 1));
+      first = 0;
+    }
+  }
+  if (ranges.empty()) return fmt::format("no height and width up to {}", kLargestProbed);
+  return fmt::format("height and width each {}", fmt::join(ranges, ", "));
+}
 
 }  // namespace
 
@@ -247,14 +327,16 @@ Model build_model(std::string_view name, int in_channels, int num_classes, int h
   ENGINE_CHECK(in_channels > 0 && num_classes > 0 && height > 0 && width > 0,
                "{}: bad sizes: in_channels {}, num_classes {}, input {}x{}", name, in_channels, num_classes,
                height, width);
-  Model model(std::string(name), entry->build(in_channels, num_classes, make_batchnorm),
+  Model model(std::string(name), entry->build(in_channels, num_classes, height, width, make_batchnorm),
               {in_channels, height, width});
   Shape out;
   try {
     out = model.output_shape({1, in_channels, height, width});
   } catch (const Error& e) {
-    ENGINE_FAIL("{} does not accept {}x{}x{} inputs (channels x height x width): {}", name, in_channels,
-                height, width, e.what());
+    ENGINE_FAIL(
+        "{} does not accept {}x{}x{} inputs (channels x height x width): it takes {} (folder "
+        "datasets: --image-size), and resnet18 takes any size; {}",
+        name, in_channels, height, width, accepted_sizes(*entry, in_channels, num_classes), e.what());
   }
   ENGINE_CHECK(out == (Shape{1, num_classes}), "{} on {}x{}x{} inputs gives {}, not [1, {}] (a bug)", name,
                in_channels, height, width, shape_str(out), num_classes);

@@ -7,8 +7,14 @@
 //   cnn3       3 conv3x3 (64, 128, 256; each + BatchNorm + ReLU + max-pool 2), then vgg6's classifier.
 //                                                                          2,474,506 parameters on 3x32x32.
 //   mnist_cnn  PyTorch's examples/mnist Net.                               1,199,882 parameters on 1x28x28.
-//   resnet18   kuangliu/pytorch-cifar's ResNet18 (3x3 stem, no stem pool, BasicBlocks 2-2-2-2, global
-//              average pool).                                              11,173,962 parameters on 3x32x32.
+//   resnet18   follows the input's size (issue 42): below 128 pixels on the shorter side
+//   kuangliu/pytorch-cifar's
+//              ResNet18 (3x3 stem, no stem pool, BasicBlocks 2-2-2-2, global average pool, "linear"):
+//                                                                          11,173,962 parameters on 3x32x32;
+//              from 128 torchvision.models.resnet18 (7x7 stride-2 stem, 3x3 stride-2 max-pool, the same
+//              blocks with "downsample" shortcuts, "fc"), its state dict torchvision's:
+//                                                                          11,181,642 parameters on
+//                                                                          3x224x224.
 //   airbench   airbench94's net (KellerJordan/cifar10-airbench): a 2x2 whitening conv 3->24 with bias, GELU,
 //              three conv groups 64/256/256 (conv3x3 no bias, max-pool 2, BatchNorm, GELU, conv3x3,
 //              BatchNorm, GELU; BatchNorm eps 1e-12, PyTorch momentum 0.4), max-pool 3, Linear 256->classes
@@ -17,9 +23,10 @@
 //              airbench94's parameter groups), as airbench's requires_grad=False does.
 //
 // The classifiers' input sizes are fixed (4096 = 256*4*4 for vgg6/cnn3, 9216 = 64*12*12 for mnist_cnn), so
-// those models accept exactly the inputs that flatten to that size (32x32 for vgg6/cnn3/airbench, 28x28 for
-// mnist_cnn: the parameter counts stay the architectures' own); any other size is an engine::Error naming the
-// model and the input. resnet18 ends in a global average pool and accepts any size.
+// those models accept exactly the inputs that flatten to that size (32x32 to 39x39 for vgg6/cnn3, 25x25 to
+// 48x48 for airbench, 28x28 and 29x29 for mnist_cnn: the parameter counts stay the architectures' own); any
+// other size is an engine::Error naming the model, the input and the sizes the model takes. resnet18 ends in
+// a global average pool and accepts any size.
 
 #include <functional>
 #include <memory>

@@ -4,12 +4,16 @@
 
 namespace engine::layers {
 
-Residual::Residual(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut)
-    : main_(std::move(main)), shortcut_(std::move(shortcut)), relu_(std::make_unique<ReLU>()) {
+Residual::Residual(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
+                   std::string shortcut_name)
+    : main_(std::move(main)),
+      shortcut_(std::move(shortcut)),
+      shortcut_name_(std::move(shortcut_name)),
+      relu_(std::make_unique<ReLU>()) {
   LAYER_CHECK(main_ != nullptr && main_->size() > 0, "needs a non-empty main branch");
   if (!shortcut_) shortcut_ = std::make_unique<Sequential>();
   for (const NamedChild& c : main_->children()) {
-    LAYER_CHECK(c.name != "shortcut" && c.name != "relu", "a main-branch child may not be named '{}'",
+    LAYER_CHECK(c.name != shortcut_name_ && c.name != "relu", "a main-branch child may not be named '{}'",
                 c.name);
   }
   on_needs_input_grad_changed();
@@ -17,7 +21,7 @@ Residual::Residual(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential>
 
 std::vector<NamedChild> Residual::children() const {
   std::vector<NamedChild> out = main_->children();
-  out.push_back({"shortcut", shortcut_.get()});
+  out.push_back({shortcut_name_, shortcut_.get()});
   out.push_back({"relu", relu_.get()});
   return out;
 }

@@ -4,8 +4,9 @@
 //   main      a Sequential (conv1, bn1, relu1, conv2, bn2 in ResNet). Its children are named as children of
 //             the block itself, as in PyTorch's BasicBlock, whose conv1/bn1/conv2/bn2 are attributes of the
 //             block: "layer1.0.conv1.weight", not "layer1.0.main.conv1.weight".
-//   shortcut  a Sequential named "shortcut": empty for the identity, or (1x1 Conv2d, BatchNorm2d) when the
-//             shape changes: "layer2.0.shortcut.0.weight", "layer2.0.shortcut.1.running_mean".
+//   shortcut  a Sequential named "shortcut" (kuangliu's; torchvision's BasicBlock calls it "downsample"):
+//             empty for the identity, or (1x1 Conv2d, BatchNorm2d) when the shape changes:
+//             "layer2.0.shortcut.0.weight", "layer2.0.shortcut.1.running_mean".
 //   relu      the ReLU after the add (F.relu in PyTorch; no state).
 //
 // Backward: dy -> relu -> ds, which both branches receive; the shortcut runs first (its parameters were
@@ -13,6 +14,7 @@
 // branch; dx = dx_main + dx_shortcut (dx_shortcut = ds for the identity). The add uses the residual_add op.
 
 #include <memory>
+#include <string>
 
 #include "layers/relu.h"
 #include "layers/sequential.h"
@@ -21,8 +23,9 @@ namespace engine::layers {
 
 class Residual final : public Layer {
  public:
-  // shortcut may be null: the identity.
-  Residual(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut);
+  // shortcut may be null: the identity. shortcut_name: its name among the block's children.
+  Residual(std::unique_ptr<Sequential> main, std::unique_ptr<Sequential> shortcut,
+           std::string shortcut_name = "shortcut");
 
   std::string_view kind() const override { return "Residual"; }
   Sequential& main_branch() const { return *main_; }
@@ -42,6 +45,7 @@ class Residual final : public Layer {
 
   std::unique_ptr<Sequential> main_;
   std::unique_ptr<Sequential> shortcut_;
+  std::string shortcut_name_;
   std::unique_ptr<ReLU> relu_;
 };
 

@@ -130,10 +130,12 @@ struct TrainConfig {
   // Filled by the program, not by flags (a distributed launcher sets them per worker).
   int world_size = 1;
   int rank = 0;
-  int device_index = 0;        // the CUDA device of this process when it runs on a GPU
-  bool model_given = false;    // --model was on the command line
-  bool log_all_ranks = false;  // every rank prints its epoch lines (rank 0 alone saves)
-  int restart_count = 0;       // TORCHELASTIC_RESTART_COUNT: torchrun's restarts before this run
+  int device_index = 0;           // the CUDA device of this process when it runs on a GPU
+  bool model_given = false;       // --model was on the command line
+  bool image_size_given = false;  // --image-size and --resize were (--eval-only: a checkpoint's transform
+  bool resize_given = false;      // replaces their defaults, apps/train/eval_only_transform.h)
+  bool log_all_ranks = false;     // every rank prints its epoch lines (rank 0 alone saves)
+  int restart_count = 0;          // TORCHELASTIC_RESTART_COUNT: torchrun's restarts before this run
 
   bool resume_auto() const { return resume == "auto"; }
 

@@ -77,7 +77,8 @@ TrainData load_train_data(const TrainConfig& c) {
   return t;
 }
 
-TrainData load_test_data(const TrainConfig& c) {
+TrainData load_test_data(const TrainConfig& c, const std::vector<float>& mean,
+                         const std::vector<float>& std) {
   const DatasetEntry& dataset = dataset_entry(c.dataset);
   const std::string root = dataset_root(c.dataset, c.data_dir);
   check_present(dataset, root, c);
@@ -88,7 +89,12 @@ TrainData load_test_data(const TrainConfig& c) {
       load_split(dataset, root, data::Split::Test, c, t.train.size() > 0 ? &t.train.class_names : nullptr);
   const std::int64_t full_test = t.test.size();
   limit(t.test, c.limit_test, "--limit-test", "test");
-  set_normalization(dataset, t);
+  if (!mean.empty() && std::ssize(mean) == t.test.channels && mean.size() == std.size()) {
+    t.mean = mean;
+    t.std = std;
+  } else {
+    set_normalization(dataset, t);
+  }
   t.train = data::Dataset();
   t.description = fmt::format("{} from {} ({} of {} test)", c.dataset, root, t.test.size(), full_test);
   return t;

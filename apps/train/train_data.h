@@ -23,7 +23,9 @@ struct TrainData {
 // size larger than the training set.
 TrainData load_train_data(const TrainConfig& config);
 
-// The test split alone, for --eval-only (same limits and normalization).
-TrainData load_test_data(const TrainConfig& config);
+// The test split alone, for --eval-only (same limits and normalization). A `mean` and `std` given (a
+// checkpoint's, of the dataset's channel count) are the normalization instead of the dataset's statistics.
+TrainData load_test_data(const TrainConfig& config, const std::vector<float>& mean = {},
+                         const std::vector<float>& std = {});
 
 }  // namespace engine::apps

@@ -9,6 +9,7 @@
 #include "apps/train/checkpoint_lock.h"
 #include "apps/train/checkpoint_match.h"
 #include "apps/train/cuda_graph_policy.h"
+#include "apps/train/eval_only_transform.h"
 #include "apps/train/trainer_internal.h"
 #include "apps/train/whiten_init.h"
 #include "core/error.h"
@@ -53,7 +54,14 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   if (!device_->is_cuda()) cpu_fast::set_conv_algo(effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
   const bool eval_only = !c.eval_only.empty();
-  data_ = eval_only ? load_test_data(c) : load_train_data(c);
+  if (eval_only) {  // the checkpoint's evaluation transform (apps/train/eval_only_transform.h)
+    const EvalOnlyTransform t = adopt_checkpoint_transform(
+        config_, c.eval_only, optim::SafetensorsFile::read(c.eval_only).metadata());
+    if (!t.note.empty() && c.is_main()) print_line(t.note);
+    data_ = load_test_data(c, t.mean, t.std);
+  } else {
+    data_ = load_train_data(c);
+  }
   const data::Dataset& shape_source = data_.test;
   // Rank 0 alone saves, and alone locks --checkpoint-dir (apps/train/checkpoint_lock.h): for --resume auto
   // before it reads the folder, else once the data, model and checkpoint are read (a run refused for bad

@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/train/eval_transform.h"
 #include "apps/train/resume_auto.h"
 #include "apps/train/trainer.h"
 #include "apps/train/trainer_internal.h"
 #include "core/error.h"
+#include "data/disk_images.h"
 
 namespace engine::apps {
 
@@ -124,6 +126,11 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"epochs", std::to_string(config_.epochs)},  // the length schedules span (restore())
                  {"world_size", std::to_string(config_.world_size)},
                  {"history", format_history_json(whole_history())}};  // a resumed run's --plot
+  if (data_.test.on_disk()) {  // a folder's evaluation transform (apps/train/eval_transform.h)
+    state.extra[kEvalResizeKey] =
+        std::to_string(config_.resize > 0 ? config_.resize : data::default_resize(config_.image_size));
+    state.extra[kEvalCropKey] = std::to_string(config_.image_size);
+  }
   return state;
 }
 

@@ -168,8 +168,17 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
     bool agree = sample.size() == options.sample_shape.size();
     for (std::size_t i = 0; agree && i < sample.size(); ++i)
       agree = sample[i] < 0 || sample[i] == options.sample_shape[i];
-    ENGINE_CHECK(agree, "ONNX model '{}': its input '{}' takes samples {} but the data gives {}", what,
-                 input->name(), shape_str(sample), shape_str(options.sample_shape));
+    // An image model's fixed height and width: what to change, the data's size or the export.
+    const bool hw = sample.size() == 3 && options.sample_shape.size() == 3 &&
+                    (sample[0] < 0 || sample[0] == options.sample_shape[0]) && sample[1] > 0 && sample[2] > 0;
+    ENGINE_CHECK(agree, "ONNX model '{}': its input '{}' takes samples {} but the data gives {}{}", what,
+                 input->name(), shape_str(sample), shape_str(options.sample_shape),
+                 hw ? fmt::format(" (channels, height, width): its fixed height x width {}x{} is not the "
+                                  "data's {}x{}; train on {}x{} images (folder datasets: --image-size), or "
+                                  "export the model at {}x{} or with symbolic height and width",
+                                  sample[1], sample[2], options.sample_shape[1], options.sample_shape[2],
+                                  sample[1], sample[2], options.sample_shape[1], options.sample_shape[2])
+                    : std::string());
     sample = options.sample_shape;
   }
   for (const std::int64_t d : sample) {

@@ -31,8 +31,10 @@ std::string write_image(const std::string& path, int channels, int size) {
 TEST(CnnPredict, SaysWhatItConvertedToTheModelsInput) {
   const std::string root = testing::tiny_folder_dataset("predict_note");
   const std::string dir = testing::temp_dir("predict_note_out");
-  const testing::RunResult train =
-      run_train(testing::with_args({"--cpu"}, testing::tiny_folder_args(root, dir, "cnn3", 8, 1)));
+  // --resize 32: the checkpoint's evaluation transform (Resize(32) + CenterCrop(32), issue 42) leaves a
+  // 32x32 image as it is.
+  const testing::RunResult train = run_train(
+      testing::with_args({"--cpu", "--resize", "32"}, testing::tiny_folder_args(root, dir, "cnn3", 8, 1)));
   ASSERT_EQ(train.exit_code, 0) << train.output;
   const std::string checkpoint = dir + "/last.safetensors";  // cnn3 on 3x32x32
   const std::string small = root + "/test/class_b/0.png";    // the dataset's own 8x8 RGB
@@ -44,7 +46,7 @@ TEST(CnnPredict, SaysWhatItConvertedToTheModelsInput) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cnn_predict: note: " + small +
                           " is 8x8 RGB; the model takes 32x32 RGB: converted "
-                          "(resized)\n"),
+                          "(Resize(32) + CenterCrop(32), the checkpoint's evaluation transform)\n"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find(grey + " is 32x32 grey; the model takes 32x32 RGB: converted (grey copied to the "
