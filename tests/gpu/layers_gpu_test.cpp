@@ -380,33 +380,5 @@ TEST(LayersGpu, HookFiresInReverseOrderOnTheGpu) {
   for (std::size_t k = 0; k < order.size(); ++k) EXPECT_EQ(order[k], order.size() - 1 - k);
 }
 
-// No silent fallback: what the CUDA device cannot run is refused, whether or not a GPU is present.
-TEST(LayersGpu, CudaRefusesFloat64AndMissingHandles) {
-  ExecutionContext c;
-  c.device = Device::cuda(0);
-  c.dtype = DType::F64;
-  Model m = build_model("mnist_cnn", 1, 10, 28, 28);
-  EXPECT_THROW(m.finalize(c, 1), Error);
-  c.dtype = DType::F32;  // but no handles
-  Model m2 = build_model("mnist_cnn", 1, 10, 28, 28);
-  EXPECT_THROW(m2.finalize(c, 1), Error);
-}
-
-// A CPU tensor given to a CUDA model is an error naming the layer, not a copy.
-TEST(LayersGpu, WrongDeviceInputIsAnError) {
-  SKIP_WITHOUT_GPU();
-  set_device(0);
-  GpuSetup gpu;
-  Model m = build_model("mnist_cnn", 1, 10, 28, 28);
-  m.finalize(gpu.context(ConvAlgorithm::Cudnn), kInitSeed);
-  try {
-    m.forward(testing::random_tensor({1, 1, 28, 28}, DType::F32, 1), Mode::Eval);
-    ADD_FAILURE() << "a CPU input ran on a CUDA model";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is not on the model's device cuda:0"), std::string::npos)
-        << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace engine::layers
