@@ -308,12 +308,13 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
 
 // Whether a bf16 convolution computes its weight gradient with the float32 kernel, on x and dy widened from
 // bf16 (exactly: a bf16 value is a float32 one, and the products of two are exact in float32, so both kernels
-// sum the same products in float32, as the bf16 contract says). oneDNN 2.6.3's jit_bf16 backward-weights is
-// 5-25x slower than its float32 kernel on strided 3x3 convolutions and on outputs under 8x8 (measured on an
-// avx512_core_bf16 host with resnet18's shapes at batch 64: 680-760 ms against 30-42 ms for the three
-// stride-2 3x3 layers, 868 against 141 ms at 512 channels on 4x4), and 1.5-2.5x faster elsewhere (24-45
-// against 53-108 ms on the stride-1 3x3 layers of 8x8 and more); its 1x1 kernel is fast at every stride.
-// A fixed rule, not a timing, so that runs repeat bit for bit.
+// sum the same products in float32, as the bf16 contract says). oneDNN 2.6.3's jit_bf16 backward-weights on
+// strided 3x3 convolutions and on outputs under 8x8 falls apart when another process takes a core (resnet18,
+// batch 64, 2 threads, avx512_core_bf16 host at load 7-13: 680-870 ms against the float32 kernel's 30-141
+// ms), while quiet it is the faster (7-13 ms against 12-27 ms). Measured whole, resnet18 bf16: 76-77 img/s
+// with this rule against 80 without on the quiet machine, 44 against 37 beside one busy process (issue 43's
+// shared-machine aim: half the quiet speed or more). Its 1x1 kernel and the stride-1 3x3 kernels of 8x8 and
+// more hold up. A fixed rule, not a timing, so that runs repeat bit for bit.
 bool bf16_weights_grad_in_f32(const Conv2dShape& g) {
   const bool one_by_one = g.r == 1 && g.s == 1;
   return !one_by_one && (g.stride_h > 1 || g.stride_w > 1 || g.p() * g.q() < 64);
