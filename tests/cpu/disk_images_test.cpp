@@ -6,6 +6,7 @@
 #include "data/disk_images.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -130,7 +131,8 @@ TEST(DiskImages, BadImageDuringAnEpochStopsNamingItOrIsSkippedAndCounted) {
   // After indexing: one file truncated, one deleted.
   const std::vector<std::uint8_t> whole = read_file(list.files[2]);
   testing::write_bytes(list.files[2],
-                       std::vector<std::uint8_t>(whole.begin(), whole.begin() + whole.size() / 2));
+                       std::vector<std::uint8_t>(
+                           whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(whole.size() / 2)));
   fs::remove(list.files[5]);
   EXPECT_DATA_ERROR(epoch_values(strict, 2, 0), tmp / "t/");  // the first bad one the epoch meets
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(strict.image_bytes()));
