@@ -120,8 +120,9 @@ void split_to_sequence(Builder& b, const pb::NodeProto& node) {
   const std::int64_t c = x.shape[1];
   std::vector<std::int64_t> sizes;
   const HostTensor* split = b.has_input(node, 1) ? &b.constant(node, 1) : nullptr;
+  if (split != nullptr && split->values.empty()) b.refuse(node, "its split input holds no value");
   if (split == nullptr || split->shape.empty()) {  // parts of one size (the last smaller), 1 by default
-    const auto each = split == nullptr ? std::int64_t{1} : static_cast<std::int64_t>(split->values.at(0));
+    const auto each = split == nullptr ? std::int64_t{1} : static_cast<std::int64_t>(split->values[0]);
     if (each < 1) b.refuse(node, fmt::format("a split size of {}", each));
     for (std::int64_t at = 0; at < c; at += each) sizes.push_back(std::min(each, c - at));
   } else {
@@ -134,7 +135,9 @@ void split_to_sequence(Builder& b, const pb::NodeProto& node) {
     if (r->op_type() != "SequenceAt")
       b.refuse(node, fmt::format("its sequence is read by {} '{}': only SequenceAt is supported",
                                  r->op_type(), r->name()));
-    auto at = static_cast<std::int64_t>(b.constant(*r, 1).values.at(0));
+    const HostTensor& position = b.constant(*r, 1);
+    if (position.values.size() != 1) b.refuse(*r, "its position is not one value");
+    auto at = static_cast<std::int64_t>(position.values[0]);
     at = at < 0 ? at + parts : at;
     if (at < 0 || at >= parts) b.refuse(*r, fmt::format("position {} of {} parts", at, parts));
     std::string& slot = outputs[static_cast<std::size_t>(at)];
