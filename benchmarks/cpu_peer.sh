@@ -7,7 +7,8 @@
 #   benchmarks/cpu_peer.sh                     build/ (BUILD_DIR), python3 (PYTHON), 2 rounds, 2 threads
 # Environment: BUILD_DIR (default build), PYTHON (a python with torch; default the python of PyTorch's venv that
 # scripts/install-python-deps.sh makes, scripts/python-env.sh, else python3), ROUNDS (default 2),
-# THREADS (default 2), MODELS (default "mnist_cnn cnn3 vgg6 resnet18"), BATCH (default 64), LOGS (default
+# THREADS (default 2), MODELS (default "mnist_cnn cnn3 vgg6 resnet18"; torchvision's zoo models that run at 32x32,
+# e.g. mobilenet_v2 densenet121, are trained by the engine from their ONNX export, written into $LOGS/zoo), BATCH (default 64), LOGS (default
 # $BUILD_DIR/cpu-peer), CONV_ALGO (the engine's --cpu-conv-algo, default auto), PRECISION (fp32, or bf16: the
 # engine's --precision bf16 against torch.autocast('cpu', dtype=torch.bfloat16)). The table gives the medians
 # over the rounds with their range, the host's oneDNN ISA and FMA peak (kernels/cpu_fast/host_probe.h) in its
@@ -45,8 +46,25 @@ steps_of() {
   esac
 }
 
+# The engine's zoo models by name; torchvision's (mobilenet_v2, densenet121, ...) from their ONNX export, written
+# once per run as scripts/zoo_table.py writes the zoo table's files (PyTorch trains the same torchvision model).
+engine_model() {
+  case $1 in
+    mnist_cnn | cnn3 | vgg6 | resnet18) echo "$1" ;;
+    *) echo "$logs/zoo/$1.onnx" ;;
+  esac
+}
+for model in $models; do
+  case $(engine_model "$model") in *.onnx) ;; *) continue ;; esac
+  "$python" -c "import sys; sys.path.insert(0, 'scripts'); import zoo_table; sys.exit('$model' not in zoo_table.MODELS or '$model' in zoo_table.SIZES)" || {
+    echo "cpu_peer.sh: MODELS: '$model' is neither one of the engine's (mnist_cnn cnn3 vgg6 resnet18) nor a torchvision model of scripts/zoo_table.py that runs at 32x32" >&2; exit 2; }
+  mkdir -p "$logs/zoo"
+  [[ -f $logs/zoo/$model.onnx ]] || "$python" scripts/zoo_table.py export "$logs/zoo" "$model" >&2
+  [[ -f $logs/zoo/$model.onnx ]] || { echo "cpu_peer.sh: PyTorch could not export $model (see $logs/zoo/$model.export_failed)" >&2; exit 1; }
+done
+
 ours() {  # model warmup steps round
-  OMP_NUM_THREADS=$threads "$bench" --cpu --models "$1" --batches "$batch" --warmup "$2" --steps "$3" \
+  OMP_NUM_THREADS=$threads "$bench" --cpu --models "$(engine_model "$1")" --batches "$batch" --warmup "$2" --steps "$3" \
     --cpu-conv-algo "$conv_algo" --precision "$precision" \
     --json "$logs/ours.tmp" >>"$logs/ours.log" 2>&1  # train_bench's --json rewrites its file
   cat "$logs/ours.tmp" >>"$logs/ours.r$4.jsonl"
@@ -67,12 +85,13 @@ for round in $(seq 1 "$rounds"); do
 done
 
 "$python" - "$logs" "$rounds" "$precision" "$conv_algo" <<'EOF'
-import json, statistics, sys
+import json, os, statistics, sys
 logs, rounds, precision, algo = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def read(path):
     try:
         with open(path) as f:
-            return {r["model"]: r for r in map(json.loads, filter(str.strip, f))}
+            # An ONNX model's row is named by its file (logs/zoo/mobilenet_v2.onnx): the model's name.
+            return {os.path.basename(r["model"]).removesuffix(".onnx"): r for r in map(json.loads, filter(str.strip, f))}
     except FileNotFoundError:
         return {}
 ours = [read(f"{logs}/ours.r{r}.jsonl") for r in range(1, rounds + 1)]

@@ -5,6 +5,7 @@
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
+#include "layers/graph.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/models.h"
@@ -91,6 +92,18 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.backward_flops = 25 * x;
     c.forward_bytes = kF32 * (x + y);
     c.backward_bytes = kF32 * (x + y) + dx_bytes;
+  } else if (c.kind == "Sigmoid" || c.kind == "Tanh" || c.kind == "SiLU" || c.kind == "HardSigmoid" ||
+             c.kind == "HardSwish" || c.kind == "Clip" || c.kind == "LeakyRelu") {
+    // The ONNX activations (layers/activation.h): an exp or a few compares per element, counted as 4 flops
+    // each way; backward reads x (or y) and dy.
+    c.forward_flops = 4 * x;
+    c.backward_flops = 4 * x;
+    c.forward_bytes = kF32 * (x + y);
+    c.backward_bytes = kF32 * (x + y) + dx_bytes;
+  } else if (c.kind == "ChannelSlice" || c.kind == "ChannelShuffle") {
+    // Copies: no arithmetic; backward copies dy back (zeros elsewhere for a slice).
+    c.forward_bytes = kF32 * (x + y);
+    c.backward_bytes = kF32 * y + dx_bytes;
   } else if (c.kind == "Mul") {
     c.forward_flops = x;
     c.backward_flops = x;
@@ -109,8 +122,57 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
   return c;
 }
 
+Shape walk(const layers::Layer& layer, const Shape& in, std::vector<LayerCost>& out);
+
+// A GraphOp node (Concat, Split, broadcasting Add/Sub/Mul/Div) or a sum node: one flop per output element
+// for the arithmetic ones, and each input and output moved once.
+LayerCost graph_op_cost(const std::string& path, std::string_view kind, const std::vector<Shape>& in,
+                        const std::vector<Shape>& out) {
+  LayerCost c;
+  c.path = path;
+  c.kind = std::string(kind);
+  c.in = in.empty() ? Shape{} : in[0];
+  c.out = out.empty() ? Shape{} : out[0];
+  double in_elems = 0, out_elems = 0;
+  for (const Shape& s : in) in_elems += numel(s);
+  for (const Shape& s : out) out_elems += numel(s);
+  const bool arithmetic = kind != "Concat" && kind != "Split";
+  c.forward_flops = arithmetic ? out_elems : 0.0;
+  c.backward_flops = arithmetic ? out_elems * static_cast<double>(in.size()) : 0.0;
+  c.forward_bytes = kF32 * (in_elems + out_elems);
+  c.backward_bytes = kF32 * (out_elems + in_elems);
+  return c;
+}
+
+// An imported model's Graph (layers/graph.h): its nodes in order, each value's shape followed from the input.
+Shape walk_graph(const layers::Graph& graph, const Shape& in, std::vector<LayerCost>& out) {
+  std::vector<Shape> shapes{in};  // value 0: the graph's input
+  for (int v = 1; v < graph.num_values(); ++v) {
+    Shape s;
+    shapes.push_back(graph.constant_values(v, &s) != nullptr ? s : Shape{});
+  }
+  for (const layers::Graph::NodeView& n : graph.nodes()) {
+    std::vector<Shape> ins;
+    for (int v : n.inputs) ins.push_back(shapes[static_cast<std::size_t>(v)]);
+    ENGINE_CHECK(!ins.empty(), "layer_costs: graph node '{}' has no input", n.name);
+    const Shape first = ins[0];
+    if (n.layer != nullptr) {
+      shapes[static_cast<std::size_t>(n.output)] = walk(*n.layer, first, out);
+      continue;
+    }
+    const std::vector<Shape> outs = n.op != nullptr ? n.op->output_shapes(ins) : std::vector<Shape>{first};
+    ENGINE_CHECK(outs.size() == n.outputs.size(),
+                 "layer_costs: graph node '{}': {} output shapes for {} outputs", n.name, outs.size(),
+                 n.outputs.size());
+    for (std::size_t k = 0; k < outs.size(); ++k) shapes[static_cast<std::size_t>(n.outputs[k])] = outs[k];
+    out.push_back(graph_op_cost(n.name, n.op != nullptr ? n.op->kind() : "Sum", ins, outs));
+  }
+  return shapes[static_cast<std::size_t>(graph.output())];
+}
+
 // Appends the costs of `layer` run on `in`; returns its output shape.
 Shape walk(const layers::Layer& layer, const Shape& in, std::vector<LayerCost>& out) {
+  if (const auto* graph = dynamic_cast<const layers::Graph*>(&layer)) return walk_graph(*graph, in, out);
   if (const auto* seq = dynamic_cast<const layers::Sequential*>(&layer)) {
     Shape s = in;
     for (std::size_t i = 0; i < seq->size(); ++i) s = walk(seq->at(i), s, out);

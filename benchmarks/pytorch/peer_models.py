@@ -1,5 +1,7 @@
-"""The models of docs/MODELS.md in PyTorch, verbatim, for train_peer.py (the parameter counts are asserted)."""
+"""The models of docs/MODELS.md in PyTorch, verbatim, for train_peer.py (the parameter counts are asserted), and
+torchvision's zoo models as scripts/zoo_table.py builds them for export (the engine trains their ONNX files)."""
 
+import os
 import sys
 
 EXPECTED_PARAMETERS = {"vgg6": 3249994, "resnet18": 11173962, "mnist_cnn": 1199882, "cnn3": 2474506}
@@ -109,7 +111,17 @@ def define_models(torch):
     return {"vgg6": VGG6, "resnet18": resnet18, "cnn3": CNN3, "mnist_cnn": MnistCNN}
 
 
+def zoo_names():
+    """torchvision's classification CNNs that the engine imports from ONNX at 32x32 (scripts/zoo_table.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+    import zoo_table
+    return [m for m in zoo_table.MODELS if m not in zoo_table.SIZES]
+
+
 def build_model(torch, name):
+    if name not in EXPECTED_PARAMETERS:  # a torchvision model, built as scripts/zoo_table.py exports it
+        import zoo_table
+        return zoo_table.build(name)
     model = define_models(torch)[name]()
     count = sum(p.numel() for p in model.parameters())
     if count != EXPECTED_PARAMETERS[name]:

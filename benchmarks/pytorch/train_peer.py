@@ -34,7 +34,8 @@ CPU (--cpu, the peer of `train_bench --cpu`): eager PyTorch in float32 on the CP
 threads (torch.set_num_threads), default NCHW layout, the uint8 dataset in memory and the crop/flip/normalize
 as batched tensor ops in the training thread (the engine's loader does the same in one worker thread), SGD
 with foreach. Models mnist_cnn (on random 1x28x28 images: Fashion-MNIST's shape) and cnn3 as well, as
-layers/models.cpp writes them (1,199,882 and 2,474,506 parameters).
+layers/models.cpp writes them (1,199,882 and 2,474,506 parameters), and torchvision's zoo models that run at
+32x32 (mobilenet_v2, densenet121, ...: scripts/zoo_table.py's build; the engine trains their ONNX export).
 
   python3 benchmarks/pytorch/train_peer.py --cpu --threads 2 --models mnist_cnn,cnn3,vgg6,resnet18 --batches 64
 """
@@ -46,7 +47,7 @@ import sys
 import time
 
 from peer_data import EPOCH_IMAGES, PilDataset, gpu_augment, load_data
-from peer_models import EXPECTED_PARAMETERS, build_model
+from peer_models import EXPECTED_PARAMETERS, build_model, zoo_names
 
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
@@ -270,9 +271,10 @@ def main(argv):
     args = parse_args(argv)
     torch = import_torch()
     models = [m for m in args.models.split(",") if m]
+    known = list(EXPECTED_PARAMETERS) + zoo_names()
     for m in models:
-        if m not in EXPECTED_PARAMETERS:
-            sys.exit(f"train_peer.py: unknown model {m!r}; known: {', '.join(EXPECTED_PARAMETERS)}")
+        if m not in known:
+            sys.exit(f"train_peer.py: unknown model {m!r}; known: {', '.join(known)}")
     if args.check_models:
         for m in models:
             print(f"{m}: {sum(p.numel() for p in build_model(torch, m).parameters())} parameters")
