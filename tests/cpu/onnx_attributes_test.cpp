@@ -28,26 +28,11 @@ namespace {
 #if ENGINE_HAVE_ONNX
 namespace pb = ::onnx;
 
-void set_float(pb::NodeProto& n, const std::string& name, float v) {
-  pb::AttributeProto& a = *n.add_attribute();
-  a.set_name(name);
-  a.set_type(pb::AttributeProto::FLOAT);
-  a.set_f(v);
-}
-
 // x [N, 3, 2, 2] -> BatchNormalization (the given float32 momentum and epsilon, as PyTorch's exporter writes
 // them) -> global average pool -> flatten -> gemm to 10 classes.
 std::string batchnorm_model(float momentum, float epsilon) {
   pb::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  pb::GraphProto& g = *m.mutable_graph();
-  pb::ValueInfoProto& x = *g.add_input();
-  x.set_name("x");
-  auto* type = x.mutable_type()->mutable_tensor_type();
-  type->set_elem_type(pb::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("N");
-  for (const int d : {3, 2, 2}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  pb::GraphProto& g = engine::testing::start_model(m, 17, {3, 2, 2});
   engine::testing::add_float_initializer(g, "bn.weight", {3}, [](int) { return 1.0F; });
   engine::testing::add_float_initializer(g, "bn.bias", {3}, [](int) { return 0.0F; });
   engine::testing::add_float_initializer(g, "bn.running_mean", {3}, [](int) { return 0.0F; });
@@ -57,8 +42,8 @@ std::string batchnorm_model(float momentum, float epsilon) {
   pb::NodeProto& bn =
       engine::testing::add_node(g, "BatchNormalization", "/bn",
                                 {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, "b");
-  set_float(bn, "momentum", momentum);
-  set_float(bn, "epsilon", epsilon);
+  engine::testing::add_float_attribute(bn, "momentum", momentum);
+  engine::testing::add_float_attribute(bn, "epsilon", epsilon);
   engine::testing::add_node(g, "GlobalAveragePool", "/pool", {"b"}, "p");
   engine::testing::add_node(g, "Flatten", "/flatten", {"p"}, "f");
   pb::NodeProto& fc = engine::testing::add_node(g, "Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, "y");
