@@ -16,6 +16,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/mul.h"
 #include "layers/onnx/onnx_activation.h"
+#include "layers/onnx/onnx_attrs.h"
 #include "layers/onnx/onnx_builder.h"
 #include "layers/relu.h"
 
@@ -23,30 +24,23 @@ namespace engine::layers::onnx::detail {
 
 namespace {
 
-const pb::AttributeProto* find_attr(const pb::NodeProto& node, const std::string& name) {
-  for (const pb::AttributeProto& a : node.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-
 std::int64_t attr_int(const pb::NodeProto& node, const std::string& name, std::int64_t fallback) {
-  const pb::AttributeProto* a = find_attr(node, name);
+  const pb::AttributeProto* a = node_attr(node, name);
   return a ? a->i() : fallback;
 }
 
 double attr_float(const pb::NodeProto& node, const std::string& name, double fallback) {
-  const pb::AttributeProto* a = find_attr(node, name);
-  return a ? static_cast<double>(a->f()) : fallback;
+  const pb::AttributeProto* a = node_attr(node, name);
+  return a ? float_as_written(a->f()) : fallback;
 }
 
 std::string attr_string(const pb::NodeProto& node, const std::string& name, const std::string& fallback) {
-  const pb::AttributeProto* a = find_attr(node, name);
+  const pb::AttributeProto* a = node_attr(node, name);
   return a ? a->s() : fallback;
 }
 
 std::vector<std::int64_t> attr_ints(const pb::NodeProto& node, const std::string& name) {
-  const pb::AttributeProto* a = find_attr(node, name);
+  const pb::AttributeProto* a = node_attr(node, name);
   return a ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end()) : std::vector<std::int64_t>{};
 }
 
@@ -125,7 +119,7 @@ void conv(Builder& b, const pb::NodeProto& node) {
     b.refuse(node, fmt::format("weight '{}' {} is not supported (2-d convolutions with square kernels only)",
                                node.input(1), shape_str(w.shape)));
   }
-  if (find_attr(node, "kernel_shape")) check_kernel_shape(b, node, static_cast<int>(w.shape[2]));
+  if (node_attr(node, "kernel_shape")) check_kernel_shape(b, node, static_cast<int>(w.shape[2]));
   const Value& x = b.runtime(node, 0);
   Conv2dOptions o;
   o.out_channels = static_cast<int>(w.shape[0]);
@@ -163,7 +157,8 @@ void batchnorm(Builder& b, const pb::NodeProto& node) {
   only_first_output(b, node);
   const HostTensor& scale = b.weight(node, 1);
   const int c = static_cast<int>(scale.values.size());
-  // ONNX's momentum weighs the old running value (0.9); PyTorch's (0.1) the batch's.
+  // ONNX's momentum weighs the old running value (0.9); PyTorch's (0.1) the batch's (both as written: 3e-4
+  // is 1 - 0.9997, not 1 - float32(0.9997); onnx_attrs.h).
   const double momentum = 1.0 - attr_float(node, "momentum", 0.9);
   const double eps = attr_float(node, "epsilon", 1e-5);
   std::unique_ptr<Layer> layer = b.options().make_batchnorm ? b.options().make_batchnorm(c, eps, momentum)

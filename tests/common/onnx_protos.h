@@ -36,4 +36,27 @@ inline ::onnx::NodeProto& add_node(::onnx::GraphProto& g, const std::string& op,
   return n;
 }
 
+// A float attribute `name` = v on node `n`.
+inline void add_float_attribute(::onnx::NodeProto& n, const std::string& name, float v) {
+  ::onnx::AttributeProto& a = *n.add_attribute();
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto::FLOAT);
+  a.set_f(v);
+}
+
+// Starts model `m` (IR 8, `opset`) with the float input "x" [N, sample...]; returns its graph.
+inline ::onnx::GraphProto& start_model(::onnx::ModelProto& m, int opset,
+                                       const std::vector<std::int64_t>& sample) {
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(opset);
+  ::onnx::GraphProto& g = *m.mutable_graph();
+  ::onnx::ValueInfoProto& x = *g.add_input();
+  x.set_name("x");
+  auto* type = x.mutable_type()->mutable_tensor_type();
+  type->set_elem_type(::onnx::TensorProto::FLOAT);
+  type->mutable_shape()->add_dim()->set_dim_param("N");
+  for (const std::int64_t d : sample) type->mutable_shape()->add_dim()->set_dim_value(d);
+  return g;
+}
+
 }  // namespace engine::testing

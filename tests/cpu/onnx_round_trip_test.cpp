@@ -74,10 +74,11 @@ TEST_P(OnnxRoundTrip, SameNamesLogitsAndGradients) {
   zoo_params.copy_from(imported.flat_parameters());
   zoo_buffers.copy_from(imported.flat_buffers());
 
-  // One difference remains: BatchNormalization's epsilon is a float32 attribute (1e-5 becomes
-  // 1e-5 * (1 - 2.5e-9), airbench's 1e-12 becomes 1e-12 * (1 - 4e-8)), which moves each normalized value by
-  // less than 2^-24 of itself: the two agree within 2^-24 of the output's scale, far inside float32's
-  // differences (a bug here gives differences of order 1).
+  // BatchNormalization's epsilon is a float32 attribute, read back as the decimal it was written from
+  // (layers/onnx/onnx_attrs.h: 1e-5 and airbench's 1e-12 exactly); read as the float32 itself it would be
+  // 1e-5 * (1 - 2.5e-9) and 1e-12 * (1 - 4e-8), which moves each normalized value by less than 2^-24 of
+  // itself: the two agree within 2^-24 of the output's scale, far inside float32's differences (a bug here
+  // gives differences of order 1).
   const double rel = std::ldexp(1.0, -24);
   const Tensor x = testing::random_tensor({2, z.c, z.hw, z.hw}, DType::F64, 17);
   const std::vector<double> logits = testing::host_values(zoo.forward(x, Mode::Inference));
