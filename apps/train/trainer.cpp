@@ -82,9 +82,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     const auto it = file.metadata().find("model");
     if (!c.model_given && it != file.metadata().end()) model_name = it->second;
   }
-  model_ = std::make_unique<layers::Model>(layers::build_model(
-      model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
-      static_cast<int>(shape_source.height), static_cast<int>(shape_source.width), hooks_.make_batchnorm));
+  model_ = std::make_unique<layers::Model>(
+      layers::build_model(model_name, static_cast<int>(shape_source.channels),
+                          static_cast<int>(shape_source.num_classes()), static_cast<int>(shape_source.height),
+                          static_cast<int>(shape_source.width), hooks_.make_batchnorm, c.new_head));
   model_->finalize(device_->context(), c.seed);
   if (c.whiten_init > 0 && !eval_only) {  // every rank alike, before the broadcast and a resume's weights
     const std::string note = apply_whiten_init(*model_, data_, c.whiten_init);
