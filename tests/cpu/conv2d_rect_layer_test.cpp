@@ -24,8 +24,13 @@ using engine::testing::error_of;
 
 const Conv2dOptions k1x7{
     .in_channels = 3, .out_channels = 4, .kernel_size = 1, .kernel_w = 7, .padding_w = 3};
-const Conv2dOptions k7x1{
-    .in_channels = 4, .out_channels = 5, .kernel_size = 7, .padding = 3, .bias = false, .padding_w = 0};
+const Conv2dOptions k7x1{.in_channels = 4,
+                         .out_channels = 5,
+                         .kernel_size = 7,
+                         .padding = 3,
+                         .bias = false,
+                         .kernel_w = 1,
+                         .padding_w = 0};
 const Conv2dOptions k3x1{.in_channels = 5,
                          .out_channels = 4,
                          .kernel_size = 3,

@@ -37,6 +37,7 @@ std::unique_ptr<Sequential> rect_net() {
                                                       .kernel_size = 7,
                                                       .padding = 3,
                                                       .bias = false,
+                                                      .kernel_w = 1,
                                                       .padding_w = 0});
   net->emplace_named<Conv2d>("conv3x1", Conv2dOptions{.in_channels = 5,
                                                       .out_channels = 4,
