@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,8 @@ double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
     diff += (a[i] - b[i]) * (a[i] - b[i]);
     ref += b[i] * b[i];
   }
-  return a.size() == b.size() ? std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30) : INFINITY;
+  return a.size() == b.size() ? std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30)
+                              : std::numeric_limits<double>::infinity();
 }
 
 struct Step {
