@@ -12,46 +12,18 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/conv2d.h"
-#include "layers/onnx/onnx_model.h"
 #include "tests/common/error_of.h"
-#include "tests/common/scratch_dirs.h"
-#include "tests/cpu/layer_test_util.h"
+#include "tests/cpu/conv2d_rect_net.h"
+#include "tests/cpu/layer_model_checks.h"
 
 namespace engine::layers {
 namespace {
 
 using engine::testing::error_of;
-
-const Conv2dOptions k1x7{
-    .in_channels = 3, .out_channels = 4, .kernel_size = 1, .kernel_w = 7, .padding_w = 3};
-const Conv2dOptions k7x1{.in_channels = 4,
-                         .out_channels = 5,
-                         .kernel_size = 7,
-                         .padding = 3,
-                         .bias = false,
-                         .kernel_w = 1,
-                         .padding_w = 0};
-const Conv2dOptions k3x1{.in_channels = 5,
-                         .out_channels = 4,
-                         .kernel_size = 3,
-                         .stride = 2,
-                         .padding = 1,
-                         .kernel_w = 1,
-                         .stride_w = 1,
-                         .padding_w = 0};
-
-// x [N, 3, 9, 11] -> 1x7 pad (0, 3) -> 9x11 -> 7x1 pad (3, 0) -> 9x11 -> 3x1 stride (2, 1) pad (1, 0) -> 5x11
-// -> flatten -> 3 classes.
-std::unique_ptr<Sequential> rect_net() {
-  auto net = std::make_unique<Sequential>();
-  net->emplace_named<Conv2d>("conv1x7", k1x7);
-  net->emplace_named<ReLU>("relu");
-  net->emplace_named<Conv2d>("conv7x1", k7x1);
-  net->emplace_named<Conv2d>("conv3x1", k3x1);
-  net->emplace_named<Flatten>("flatten");
-  net->emplace_named<Linear>("fc", 4 * 5 * 11, 3);
-  return net;
-}
+using testing::k1x7;
+using testing::k3x1;
+using testing::k7x1;
+using testing::rect_net;
 
 TEST(Conv2dRectLayer, WeightShapesFanInOutputShapeAndRefusals) {
   Model m("rect", rect_net(), {3, 9, 11});
@@ -205,14 +177,7 @@ TEST(Conv2dRectLayer, FastCpuForwardAndBackwardMatchTheReference) {
 TEST(Conv2dRectLayer, ModelGradientCheck) {
   Model m("rect", rect_net(), {3, 9, 11});
   m.finalize(testing::cpu_context(DType::F64), 3);
-  const Tensor x = testing::random_tensor({2, 3, 9, 11}, DType::F64, 21);
-  testing::ModelCheck c;
-  c.kind = testing::CheckKind::Coordinates;
-  c.options.max_elements_per_input = 40;
-  const engine::testing::GradCheckResult r =
-      testing::check_model_gradients(m, x, testing::random_labels(2, 3, 22), c);
-  EXPECT_TRUE(r.ok) << r.report;
-  EXPECT_GT(r.checked, 150u);
+  testing::expect_model_gradients(m, {3, 9, 11}, 3, 150);
 }
 
 TEST(Conv2dRectLayer, OnnxOutAndBackInIsTheSameNetwork) {
@@ -221,33 +186,13 @@ TEST(Conv2dRectLayer, OnnxOutAndBackInIsTheSameNetwork) {
     const ExecutionContext ctx = testing::cpu_context(dtype);
     Model net("rect", rect_net(), {3, 9, 11});
     net.finalize(ctx, 5);
-    const std::string path = (engine::testing::scratch_dir("onnx_rect_", "net") / "net.onnx").string();
-    onnx::export_model(net, path);
-    onnx::ImportOptions o;
-    o.sample_shape = {3, 9, 11};
-    o.num_classes = 3;
-    Model imported = onnx::import_model(path, o);
-    imported.finalize(ctx, 99);  // another seed: every value must come from the file
+    Model imported = testing::expect_onnx_round_trip(net, ctx, "rect", {3, 9, 11}, 3);
     EXPECT_EQ(imported.parameters()[0].value.shape(), (Shape{4, 3, 1, 7}));
     EXPECT_EQ(imported.parameters()[3].value.shape(), (Shape{4, 5, 3, 1}));
-    Tensor params = net.flat_parameters();
-    params.copy_from(imported.flat_parameters());  // the file's float32 values in both
-    const Tensor x = testing::random_tensor({2, 3, 9, 11}, dtype, 17);
-    EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-              testing::host_values(imported.forward(x, Mode::Train)));
-    const Tensor dy = testing::random_tensor({2, 3}, dtype, 23);
-    net.backward(dy);
-    imported.backward(dy);
-    EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(imported.flat_gradients()));
-    // Exported again: the same network a third time.
-    const std::string again = (engine::testing::scratch_dir("onnx_rect_", "again") / "net.onnx").string();
-    onnx::export_model(imported, again);
-    Model third = onnx::import_model(again, o);
-    third.finalize(ctx, 7);
+    // Written again (kernel_shape, strides and pads per axis from the layer): the same network a third time.
+    Model third = testing::expect_onnx_round_trip(imported, ctx, "rect_again", {3, 9, 11}, 3);
     EXPECT_EQ(testing::host_values(third.flat_parameters()),
               testing::host_values(imported.flat_parameters()));
-    EXPECT_EQ(testing::host_values(third.forward(x, Mode::Eval)),
-              testing::host_values(imported.forward(x, Mode::Eval)));
   }
 }
 

@@ -20,38 +20,14 @@
 #include "core/stream.h"
 #include "kernels/cuda/handles.h"
 #include "tests/common/gpu.h"
+#include "tests/cpu/conv2d_rect_net.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
 namespace {
 
 using testing::host_values;
-
-std::unique_ptr<Sequential> rect_net() {
-  auto net = std::make_unique<Sequential>();
-  net->emplace_named<Conv2d>(
-      "conv1x7",
-      Conv2dOptions{.in_channels = 3, .out_channels = 4, .kernel_size = 1, .kernel_w = 7, .padding_w = 3});
-  net->emplace_named<ReLU>("relu");
-  net->emplace_named<Conv2d>("conv7x1", Conv2dOptions{.in_channels = 4,
-                                                      .out_channels = 5,
-                                                      .kernel_size = 7,
-                                                      .padding = 3,
-                                                      .bias = false,
-                                                      .kernel_w = 1,
-                                                      .padding_w = 0});
-  net->emplace_named<Conv2d>("conv3x1", Conv2dOptions{.in_channels = 5,
-                                                      .out_channels = 4,
-                                                      .kernel_size = 3,
-                                                      .stride = 2,
-                                                      .padding = 1,
-                                                      .kernel_w = 1,
-                                                      .stride_w = 1,
-                                                      .padding_w = 0});
-  net->emplace_named<Flatten>("flatten");
-  net->emplace_named<Linear>("fc", 4 * 5 * 11, 3);
-  return net;
-}
+using testing::rect_net;
 
 double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
   double diff = 0.0, ref = 0.0;
