@@ -4,6 +4,12 @@
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) and the file's names; every other weight is the file's; --param-group
 // freezes all but the head; a model whose output is no classifier is refused naming the node.
 
+#if ENGINE_HAVE_ONNX
+#include <onnx/onnx_pb.h>
+
+#include "tests/common/onnx_protos.h"
+#endif
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -140,6 +146,43 @@ TEST(OnnxNewHead, RefusesAnOutputWithoutAClassifier) {
             }).find("--new-head needs the data's number of classes"),
             std::string::npos);
 }
+
+#if ENGINE_HAVE_ONNX
+// PyTorch's newer exporter writes a Linear as MatMul by the transposed weight [in, out], then Add of the
+// bias.
+TEST(OnnxNewHead, MatMulAndAddClassifierReplaced) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  ::onnx::GraphProto& g = *m.mutable_graph();
+  ::onnx::ValueInfoProto& x = *g.add_input();
+  x.set_name("x");
+  auto* type = x.mutable_type()->mutable_tensor_type();
+  type->set_elem_type(::onnx::TensorProto::FLOAT);
+  type->mutable_shape()->add_dim()->set_dim_param("N");
+  type->mutable_shape()->add_dim()->set_dim_value(4);
+  engine::testing::add_float_initializer(g, "fc.weight", {4, 5},
+                                         [](int i) { return 0.1F * static_cast<float>(i); });
+  engine::testing::add_float_initializer(g, "fc.bias", {5},
+                                         [](int i) { return 0.5F + static_cast<float>(i); });
+  engine::testing::add_node(g, "MatMul", "/fc/MatMul", {"x", "fc.weight"}, "h");
+  engine::testing::add_node(g, "Add", "/fc/Add", {"h", "fc.bias"}, "y");
+  g.add_output()->set_name("y");
+  onnx::ImportOptions o;
+  o.num_classes = 3;
+  o.new_head = true;
+  Model a = onnx::import_model_bytes(m.SerializeAsString(), "m.onnx", o);
+  a.finalize(testing::cpu_context(DType::F32), 5);
+  ASSERT_EQ(a.parameters().size(), 2U);
+  EXPECT_EQ(a.parameters()[0].name, "fc.weight");
+  EXPECT_EQ(a.parameters()[0].value.shape(), (Shape{3, 4}));  // the engine's Linear: [out, in]
+  EXPECT_EQ(a.parameters()[1].value.shape(), (Shape{3}));
+  for (const Parameter& p : a.parameters()) {
+    for (const double v : testing::host_values(p.value)) EXPECT_LE(std::fabs(v), 0.5) << p.name;  // 1/sqrt(4)
+  }
+  EXPECT_EQ(a.forward(testing::random_tensor({2, 4}, DType::F32, 4), Mode::Eval).shape(), (Shape{2, 3}));
+}
+#endif
 
 }  // namespace
 }  // namespace engine::layers
