@@ -134,6 +134,13 @@ TEST_F(CnnTrainOnnx, NewHeadTrainsTheClassifierWithTheRestFrozen) {
   }
   EXPECT_EQ(heads, 2);
   EXPECT_GT(kept, 5);
+  // The checkpoint says the head was replaced: --eval-only and cnn_export_onnx rebuild the same model.
+  const testing::RunResult eval = run_train({"--cpu", "--dataset", "folder:" + root, "--batch-size", "8",
+                                             "--eval-only", ckpt + "/epoch1.safetensors"});
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+  const testing::RunResult exported = testing::run_program(
+      "cnn_export_onnx", {"--checkpoint", ckpt + "/epoch1.safetensors", "--output", files + "/head.onnx"});
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
 
   const testing::RunResult without = run_train(onnx_run(root, testing::temp_dir("onnx_head_b"), net, 8, 1));
   EXPECT_NE(without.exit_code, 0);
