@@ -49,7 +49,7 @@ std::unique_ptr<Sequential> net(int classes, bool conv_head) {
 std::string exported(int classes, bool conv_head, const std::string& tag) {
   Model m("pretrained", net(classes, conv_head), {3, 7, 9});
   m.finalize(testing::cpu_context(DType::F32), 3);
-  const std::string path = (engine::testing::scratch_dir("onnx_new_head_", tag) / "net.onnx").string();
+  std::string path = (engine::testing::scratch_dir("onnx_new_head_", tag) / "net.onnx").string();
   onnx::export_model(m, path);
   return path;
 }
