@@ -97,8 +97,9 @@ Predictor::Predictor(const std::string& checkpoint, const std::string& class_nam
                "checkpoint '{}': evaluation crop {} but input {}x{}", checkpoint, geometry.crop, height_,
                width_);
   eval_resize_ = geometry.resize;
+  const bool new_head = meta.count("new_head") == 1 && meta.at("new_head") == "1";  // cnn_train --new-head
   model_ = std::make_unique<layers::Model>(layers::build_model(
-      meta.at("model"), channels_, static_cast<int>(class_names_.size()), height_, width_));
+      meta.at("model"), channels_, static_cast<int>(class_names_.size()), height_, width_, {}, new_head));
   model_->finalize(layers::ExecutionContext{}, 0);
   optim::load_checkpoint(checkpoint, *model_, nullptr);
 }

@@ -118,6 +118,10 @@ void add_train_flags(CLI::App& app, TrainConfig& c) {
                  "vgg6, cnn3, mnist_cnn, resnet18, airbench, or an ONNX file FILE.onnx (default: " +
                      defaults_by_dataset(model_of) + "; on --resume/--eval-only: the checkpoint's)")
       ->check(check_model);
+  app.add_flag("--new-head", c.new_head,
+               "transfer learning: the ONNX model's classifier (its last Linear or 1x1 Conv) replaced by one "
+               "of the data's classes, freshly initialized, its names kept (freeze the rest with "
+               "--param-group)");
   app.add_option("--epochs", c.epochs, "epochs to train (in all, counting resumed ones)")
       ->check(number_range(std::int64_t{1}, std::int64_t{1000000}));
   app.add_option(
@@ -279,6 +283,9 @@ void finish_train_config(const CLI::App& app, TrainConfig& c) {
       "--overwrite starts a new run in --checkpoint-dir; --resume and --eval-only read one: give one "
       "of them");
   check_new_run_folder(c);
+  ENGINE_CHECK(!c.new_head || layers::onnx::is_onnx_path(c.model),
+               "--new-head replaces an ONNX model's classifier; --model {} is not an ONNX file (FILE.onnx)",
+               c.model);
   // An ONNX model by its absolute path: the checkpoints name it, and are used from other folders.
   if (layers::onnx::is_onnx_path(c.model)) c.model = std::filesystem::absolute(c.model).lexically_normal();
   c.schedule_config().validate();  // --step-epochs syntax, milestones, warmup

@@ -5,19 +5,34 @@
 
 namespace engine::layers {
 
+std::string kernel_str(const Conv2dOptions& o) {
+  return fmt::format("{}x{}", o.kernel_height(), o.kernel_width());
+}
+std::string stride_str(const Conv2dOptions& o) {
+  return o.stride_width() == o.stride ? fmt::format("{}", o.stride)
+                                      : fmt::format("({}, {})", o.stride, o.stride_width());
+}
+std::string padding_str(const Conv2dOptions& o) {
+  return o.padding_width() == o.padding ? fmt::format("{}", o.padding)
+                                        : fmt::format("({}, {})", o.padding, o.padding_width());
+}
+
 Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
   const Conv2dOptions& o = options_;
-  LAYER_CHECK(
-      o.in_channels > 0 && o.out_channels > 0 && o.kernel_size > 0 && o.stride > 0 && o.padding >= 0 &&
-          o.dilation > 0 && o.groups > 0 && o.in_channels % o.groups == 0 && o.out_channels % o.groups == 0,
-      "bad options: in_channels {}, out_channels {}, kernel_size {}, stride {}, padding {}, dilation {}, "
-      "groups {} (groups must divide both channel counts)",
-      o.in_channels, o.out_channels, o.kernel_size, o.stride, o.padding, o.dilation, o.groups);
-  LAYER_CHECK(!o.identity_init || o.groups == 1, "identity_init is for dense convolutions (groups {})",
+  LAYER_CHECK(o.in_channels > 0 && o.out_channels > 0 && o.kernel_height() > 0 && o.kernel_width() > 0 &&
+                  o.stride_height() > 0 && o.stride_width() > 0 && o.padding_height() >= 0 &&
+                  o.padding_width() >= 0 && o.dilation > 0 && o.groups > 0 && o.in_channels % o.groups == 0 &&
+                  o.out_channels % o.groups == 0,
+              "bad options: in_channels {}, out_channels {}, kernel {}, stride {}, padding {}, dilation {}, "
+              "groups {} (groups must divide both channel counts)",
+              o.in_channels, o.out_channels, kernel_str(o), stride_str(o), padding_str(o), o.dilation,
               o.groups);
+  LAYER_CHECK(!o.identity_init || (o.groups == 1 && o.square()),
+              "identity_init is for dense convolutions with square kernels (groups {}, kernel {})", o.groups,
+              kernel_str(o));
   const int in_per_group = o.in_channels / o.groups;
-  const std::int64_t fan_in = static_cast<std::int64_t>(in_per_group) * o.kernel_size * o.kernel_size;
-  weight_ = add_parameter("weight", {o.out_channels, in_per_group, o.kernel_size, o.kernel_size},
+  const std::int64_t fan_in = static_cast<std::int64_t>(in_per_group) * o.kernel_height() * o.kernel_width();
+  weight_ = add_parameter("weight", {o.out_channels, in_per_group, o.kernel_height(), o.kernel_width()},
                           o.identity_init ? ParamInit::FanInUniformDirac : ParamInit::FanInUniform, fan_in);
   if (o.bias) {
     bias_ = add_parameter("bias", {o.out_channels},
@@ -40,9 +55,12 @@ Conv2dShape geometry(const Conv2dOptions& o, const Shape& x) {
   s.h = detail::to_int(x[2]);
   s.w = detail::to_int(x[3]);
   s.k = o.out_channels;
-  s.r = s.s = o.kernel_size;
-  s.stride_h = s.stride_w = o.stride;
-  s.pad_h = s.pad_w = o.padding;
+  s.r = o.kernel_height();
+  s.s = o.kernel_width();
+  s.stride_h = o.stride_height();
+  s.stride_w = o.stride_width();
+  s.pad_h = o.padding_height();
+  s.pad_w = o.padding_width();
   s.groups = o.groups;
   s.dilation_h = s.dilation_w = o.dilation;
   return s;
@@ -55,10 +73,12 @@ Shape Conv2d::output_shape_impl(const Shape& in) const {
   LAYER_CHECK(in[1] == options_.in_channels, "expects {} input channels, got an input {}",
               options_.in_channels, shape_str(in));
   LAYER_CHECK(in[0] > 0 && in[2] > 0 && in[3] > 0, "empty input {}", shape_str(in));
-  const std::int64_t span = options_.dilation * (options_.kernel_size - 1) + 1 - 2 * options_.padding;
-  LAYER_CHECK(in[2] >= span && in[3] >= span,
-              "a {}x{} kernel (dilation {}) with padding {} does not fit in the input {}",
-              options_.kernel_size, options_.kernel_size, options_.dilation, options_.padding, shape_str(in));
+  const Conv2dOptions& o = options_;
+  const std::int64_t span_h = o.dilation * (o.kernel_height() - 1) + 1 - 2 * o.padding_height();
+  const std::int64_t span_w = o.dilation * (o.kernel_width() - 1) + 1 - 2 * o.padding_width();
+  LAYER_CHECK(in[2] >= span_h && in[3] >= span_w,
+              "a {} kernel (dilation {}) with padding {} does not fit in the input {}", kernel_str(o),
+              o.dilation, padding_str(o), shape_str(in));
   const Conv2dShape s = geometry(options_, in);
   return {in[0], options_.out_channels, s.p(), s.q()};
 }

@@ -307,7 +307,7 @@ std::vector<std::string> model_names() {
 }
 
 Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width,
-                  const BatchNormFactory& make_batchnorm) {
+                  const BatchNormFactory& make_batchnorm, bool new_head) {
   if (onnx::is_onnx_path(name)) {  // a model from a file: layers/onnx/onnx_model.h
     ENGINE_CHECK(in_channels > 0 && num_classes > 0 && height > 0 && width > 0,
                  "{}: bad sizes: in_channels {}, num_classes {}, input {}x{}", name, in_channels, num_classes,
@@ -316,8 +316,13 @@ Model build_model(std::string_view name, int in_channels, int num_classes, int h
                                                   .num_classes = num_classes,
                                                   .bound_inputs = {},
                                                   .first_output_only = false,
-                                                  .make_batchnorm = make_batchnorm});
+                                                  .make_batchnorm = make_batchnorm,
+                                                  .new_head = new_head});
   }
+  ENGINE_CHECK(!new_head,
+               "--new-head replaces the classifier of an ONNX file's model; {} is built here, with "
+               "the data's classes already",
+               name);
   const ZooEntry* entry = nullptr;
   for (const ZooEntry& e : kZoo) {
     if (name == e.name) entry = &e;

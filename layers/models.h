@@ -50,8 +50,9 @@ std::vector<std::string> model_names();
 
 // A model for inputs [N, in_channels, height, width] with num_classes outputs; not finalized (call
 // Model::finalize with a context and a seed). Throws engine::Error for an unknown name (listing the known
-// ones) or an input size the model does not accept.
+// ones) or an input size the model does not accept. new_head: an ONNX file's classifier replaced by one of
+// num_classes outputs (onnx::ImportOptions::new_head; refused for the zoo's names, which have no file).
 Model build_model(std::string_view name, int in_channels, int num_classes, int height, int width,
-                  const BatchNormFactory& make_batchnorm = {});
+                  const BatchNormFactory& make_batchnorm = {}, bool new_head = false);
 
 }  // namespace engine::layers

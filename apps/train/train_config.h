@@ -71,6 +71,7 @@ struct TrainConfig {
   bool download =
       false;          // fetch cifar10/mnist into the data folder when missing (apps/train/data_download.h)
   std::string model;  // empty: the catalog's default for the dataset
+  bool new_head = false;  // --new-head: an ONNX model's classifier replaced (onnx::ImportOptions::new_head)
   std::int64_t epochs = 10;
   std::int64_t batch_size = 0;  // per process; 0: the model's default (apps/train/model_defaults.h)
   double lr = -1.0;             // < 0: the model's default

@@ -70,6 +70,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   if (saves && c.resume_auto()) checkpoint_lock_ = std::make_unique<CheckpointDirLock>(c.checkpoint_dir);
   const std::string checkpoint = eval_only ? c.eval_only : resolve_resume();
   std::string model_name = c.model;
+  new_head_ = c.new_head;
   if (!checkpoint.empty()) {
     const optim::SafetensorsFile file = optim::SafetensorsFile::read(checkpoint);
     const std::string note = check_checkpoint_fits_run(
@@ -81,10 +82,15 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     // The checkpoint says which model it holds; a checkpoint without that (PyTorch's) keeps the default.
     const auto it = file.metadata().find("model");
     if (!c.model_given && it != file.metadata().end()) model_name = it->second;
+    const auto head =
+        file.metadata().find("new_head");  // a run of --new-head: its model had the head replaced
+    new_head_ = new_head_ || (head != file.metadata().end() && head->second == "1" &&
+                              it != file.metadata().end() && it->second == model_name);
   }
-  model_ = std::make_unique<layers::Model>(layers::build_model(
-      model_name, static_cast<int>(shape_source.channels), static_cast<int>(shape_source.num_classes()),
-      static_cast<int>(shape_source.height), static_cast<int>(shape_source.width), hooks_.make_batchnorm));
+  model_ = std::make_unique<layers::Model>(
+      layers::build_model(model_name, static_cast<int>(shape_source.channels),
+                          static_cast<int>(shape_source.num_classes()), static_cast<int>(shape_source.height),
+                          static_cast<int>(shape_source.width), hooks_.make_batchnorm, new_head_));
   model_->finalize(device_->context(), c.seed);
   if (c.whiten_init > 0 && !eval_only) {  // every rank alike, before the broadcast and a resume's weights
     const std::string note = apply_whiten_init(*model_, data_, c.whiten_init);

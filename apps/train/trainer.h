@@ -257,9 +257,10 @@ class Trainer {
   // --cuda-graph (apps/train/cuda_graph_policy.h, apps/train/training_graph.h). Declared last: destroyed
   // first, after its last replay, while the model, optimizer and loaders it points into still exist.
   CudaGraphPlan graph_plan_;
-  Tensor step_losses_device_;             // graphs: one float per step of the epoch, written at the slot
-  std::int64_t graph_eager_steps_ = 0;    // eager steps so far (the warm-up before the capture)
-  bool graph_failed_ = false;             // the capture failed: eager steps for the rest of the run
+  Tensor step_losses_device_;           // graphs: one float per step of the epoch, written at the slot
+  std::int64_t graph_eager_steps_ = 0;  // eager steps so far (the warm-up before the capture)
+  bool new_head_ = false;      // the model's classifier replaced (--new-head, or the checkpoint's run had it)
+  bool graph_failed_ = false;  // the capture failed: eager steps for the rest of the run
   std::unique_ptr<TrainingGraph> graph_;  // null: eager steps without the step state
 };
 

@@ -126,6 +126,8 @@ optim::TrainingState Trainer::training_state(std::int64_t epochs_done) const {
                  {"epochs", std::to_string(config_.epochs)},  // the length schedules span (restore())
                  {"world_size", std::to_string(config_.world_size)},
                  {"history", format_history_json(whole_history())}};  // a resumed run's --plot
+  // An ONNX model whose classifier --new-head replaced: --resume, --eval-only and cnn_predict replace it too.
+  if (new_head_) state.extra.emplace("new_head", "1");
   if (data_.test.on_disk()) {  // a folder's evaluation transform (apps/train/eval_transform.h)
     state.extra[kEvalResizeKey] =
         std::to_string(config_.resize > 0 ? config_.resize : data::default_resize(config_.image_size));

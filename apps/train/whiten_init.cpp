@@ -27,10 +27,12 @@ std::string apply_whiten_init(layers::Model& model, const TrainData& data, std::
                "--whiten-init: {} is not a Conv2d's weight", weight->name);
   const layers::Conv2dOptions& o = conv->options();
   const int k = o.kernel_size, d = o.in_channels * k * k;
-  ENGINE_CHECK(o.out_channels == 2 * d && o.stride == 1,
-               "--whiten-init {}: the first convolution of {} ({}) is {} -> {} channels, {}x{}, stride {}; "
-               "whitening needs out = 2 * in*k*k = {} channels and stride 1 (airbench94's: 3 -> 24, 2x2)",
-               images, model.name(), weight->name, o.in_channels, o.out_channels, k, k, o.stride, 2 * d);
+  ENGINE_CHECK(o.out_channels == 2 * d && o.stride == 1 && o.square(),
+               "--whiten-init {}: the first convolution of {} ({}) is {} -> {} channels, {}, stride {}; "
+               "whitening needs a square kernel, out = 2 * in*k*k = {} channels and stride 1 (airbench94's: "
+               "3 -> 24, 2x2)",
+               images, model.name(), weight->name, o.in_channels, o.out_channels, layers::kernel_str(o),
+               layers::stride_str(o), 2 * d);
   const data::Dataset& train = data.train;
   ENGINE_CHECK(train.size() > 0, "--whiten-init {}: the training set is not loaded", images);
   ENGINE_CHECK(train.channels == o.in_channels &&

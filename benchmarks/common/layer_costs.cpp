@@ -39,12 +39,13 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
   const double dx_bytes = c.needs_input_grad ? kF32 * x : 0.0;
   if (const auto* conv = dynamic_cast<const layers::Conv2d*>(&layer)) {
     const layers::Conv2dOptions& o = conv->options();
-    c.kernel = o.kernel_size;
+    c.kernel = o.kernel_size;  // the height's (the kernel benchmarks take the built-in, square models)
     c.stride = o.stride;
     c.padding = o.padding;
     c.out_channels = o.out_channels;
     c.bias = o.bias;
-    const double macs = y * (static_cast<double>(o.in_channels) / o.groups) * o.kernel_size * o.kernel_size;
+    const double macs =
+        y * (static_cast<double>(o.in_channels) / o.groups) * o.kernel_height() * o.kernel_width();
     const double bias_ops = o.bias ? y : 0.0;
     c.forward_flops = 2 * macs + bias_ops;
     c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + bias_ops;

@@ -110,7 +110,7 @@ void Builder::add_layer(const pb::NodeProto& node, std::unique_ptr<Layer> layer,
                                  shape_str(values[i].shape), local, shape_str(slot.shape)));
       }
     }
-    layer->set_initial_values(local, values[i].values);
+    if (fresh_weights.count(params[i].second) == 0) layer->set_initial_values(local, values[i].values);
   }
   const Value& in = values_.at(input_name);
   Shape out;

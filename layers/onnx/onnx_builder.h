@@ -75,6 +75,9 @@ class Builder {
   // Nodes that read `name` (in the reachable graph), for the pattern matches; set by the graph walk.
   std::map<std::string, std::vector<const pb::NodeProto*>> consumers;
   std::set<const pb::NodeProto*> consumed;  // nodes folded into an earlier node's layer by a pattern
+  // Weights the layers initialize themselves instead of taking the file's values (--new-head's classifier,
+  // onnx_new_head.cpp).
+  std::set<std::string> fresh_weights;
   // The graph's input holds integers (ONNX's node tests of uint8 arithmetic): Sub, Mul and Div, which wrap or
   // truncate in integers, are refused rather than computed in float (onnx_ops_graph.cpp).
   bool integer_input = false;
@@ -94,6 +97,11 @@ class Builder {
   int unnamed_ = 0;
 };
 
+// ImportOptions::new_head: the classifier before the output (a Gemm, MatMul (+ Add) or 1x1 Conv, through
+// shape-keeping nodes) gets `classes` outputs, its weights fresh (onnx_new_head.cpp); refuses naming the
+// node where the walk from the output stops.
+void replace_head(Builder& b, const pb::GraphProto& g, const std::vector<const pb::NodeProto*>& order,
+                  int classes);
 // Adds the layers of one node (or of a pattern starting at it) to the builder; refuses what it cannot.
 void convert_node(Builder& b, const pb::NodeProto& node);
 // The shape subgraphs folded to constants, and the ops of several inputs or outputs or on channels

@@ -68,17 +68,18 @@ class Writer final : public detail::NodeSink {
     }
     if (const auto* graph = dynamic_cast<const Graph*>(&layer)) return emit_graph(*graph, x);
     if (const auto* c = dynamic_cast<const Conv2d*>(&layer)) {
-      const int k = c->options().padding;
+      const Conv2dOptions& o = c->options();
+      const int ph = o.padding_height(), pw = o.padding_width();
       pb::NodeProto& n = add_node("Conv", p, {x, param(layer, "weight")});
       if (c->has_bias()) n.add_input(param(layer, "bias"));
-      ints(n, "kernel_shape", {c->options().kernel_size, c->options().kernel_size});
-      ints(n, "strides", {c->options().stride, c->options().stride});
-      ints(n, "pads", {k, k, k, k});
-      ints(n, "dilations", {c->options().dilation, c->options().dilation});
+      ints(n, "kernel_shape", {o.kernel_height(), o.kernel_width()});
+      ints(n, "strides", {o.stride_height(), o.stride_width()});
+      ints(n, "pads", {ph, pw, ph, pw});  // top, left, bottom, right
+      ints(n, "dilations", {o.dilation, o.dilation});
       pb::AttributeProto* g = n.add_attribute();
       g->set_name("group");
       g->set_type(pb::AttributeProto::INT);
-      g->set_i(c->options().groups);
+      g->set_i(o.groups);
       return n.output(0);
     }
     if (const auto* bn = dynamic_cast<const BatchNorm2d*>(&layer)) {

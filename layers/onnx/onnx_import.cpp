@@ -201,6 +201,11 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
       if (!in.empty()) b.consumers[in].push_back(n);
     }
   }
+  if (options.new_head) {
+    ENGINE_CHECK(options.num_classes > 0, "ONNX model '{}': --new-head needs the data's number of classes",
+                 what);
+    detail::replace_head(b, g, order, options.num_classes);
+  }
   // Constant nodes first: a pattern starting at a node (GELU's Erf form at its Div) reads constants that
   // the topological order may place after that node (PyTorch's exporter writes the Add's 1 that way).
   for (const pb::NodeProto* n : order) {
@@ -221,8 +226,12 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
   if (options.num_classes > 0) {
     ENGINE_CHECK(
         out.shape.size() == 2 && out.shape[1] == options.num_classes,
-        "ONNX model '{}': it gives outputs {} for {} inputs; the data has {} classes ([N, {}] expected)",
-        what, shape_str(out.shape), shape_str(full), options.num_classes, options.num_classes);
+        "ONNX model '{}': it gives outputs {} for {} inputs; the data has {} classes ([N, {}] expected){}",
+        what, shape_str(out.shape), shape_str(full), options.num_classes, options.num_classes,
+        options.new_head || out.shape.size() != 2
+            ? std::string()
+            : std::string(" (--new-head replaces its classifier by one of the data's classes, freshly "
+                          "initialized)"));
   }
   return Model(what, b.take_graph(), sample);
 }

@@ -49,6 +49,10 @@ struct ImportOptions {
   bool first_output_only = false;
   // How BatchNormalization nodes become layers (dist::SyncBatchNorm2d under --sync-bn); empty: BatchNorm2d.
   BatchNormFactory make_batchnorm;
+  // Transfer learning: the file's classifier (the last Linear or 1x1 Conv before the output) replaced by one
+  // with num_classes outputs, freshly initialized as PyTorch's (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), its
+  // names kept; every other weight is the file's.
+  bool new_head = false;
 };
 
 // Reads `path` and builds the model (not finalized). Throws engine::Error naming the file, and for a node

@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
-#include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/gelu.h"
@@ -104,51 +103,6 @@ void check_kernel_shape(const Builder& b, const pb::NodeProto& node, int kernel)
     b.refuse(node, fmt::format("attribute kernel_shape = [{}] is not supported (square 2-d kernels only)",
                                fmt::join(ks, ", ")));
   }
-}
-
-void conv(Builder& b, const pb::NodeProto& node) {
-  only_attributes(b, node, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
-  spatial_common(b, node, /*takes_dilations=*/true);
-  const std::int64_t group = attr_int(node, "group", 1);
-  const HostTensor& w = b.weight(node, 1);
-  if (group < 1 || w.shape.empty() || w.shape[0] % group != 0) {
-    b.refuse(node, fmt::format("attribute group = {} does not divide the weight's {} output channels", group,
-                               w.shape.empty() ? 0 : w.shape[0]));
-  }
-  if (w.shape.size() != 4 || w.shape[2] != w.shape[3]) {
-    b.refuse(node, fmt::format("weight '{}' {} is not supported (2-d convolutions with square kernels only)",
-                               node.input(1), shape_str(w.shape)));
-  }
-  if (node_attr(node, "kernel_shape")) check_kernel_shape(b, node, static_cast<int>(w.shape[2]));
-  const Value& x = b.runtime(node, 0);
-  Conv2dOptions o;
-  o.out_channels = static_cast<int>(w.shape[0]);
-  o.groups = static_cast<int>(group);
-  o.in_channels = static_cast<int>(w.shape[1] * group);  // the weight holds in / group channels
-  o.dilation = square(b, node, "dilations", 1, "equal dilations along both axes");
-  if (o.dilation < 1) b.refuse(node, "attribute dilations: a dilation of 0");
-  o.kernel_size = static_cast<int>(w.shape[2]);
-  o.stride = square(b, node, "strides", 1, "equal strides along both axes");
-  o.padding = square(b, node, "pads", 0, "the same padding on every side");
-  if (const std::string pad = attr_string(node, "auto_pad", ""); is_same_auto_pad(pad)) {
-    const auto [ph, pw] = same_pads(b, node, pad, x.shape, {o.kernel_size, o.kernel_size},
-                                    {o.stride, o.stride}, {o.dilation, o.dilation});
-    if (ph != pw)
-      b.refuse(node, fmt::format("auto_pad = {} needs pads {} along H and {} along W: unequal", pad, ph, pw));
-    o.padding = ph;
-  }
-  o.bias = b.has_bias(node, 2);
-  if (x.shape.size() == 4 && x.shape[1] != o.in_channels) {
-    b.refuse(node, fmt::format("weight '{}' {} needs {} input channels, the input has {}", node.input(1),
-                               shape_str(w.shape), o.in_channels, x.shape[1]));
-  }
-  std::vector<std::pair<std::string, std::string>> params{{"weight", node.input(1)}};
-  std::vector<HostTensor> values{w};
-  if (o.bias) {
-    params.emplace_back("bias", node.input(2));
-    values.push_back(b.weight(node, 2));
-  }
-  b.add_layer(node, std::make_unique<Conv2d>(o), node.input(0), params, values, node.output(0));
 }
 
 void batchnorm(Builder& b, const pb::NodeProto& node) {
@@ -340,9 +294,11 @@ void matmul(Builder& b, const pb::NodeProto& node) {
 }  // namespace
 
 void convert_elementwise(Builder& b, const pb::NodeProto& node);  // onnx_ops_elementwise.cpp
+void convert_conv(Builder& b, const pb::NodeProto& node);         // onnx_ops_conv.cpp
 
 std::string supported_ops() {
-  return "Conv (group, dilations), BatchNormalization, Relu, Gelu (and its Erf form), MaxPool, AveragePool "
+  return "Conv (group, dilations, rectangular kernels), BatchNormalization, Relu, Gelu (and its Erf form), "
+         "MaxPool, AveragePool "
          "(floor or ceil mode), GlobalAveragePool, Flatten, Reshape [N, -1], Gemm, MatMul (+ Add), Add, Add "
          "and Mul by a scalar or per-channel constant, Div by a scalar constant, Dropout, Identity, "
          "Constant, "
@@ -359,7 +315,7 @@ void convert_node(Builder& b, const pb::NodeProto& node) {
   }
   if (convert_graph_node(b, node)) return;
   const std::string& op = node.op_type();
-  if (op == "Conv") return conv(b, node);
+  if (op == "Conv") return convert_conv(b, node);  // onnx_ops_conv.cpp
   if (op == "BatchNormalization") return batchnorm(b, node);
   if (op == "MaxPool") return maxpool(b, node);
   if (op == "AveragePool") return averagepool(b, node);

@@ -13,6 +13,7 @@
 #include "optim/safetensors.h"
 #include "tests/common/onnx_small_net.h"
 #include "tests/cpu/cnn_train_test_util.h"
+#include "tests/cpu/layer_test_util.h"
 
 namespace engine::apps {
 namespace {
@@ -100,6 +101,57 @@ TEST_F(CnnTrainOnnx, RefusesAMissingFileAndAWrongClassCount) {
       run_train(onnx_run(root, testing::temp_dir("onnx_bad_b"), small_net_onnx(files, 10), 8, 1));
   EXPECT_NE(classes.exit_code, 0);
   EXPECT_NE(classes.output.find("the data has 3 classes"), std::string::npos) << classes.output;
+}
+
+// Transfer learning: a 10-class file trained on the 3 classes of the data with --new-head, everything but
+// the new classifier frozen by --param-group: the classifier's weights are [3, 8] and trained, every other
+// parameter keeps the file's values. Without --new-head the class count is refused naming the flag; a zoo
+// model is refused with it.
+TEST_F(CnnTrainOnnx, NewHeadTrainsTheClassifierWithTheRestFrozen) {
+  const std::string root = testing::tiny_folder_dataset("onnx_head");
+  const std::string files = testing::temp_dir("onnx_head_files"), ckpt = testing::temp_dir("onnx_head_ckpt");
+  const std::string net = small_net_onnx(files, 10);
+  const std::vector<std::string> freeze = {"--new-head",    "--param-group",    "Linear.weight:lr=1",
+                                           "--param-group", "Linear.bias:lr=1", "--param-group",
+                                           ".:frozen"};
+  const testing::RunResult r = run_train(with_args(onnx_run(root, ckpt, net, 8, 1), freeze));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const optim::SafetensorsFile trained = optim::SafetensorsFile::read(ckpt + "/epoch1.safetensors");
+  layers::Model file = layers::onnx::import_model(net, {});
+  file.finalize(layers::testing::cpu_context(), 1);
+  int heads = 0, kept = 0;
+  for (const layers::Parameter& p : file.parameters()) {
+    const optim::SafetensorsFile::Entry* e = trained.find(p.name);
+    ASSERT_NE(e, nullptr) << p.name << ": the file's name kept";
+    const std::vector<double> values = testing::entry_values(trained, *e);
+    if (p.layer->kind() == "Linear") {
+      ++heads;
+      EXPECT_EQ(values.size(), p.name.ends_with("weight") ? 3U * 8U : 3U) << p.name;
+    } else {
+      ++kept;
+      EXPECT_EQ(values, layers::testing::host_values(p.value)) << p.name << ": frozen at the file's values";
+    }
+  }
+  EXPECT_EQ(heads, 2);
+  EXPECT_GT(kept, 5);
+  // The checkpoint says the head was replaced: --eval-only and cnn_export_onnx rebuild the same model.
+  const testing::RunResult eval = run_train({"--cpu", "--dataset", "folder:" + root, "--batch-size", "8",
+                                             "--eval-only", ckpt + "/epoch1.safetensors"});
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+  const testing::RunResult exported = testing::run_program(
+      "cnn_export_onnx", {"--checkpoint", ckpt + "/epoch1.safetensors", "--output", files + "/head.onnx"});
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+
+  const testing::RunResult without = run_train(onnx_run(root, testing::temp_dir("onnx_head_b"), net, 8, 1));
+  EXPECT_NE(without.exit_code, 0);
+  EXPECT_NE(without.output.find("(--new-head replaces its classifier"), std::string::npos) << without.output;
+  const testing::RunResult zoo =
+      run_train(with_args(onnx_run(root, testing::temp_dir("onnx_head_c"), "cnn3", 8, 1), {"--new-head"}));
+  EXPECT_EQ(zoo.exit_code, 2) << zoo.output;
+  EXPECT_NE(
+      zoo.output.find("--new-head replaces an ONNX model's classifier; --model cnn3 is not an ONNX file"),
+      std::string::npos)
+      << zoo.output;
 }
 
 }  // namespace

@@ -7,9 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/onnx/onnx_model.h"
-#include "tests/common/scratch_dirs.h"
-#include "tests/cpu/layer_test_util.h"
+#include "tests/cpu/layer_model_checks.h"
 
 namespace engine::layers {
 namespace {
@@ -70,14 +68,7 @@ TEST(Conv2dGroupedLayer, WeightShapeOutputShapeAndRefusals) {
 TEST(Conv2dGroupedLayer, ModelGradientCheck) {
   Model m("grouped", grouped_net(), {4, 7, 9});
   m.finalize(testing::cpu_context(DType::F64), 3);
-  const Tensor x = testing::random_tensor({2, 4, 7, 9}, DType::F64, 21);
-  testing::ModelCheck c;
-  c.kind = testing::CheckKind::Coordinates;
-  c.options.max_elements_per_input = 40;
-  const engine::testing::GradCheckResult r =
-      testing::check_model_gradients(m, x, testing::random_labels(2, 3, 22), c);
-  EXPECT_TRUE(r.ok) << r.report;
-  EXPECT_GT(r.checked, 100u);
+  testing::expect_model_gradients(m, {4, 7, 9}, 3, 100);
 }
 
 TEST(Conv2dGroupedLayer, OnnxOutAndBackInIsTheSameNetwork) {
@@ -85,22 +76,7 @@ TEST(Conv2dGroupedLayer, OnnxOutAndBackInIsTheSameNetwork) {
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
   Model net("grouped", grouped_net(), {4, 7, 9});
   net.finalize(ctx, 5);
-  const std::string path = (engine::testing::scratch_dir("onnx_grouped_", "net") / "net.onnx").string();
-  onnx::export_model(net, path);
-  onnx::ImportOptions o;
-  o.sample_shape = {4, 7, 9};
-  o.num_classes = 3;
-  Model imported = onnx::import_model(path, o);
-  imported.finalize(ctx, 99);  // another seed: every value must come from the file
-  Tensor params = net.flat_parameters();
-  params.copy_from(imported.flat_parameters());  // the file's float32 values in both
-  const Tensor x = testing::random_tensor({2, 4, 7, 9}, DType::F64, 17);
-  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-            testing::host_values(imported.forward(x, Mode::Train)));
-  const Tensor dy = testing::random_tensor({2, 3}, DType::F64, 23);
-  net.backward(dy);
-  imported.backward(dy);
-  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(imported.flat_gradients()));
+  testing::expect_onnx_round_trip(net, ctx, "grouped", {4, 7, 9}, 3);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // plus 1e-6 absolute. K here is up to ~600 (conv dW over a batch), so 1e-5 is ~20 times the expected error
 // and still far below anything a wrong index would give.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -54,10 +55,25 @@ struct ConvCase {
 };
 
 // A stable, readable name for a case ("n3c5h7w9k4r3s1p1_bias_dx"): test names and ctest's listing use it.
+// A rectangular kernel ("r1x7s1x1p0x3") names both axes.
 std::string case_name(const ConvCase& c) {
   const Conv2dShape& g = c.shape;
-  return fmt::format("n{}c{}h{}w{}k{}r{}s{}p{}{}{}", g.n, g.c, g.h, g.w, g.k, g.r, g.stride_h, g.pad_h,
-                     c.bias ? "_bias" : "", c.dx ? "_dx" : "");
+  const bool square = g.r == g.s && g.stride_h == g.stride_w && g.pad_h == g.pad_w;
+  const std::string geometry =
+      square ? fmt::format("r{}s{}p{}", g.r, g.stride_h, g.pad_h)
+             : fmt::format("r{}x{}s{}x{}p{}x{}", g.r, g.s, g.stride_h, g.stride_w, g.pad_h, g.pad_w);
+  return fmt::format("n{}c{}h{}w{}k{}{}{}{}", g.n, g.c, g.h, g.w, g.k, geometry, c.bias ? "_bias" : "",
+                     c.dx ? "_dx" : "");
+}
+
+// A kh x kw kernel with per-axis stride and padding (inception_v3's 1x7 and 7x1).
+Conv2dShape rect_conv(int n, int c, int h, int w, int k, std::array<int, 2> kernel, std::array<int, 2> stride,
+                      std::array<int, 2> pad) {
+  Conv2dShape g = testing::square_conv(n, c, h, w, k, kernel[0], stride[0], pad[0]);
+  g.s = kernel[1];
+  g.stride_w = stride[1];
+  g.pad_w = pad[1];
+  return g;
 }
 void PrintTo(const ConvCase& c, std::ostream* out) { *out << case_name(c); }
 
@@ -99,7 +115,12 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{testing::square_conv(2, 4, 8, 8, 5, 1, 1, 0), false, true},    // pointwise
                       ConvCase{testing::square_conv(2, 4, 8, 8, 5, 1, 2, 0), true, true},     // 1x1 stride 2
                       ConvCase{testing::square_conv(4, 1, 28, 28, 8, 3, 1, 0), true, false},  // mnist conv1
-                      ConvCase{testing::square_conv(2, 6, 11, 10, 7, 5, 3, 2), true, true}),
+                      ConvCase{testing::square_conv(2, 6, 11, 10, 7, 5, 3, 2), true, true},
+                      // rectangular kernels, per-axis stride and padding (inception_v3: 1x7, 7x1)
+                      ConvCase{rect_conv(3, 5, 9, 11, 6, {1, 7}, {1, 1}, {0, 3}), true, true},
+                      ConvCase{rect_conv(3, 5, 9, 11, 6, {7, 1}, {1, 1}, {3, 0}), false, true},
+                      ConvCase{rect_conv(2, 5, 9, 11, 4, {3, 1}, {2, 1}, {1, 0}), true, true},
+                      ConvCase{rect_conv(2, 3, 7, 13, 5, {3, 5}, {1, 3}, {0, 2}), true, false}),
     [](const ::testing::TestParamInfo<ConvCase>& test) { return case_name(test.param); });
 
 // The primitives are cached per shape: a second call with other buffers and values must use them, not the

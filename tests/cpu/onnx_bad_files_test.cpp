@@ -179,6 +179,22 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
             std::string::npos)
       << import_error(dilation);
 
+  // Conv: pads [top, left, bottom, right] may differ between the axes (inception_v3's [0, 3, 0, 3]), not
+  // between the two ends of one; kernel_shape must be the weight's.
+  pb::ModelProto uneven = small_model();
+  uneven.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_ints(2, 0);  // pads [1, 1, 0, 1]
+  EXPECT_NE(import_error(uneven).find("(Conv): attribute pads = [1, 1, 0, 1] is not supported (top, left, "
+                                      "bottom, right: each axis padded alike at both ends)"),
+            std::string::npos)
+      << import_error(uneven);
+  pb::ModelProto kernel = small_model();
+  kernel.mutable_graph()->mutable_node(0)->mutable_attribute(1)->set_ints(1, 1);  // kernel_shape [3, 1]
+  EXPECT_NE(
+      import_error(kernel).find("(Conv): attribute kernel_shape = [3, 1] is not the weight 'conv.weight' "
+                                "[4, 3, 3, 3]'s 3x3"),
+      std::string::npos)
+      << import_error(kernel);
+
   // AveragePool: pads must be the same at both ends of an axis.
   pb::ModelProto avg = small_model();
   pb::NodeProto& pool = *avg.mutable_graph()->mutable_node(3);

@@ -220,6 +220,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{3, 5, 7, 9, 4, 1, 1, 2, 2, 0, 0, false},      // 1x1 projection shortcut
                       ConvCase{3, 5, 7, 9, 6, 5, 3, 1, 2, 2, 0, true},       // non-square kernel/stride/pad
                       ConvCase{3, 5, 7, 9, 6, 4, 4, 3, 3, 1, 2, false},      // stride 3: gaps in dx's gather
+                      ConvCase{3, 5, 9, 11, 6, 1, 7, 1, 1, 0, 3, true},      // inception_v3's 1x7
+                      ConvCase{3, 5, 9, 11, 6, 7, 1, 1, 1, 3, 0, false},     // and 7x1
+                      ConvCase{2, 5, 9, 11, 4, 3, 1, 2, 1, 1, 0, true},      // 3x1, stride (2, 1)
                       ConvCase{2, 19, 13, 13, 70, 3, 3, 1, 1, 1, 1, true}),  // several tiles; split-K dW
     conv_case_name);
 
