@@ -355,13 +355,15 @@ std::string supported_ops() {
          "broadcasting, ReduceMean over [2, 3], channel shuffle (Reshape, Transpose, Reshape), and shape "
          "subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Expand, Cast, CastLike, Slice, Reshape of "
          "constants) folded at import, Sigmoid (and Sigmoid then Mul: SiLU), Tanh, HardSigmoid, HardSwish, "
-         "Clip by constants, LeakyRelu";
+         "Clip by constants, LeakyRelu, convnext's channels-last regions (Transpose [0, 2, 3, 1], "
+         "LayerNormalization over the last axis, MatMul + Add, Transpose back)";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     b.refuse(node, fmt::format("domain '{}' is not supported (the default ONNX domain only)", node.domain()));
   }
+  if (convert_channels_last(b, node)) return;  // onnx_ops_channels_last.cpp
   if (convert_graph_node(b, node)) return;
   const std::string& op = node.op_type();
   if (op == "Conv") return conv(b, node);
