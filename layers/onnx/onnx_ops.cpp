@@ -355,8 +355,7 @@ std::string supported_ops() {
          "broadcasting, ReduceMean over [2, 3], channel shuffle (Reshape, Transpose, Reshape), and shape "
          "subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Expand, Cast, CastLike, Slice, Reshape of "
          "constants) folded at import, Sigmoid (and Sigmoid then Mul: SiLU), Tanh, HardSigmoid, HardSwish, "
-         "Clip by constants, LeakyRelu, convnext's channels-last regions (Transpose [0, 2, 3, 1], "
-         "LayerNormalization over the last axis, MatMul + Add, Transpose back)";
+         "Clip by constants, LeakyRelu";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {
