@@ -130,14 +130,13 @@ std::vector<double> logits_by_hand(const Model& m, const std::vector<double>& xv
                             ls = param(m, "block.layer_scale"), fc = param(m, "fc.weight");
   std::vector<double> pooled(4, 0.0), logits(3, 0.0);
   for (int i = 0; i < 25; ++i) {
-    double c[4], n[4], h[6];
+    std::vector<double> c(4, 0.0), n(4), h(6);
     double mean = 0.0, var = 0.0;
     for (int k = 0; k < 4; ++k) {
-      c[k] = 0.0;
       for (int j = 0; j < 3; ++j) c[k] += stem[k * 3 + j] * xv[j * 25 + i];
       mean += c[k] / 4.0;
     }
-    for (int k = 0; k < 4; ++k) var += (c[k] - mean) * (c[k] - mean) / 4.0;
+    for (const double v : c) var += (v - mean) * (v - mean) / 4.0;
     for (int k = 0; k < 4; ++k)
       n[k] = (c[k] - mean) / std::sqrt(var + static_cast<double>(1e-6F)) * gamma[k] + beta[k];
     for (int o = 0; o < 6; ++o) {
