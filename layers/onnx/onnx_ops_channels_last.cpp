@@ -14,23 +14,12 @@
 #include "core/error.h"
 #include "layers/channel_layernorm.h"
 #include "layers/channel_linear.h"
+#include "layers/onnx/onnx_attrs.h"
 #include "layers/onnx/onnx_builder.h"
 
 namespace engine::layers::onnx::detail {
 
 namespace {
-
-const pb::AttributeProto* attribute(const pb::NodeProto& node, const std::string& name) {
-  for (const pb::AttributeProto& a : node.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-
-std::vector<std::int64_t> perm_of(const pb::NodeProto& node) {
-  const pb::AttributeProto* a = attribute(node, "perm");
-  return a ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end()) : std::vector<std::int64_t>{};
-}
 
 bool runtime_input(const Builder& b, const pb::NodeProto& node, int i) {
   return b.has_input(node, i) && b.has(node.input(i)) && !b.value_of(node.input(i)).constant;
@@ -75,7 +64,7 @@ void layernorm(Builder& b, const pb::NodeProto& node) {
       b.refuse(node, fmt::format("attribute '{}' is not supported", a.name()));
   }
   const Value& x = b.runtime(node, 0);
-  const pb::AttributeProto* axis = attribute(node, "axis");
+  const pb::AttributeProto* axis = node_attr(node, "axis");
   const std::int64_t rank = static_cast<std::int64_t>(x.shape.size());
   if (axis != nullptr && axis->i() != -1 && axis->i() != rank - 1) {
     b.refuse(node,
@@ -83,7 +72,7 @@ void layernorm(Builder& b, const pb::NodeProto& node) {
                          "axis, the channels, only)",
                          axis->i()));
   }
-  if (const pb::AttributeProto* s = attribute(node, "stash_type"); s != nullptr && s->i() != 1)
+  if (const pb::AttributeProto* s = node_attr(node, "stash_type"); s != nullptr && s->i() != 1)
     b.refuse(node, fmt::format("attribute stash_type = {} is not supported (1: float)", s->i()));
   for (int i = 1; i < node.output_size(); ++i) {
     if (!node.output(i).empty() && b.consumers.count(node.output(i)) > 0)
@@ -102,7 +91,7 @@ void layernorm(Builder& b, const pb::NodeProto& node) {
                                  shape_str(scale.shape), shape_str(bias.shape)));
     }
   }
-  const pb::AttributeProto* eps = attribute(node, "epsilon");
+  const pb::AttributeProto* eps = node_attr(node, "epsilon");
   auto layer =
       std::make_unique<ChannelLayerNorm>(static_cast<int>(c), eps ? static_cast<double>(eps->f()) : 1e-5);
   b.add_layer(node, std::move(layer), node.input(0), {{"weight", node.input(1)}, {"bias", node.input(2)}},
@@ -120,8 +109,9 @@ void matmul(Builder& b, const pb::NodeProto& node) {
   std::string wname = node.input(1);
   HostTensor w;
   const pb::NodeProto* t = producer(b, node.input(1));
-  if (t != nullptr && t->op_type() == "Transpose" && perm_of(*t) == std::vector<std::int64_t>{1, 0} &&
-      b.has(t->input(0)) && b.value_of(t->input(0)).constant && !b.value_of(t->input(0)).computed) {
+  if (t != nullptr && t->op_type() == "Transpose" &&
+      node_ints(*t, "perm") == std::vector<std::int64_t>{1, 0} && b.has(t->input(0)) &&
+      b.value_of(t->input(0)).constant && !b.value_of(t->input(0)).computed) {
     wname = t->input(0);
     w = b.weight(*t, 0);
   } else {
@@ -194,7 +184,7 @@ bool convert_channels_last(Builder& b, const pb::NodeProto& node) {
   const std::string& op = node.op_type();
   if (op == "Transpose" && runtime_input(b, node, 0)) {
     const Value& x = b.value_of(node.input(0));
-    const std::vector<std::int64_t> perm = perm_of(node);
+    const std::vector<std::int64_t> perm = node_ints(node, "perm");
     if (!x.channels_last && x.shape.size() == 4 && perm == std::vector<std::int64_t>{0, 2, 3, 1}) {
       define_as(b, node.output(0), node.input(0), true);
       return true;
