@@ -249,6 +249,10 @@ TEST_F(OnnxChannelsLast, WhatARegionCannotTakeIsRefusedByName) {
     into(g);
     ints_attr(add_node(g, "Transpose", "/back", {"t"}, "b"), "perm", {0, 2, 1, 3});
   }));
+  pb::ModelProto open = block_model();  // the region's value as the graph's output
+  open.mutable_graph()->mutable_output(0)->set_name("t");
+  const std::string output = import_error(open);
+  EXPECT_NE(output.find("the output 't' is in channels-last order"), std::string::npos) << output;
   EXPECT_NE(perm.find("node '/back' (Transpose): perm [0, 2, 1, 3] of a value in channels-last order"),
             std::string::npos)
       << perm;
