@@ -12,6 +12,7 @@
 #include "tests/common/onnx_protos.h"
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -213,6 +214,33 @@ TEST_F(OnnxChannelsLast, ExportedAndImportedAgainIsTheSameNetwork) {
   net.backward(dy);
   again.backward(dy);
   EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(again.flat_gradients()));
+}
+
+// --layout nhwc: the same block's logits and gradients, float64 (the same sums per pixel and per channel, in
+// other memory orders: far below 1e-12) and float32 (the 1x1 convolutions sum in oneDNN's order per layout:
+// within 1e-5 of the values' scale, a few float32 roundings of sums of 4 to 6 terms along the net).
+TEST_F(OnnxChannelsLast, NhwcComputesWhatNchwComputes) {
+  for (const DType dtype : {DType::F64, DType::F32}) {
+    std::vector<double> got[2][2];
+    for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ExecutionContext ctx = testing::cpu_context(dtype);
+      ctx.layout = layout;
+      Model m = import_bytes(block_model());
+      m.finalize(ctx, 5);
+      const Tensor x = testing::random_tensor({2, 3, 5, 5}, dtype, 17, -3.0, 3.0);
+      got[layout == Layout::NHWC][0] = testing::host_values(m.forward(x, Mode::Train));
+      m.backward(testing::random_tensor({2, 3}, dtype, 23));
+      got[layout == Layout::NHWC][1] = testing::host_values(m.flat_gradients());
+    }
+    const double tol = dtype == DType::F64 ? 1e-12 : 1e-5;
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(got[1][k].size(), got[0][k].size());
+      double scale = 1.0;
+      for (const double v : got[0][k]) scale = std::max(scale, std::abs(v));
+      for (std::size_t i = 0; i < got[0][k].size(); ++i)
+        EXPECT_NEAR(got[1][k][i], got[0][k][i], tol * scale) << (k ? "gradient " : "logit ") << i;
+    }
+  }
 }
 
 TEST_F(OnnxChannelsLast, WhatARegionCannotTakeIsRefusedByName) {
