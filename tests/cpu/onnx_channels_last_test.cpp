@@ -243,6 +243,33 @@ TEST_F(OnnxChannelsLast, NhwcComputesWhatNchwComputes) {
   }
 }
 
+// --precision bf16 (bf16 activations and weights' mirror, float32 masters): the block trains; its logits and
+// gradients are float32's within bf16's rounding (2^-9 relative per rounding; about ten roundings in series
+// from the input to the logits and back, each at most 2^-9 of the values' scale: 2^-5 bounds them all).
+TEST_F(OnnxChannelsLast, Bf16AutocastIsFloat32WithinBf16Rounding) {
+  std::vector<double> got[2][2];
+  for (const bool bf16 : {false, true}) {
+    ExecutionContext ctx = testing::cpu_context(DType::F32);
+    ctx.autocast_bf16 = bf16;
+    Model m = import_bytes(block_model());
+    m.finalize(ctx, 5);
+    const Tensor x = testing::random_tensor({2, 3, 5, 5}, DType::F32, 17, -3.0, 3.0);
+    got[bf16][0] = testing::host_values(m.forward(x, Mode::Train));
+    m.backward(testing::random_tensor({2, 3}, DType::F32, 23));
+    got[bf16][1] = testing::host_values(m.flat_gradients());
+  }
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ(got[1][k].size(), got[0][k].size());
+    double scale = 0.0;
+    for (const double v : got[0][k]) scale = std::max(scale, std::abs(v));
+    double worst = 0.0;
+    for (std::size_t i = 0; i < got[0][k].size(); ++i)
+      worst = std::max(worst, std::abs(got[1][k][i] - got[0][k][i]));
+    EXPECT_LE(worst, 0x1p-5 * scale) << (k ? "gradients" : "logits");
+    EXPECT_GT(worst, 0.0) << "bf16 rounding shows somewhere (the autocast path ran)";
+  }
+}
+
 TEST_F(OnnxChannelsLast, WhatARegionCannotTakeIsRefusedByName) {
   auto into = [](pb::GraphProto& g) {
     ints_attr(add_node(g, "Transpose", "/t", {"c"}, "t"), "perm", {0, 2, 3, 1});
