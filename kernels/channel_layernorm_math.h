@@ -5,7 +5,9 @@
 // two passes (mean, then the biased variance), each output rounded once to float:
 //   y[c]  = (x[c] - mean) * rstd * gamma[c] + beta[c],   rstd = 1 / sqrt(var + eps)
 //   dx[c] = rstd * (g[c] - mean(g) - xhat[c] * mean(g * xhat)),   g = dy * gamma,  xhat = (x - mean) * rstd
-// kernels/cpu/channel_layernorm.h is the float64 reference the tests compare both with.
+// kernels/cpu/channel_layernorm.h is the float64 reference the tests compare both with. The CUDA threads run
+// a pixel each (pixel_layernorm_*); the CPU runs NCHW's pixels in blocks along the contiguous H*W axis with
+// the same sums in the same order and the same per-element formulas (layernorm_output, layernorm_input_grad).
 
 #include <cmath>
 #include <cstdint>
@@ -32,6 +34,16 @@ ENGINE_HOST_DEVICE PixelMoments pixel_moments(const float* x, std::int64_t chann
   return {mean, 1.0 / sqrt(var + eps)};
 }
 
+// One element's output, and its input gradient from its pixel's sums of g and g * xhat over n channels.
+ENGINE_HOST_DEVICE float layernorm_output(double x, const PixelMoments& m, double gamma, double beta) {
+  return static_cast<float>((x - m.mean) * m.rstd * gamma + beta);
+}
+
+ENGINE_HOST_DEVICE float layernorm_input_grad(double g, double xhat, const PixelMoments& m, double sum_g,
+                                              double sum_gx, double n) {
+  return static_cast<float>(m.rstd * (g - sum_g / n - xhat * sum_gx / n));
+}
+
 // y of one pixel; gamma or beta null: 1 or 0.
 ENGINE_HOST_DEVICE void pixel_layernorm_forward(const float* x, const float* gamma, const float* beta,
                                                 float* y, std::int64_t channels, std::int64_t stride,
@@ -40,7 +52,7 @@ ENGINE_HOST_DEVICE void pixel_layernorm_forward(const float* x, const float* gam
   for (std::int64_t c = 0; c < channels; ++c) {
     const double g = gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0;
     const double b = beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
-    y[c * stride] = static_cast<float>((static_cast<double>(x[c * stride]) - m.mean) * m.rstd * g + b);
+    y[c * stride] = layernorm_output(static_cast<double>(x[c * stride]), m, g, b);
   }
 }
 
@@ -62,7 +74,7 @@ ENGINE_HOST_DEVICE PixelMoments pixel_layernorm_backward(const float* x, const f
     const double g =
         static_cast<double>(dy[c * stride]) * (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0);
     const double xhat = (static_cast<double>(x[c * stride]) - m.mean) * m.rstd;
-    dx[c * stride] = static_cast<float>(m.rstd * (g - sum_g / n - xhat * sum_gx / n));
+    dx[c * stride] = layernorm_input_grad(g, xhat, m, sum_g, sum_gx, n);
   }
   return m;
 }
