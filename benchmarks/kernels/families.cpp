@@ -5,12 +5,19 @@
 namespace engine::bench {
 
 std::vector<Family> families() {
-  return {relu_family(),           dropout_family(),
-          batchnorm2d_family(),    maxpool2d_family(),
-          global_avgpool_family(), softmax_cross_entropy_family(),
-          bias_family(),           sgd_family(),
-          augment_family(),        conv2d_family(),
-          linear_family(),         activation_family()};
+  return {relu_family(),
+          dropout_family(),
+          batchnorm2d_family(),
+          maxpool2d_family(),
+          global_avgpool_family(),
+          softmax_cross_entropy_family(),
+          bias_family(),
+          sgd_family(),
+          augment_family(),
+          conv2d_family(),
+          linear_family(),
+          activation_family(),
+          channel_layernorm_family()};
 }
 
 std::string ZooLayer::label() const {

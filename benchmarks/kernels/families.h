@@ -60,5 +60,6 @@ Family sgd_family();
 Family augment_family();
 Family conv2d_family();
 Family linear_family();
+Family channel_layernorm_family();
 
 }  // namespace engine::bench

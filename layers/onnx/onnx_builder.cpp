@@ -126,6 +126,7 @@ void Builder::add_layer(const pb::NodeProto& node, std::unique_ptr<Layer> layer,
   const int in_id = graph_value(node, input_name);
   const int id = graph_->add_node(name, std::move(layer), in_id);
   values_[output] = Value{id, false, {}, out};
+  values_[output].channels_last = in.channels_last;
 }
 
 void Builder::add_sum(const pb::NodeProto& node, const std::string& a, const std::string& b,
@@ -144,6 +145,7 @@ void Builder::add_sum(const pb::NodeProto& node, const std::string& a, const std
   const int ib = graph_value(node, b);
   const int id = graph_->add_sum(node.name().empty() ? node.output(0) : node.name(), ia, ib);
   values_[output] = Value{id, false, {}, sa};
+  values_[output].channels_last = va.channels_last || vb.channels_last;
 }
 
 }  // namespace engine::layers::onnx::detail

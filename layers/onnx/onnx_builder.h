@@ -25,6 +25,9 @@ struct Value {
   // tensor of the file: never a trainable weight (PyTorch's newer exporter writes a bias-free convolution's
   // bias as zeros expanded to [K]).
   bool computed = false;
+  // A run-time value inside a channels-last region (after a Transpose perm [0, 2, 3, 1]): the file sees it
+  // [N, H, W, C], the engine keeps it [N, C, H, W] (onnx_ops_channels_last.cpp).
+  bool channels_last = false;
 };
 
 class Builder {
@@ -81,6 +84,7 @@ class Builder {
   // The graph's input holds integers (ONNX's node tests of uint8 arithmetic): Sub, Mul and Div, which wrap or
   // truncate in integers, are refused rather than computed in float (onnx_ops_graph.cpp).
   bool integer_input = false;
+  const pb::NodeProto* delegated = nullptr;  // a node of a channels-last region converted as outside one
 
  private:
   int graph_value(const pb::NodeProto& node, const std::string& name);
@@ -107,6 +111,10 @@ void convert_node(Builder& b, const pb::NodeProto& node);
 // The shape subgraphs folded to constants, and the ops of several inputs or outputs or on channels
 // (onnx_ops_graph.cpp); false when the node is none of those (convert_node goes on).
 bool convert_graph_node(Builder& b, const pb::NodeProto& node);
+// Channels-last regions (onnx_ops_channels_last.cpp): whether the node reads a value of one; the Transposes
+// in and out and the ops converted there (true), the elementwise ops checked and left to convert_node
+// (convert_node again, `delegated` set), the rest refused; false for a node outside any region.
+bool convert_channels_last(Builder& b, const pb::NodeProto& node);
 // The op types convert_node knows, for messages.
 std::string supported_ops();
 

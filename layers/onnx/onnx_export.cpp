@@ -120,6 +120,7 @@ class Writer final : public detail::NodeSink {
     if (dynamic_cast<const ReLU*>(&layer) != nullptr) return node("Relu", p, {x});
     if (dynamic_cast<const GELU*>(&layer) != nullptr) return erf_gelu(p, x);
     if (std::string y = detail::emit_channel_layer(*this, layer, x); !y.empty()) return y;
+    if (std::string y = detail::emit_channels_last_layer(*this, layer, x); !y.empty()) return y;
     if (dynamic_cast<const GlobalAvgPool*>(&layer) != nullptr)
       return node("Flatten", p + "/flatten", {node("GlobalAveragePool", p, {x})});
     if (dynamic_cast<const Flatten*>(&layer) != nullptr) return node("Flatten", p, {x});
@@ -220,7 +221,7 @@ class Writer final : public detail::NodeSink {
   }
   std::string scalar(const std::string& name, double v) { return initializer(name, HostTensor{{v}, {}}); }
   // The state-dict name of the layer's parameter or buffer `local`, written once as an initializer.
-  std::string param(const Layer& layer, const std::string& local) {
+  std::string param(const Layer& layer, const std::string& local) override {
     for (const ParamSlot& s : layer.parameter_slots()) {
       if (s.name == local) return initializer(model_.parameters().at(s.index).name, host_values(s.value));
     }

@@ -221,6 +221,10 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
   }();
   ENGINE_CHECK(!out.constant && out.id >= 0, "ONNX model '{}': the output '{}' does not depend on the input",
                what, g.output(0).name());
+  ENGINE_CHECK(!out.channels_last,
+               "ONNX model '{}': the output '{}' is in channels-last order (a Transpose perm "
+               "[0, 2, 3, 1] not undone): not supported",
+               what, g.output(0).name());
   b.graph().set_output(out.id);
   warn_if_batchnorm_was_folded(model, what);
   if (options.num_classes > 0) {

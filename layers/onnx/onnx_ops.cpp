@@ -313,6 +313,7 @@ void convert_node(Builder& b, const pb::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     b.refuse(node, fmt::format("domain '{}' is not supported (the default ONNX domain only)", node.domain()));
   }
+  if (convert_channels_last(b, node)) return;  // onnx_ops_channels_last.cpp
   if (convert_graph_node(b, node)) return;
   const std::string& op = node.op_type();
   if (op == "Conv") return convert_conv(b, node);  // onnx_ops_conv.cpp
