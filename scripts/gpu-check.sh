@@ -266,8 +266,12 @@ EOF
       row "mnist_cnn 3 epochs" FAILED 0 "MNIST not carried (.gpu-data/part4; scripts/gpu-plan.sh 1)" \
         "carry .gpu-data/part4 in call 1 (scripts/gpu-plan.sh 1)"
     else
+      # The recipe: batch 128, Nesterov SGD lr 0.1, the triangle schedule per step. The first GPU run's (batch
+      # 64, lr 0.05, cosine per epoch) reached 98.97%; on the CPU (2026-11-28, same flags, seeds 0 and 1) this
+      # one reached 99.05% and 99.12%, the old one 98.99% and 98.93% with Nesterov and cosine per step.
       step mnist_cnn 90 "$build/apps/cnn_train" --dataset mnist --data-dir "$MNIST_DIR" --model mnist_cnn \
-        --epochs 3 --batch-size 64 --lr 0.05 --schedule cosine --checkpoint-dir "$build/gpu-logs/mnist-ckpt" --overwrite
+        --epochs 3 --batch-size 128 --lr 0.1 --nesterov --schedule triangle --schedule-unit step \
+        --checkpoint-dir "$build/gpu-logs/mnist-ckpt" --overwrite
       acc=$(sed -n 's/^Test Acc: \([0-9.]*\)%$/\1/p' "$logs/mnist_cnn.log" | tail -1)
       grep -E "Epoch|Test Acc" "$logs/mnist_cnn.log" | tail -4
       result=$(verdict)
