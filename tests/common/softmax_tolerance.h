@@ -25,8 +25,9 @@ inline constexpr double kSoftmaxEps = 1.1920928955078125e-07;  // 2^-23 = 2u
 inline constexpr double kSoftmaxAbsFloor = 1e-40;
 
 // Per element of row-major [rows, k] x (the float inputs, widened) and ref = the reference's y.
-inline std::vector<double> softmax_forward_tolerance(const std::vector<double>& x, const std::vector<double>& ref,
-                                                     std::int64_t rows, std::int64_t k) {
+inline std::vector<double> softmax_forward_tolerance(const std::vector<double>& x,
+                                                     const std::vector<double>& ref, std::int64_t rows,
+                                                     std::int64_t k) {
   std::vector<double> tol(x.size());
   for (std::int64_t r = 0; r < rows; ++r) {
     const double* xr = x.data() + r * k;
@@ -43,8 +44,9 @@ inline std::vector<double> softmax_forward_tolerance(const std::vector<double>& 
 }
 
 // Per element, for the float y and dy both backwards were given (widened).
-inline std::vector<double> softmax_backward_tolerance(const std::vector<double>& y, const std::vector<double>& dy,
-                                                      std::int64_t rows, std::int64_t k) {
+inline std::vector<double> softmax_backward_tolerance(const std::vector<double>& y,
+                                                      const std::vector<double>& dy, std::int64_t rows,
+                                                      std::int64_t k) {
   std::vector<double> tol(y.size());
   for (std::int64_t r = 0; r < rows; ++r) {
     double d = 0.0, s = 0.0;

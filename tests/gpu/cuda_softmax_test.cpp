@@ -51,8 +51,8 @@ void check(std::int64_t rows, std::int64_t k, bool in_place) {
   for (std::size_t i = 0; i < n && bad < 5; ++i) {
     const double ey = std::fabs(double(y[i]) - y_ref[i]), edx = std::fabs(double(dx[i]) - dx_ref[i]);
     if (!(ey <= ty[i]) || !(edx <= tdx[i])) {
-      ADD_FAILURE() << "[" << i << "] x " << x[i] << ": y " << y[i] << " vs " << y_ref[i] << " (bound " << ty[i]
-                    << "), dx " << dx[i] << " vs " << dx_ref[i] << " (bound " << tdx[i] << ")";
+      ADD_FAILURE() << "[" << i << "] x " << x[i] << ": y " << y[i] << " vs " << y_ref[i] << " (bound "
+                    << ty[i] << "), dx " << dx[i] << " vs " << dx_ref[i] << " (bound " << tdx[i] << ")";
       ++bad;
     }
   }
