@@ -31,7 +31,9 @@ std::pair<std::int64_t, std::int64_t> rows_and_k(
 }  // namespace
 
 void softmax_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y) {
-  const auto [rows, k] = rows_and_k({{"x", &x}, {"y", &y}});
+  // Plain variables, not a structured binding: a lambda may not capture one (clang before 16 refuses that).
+  const std::pair<std::int64_t, std::int64_t> size = rows_and_k({{"x", &x}, {"y", &y}});
+  const std::int64_t rows = size.first, k = size.second;
   if (bf16::on_float32(ctx, {x}, {y},
                        [&](const Tensor* in, const Tensor* out) { softmax_forward(ctx, in[0], out[0]); })) {
     return;
@@ -48,7 +50,8 @@ void softmax_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor&
 }
 
 void softmax_backward(const ExecutionContext& ctx, const Tensor& y, const Tensor& dy, const Tensor& dx) {
-  const auto [rows, k] = rows_and_k({{"y", &y}, {"dy", &dy}, {"dx", &dx}});
+  const std::pair<std::int64_t, std::int64_t> size = rows_and_k({{"y", &y}, {"dy", &dy}, {"dx", &dx}});
+  const std::int64_t rows = size.first, k = size.second;
   if (bf16::on_float32(ctx, {y, dy}, {dx}, [&](const Tensor* in, const Tensor* out) {
         softmax_backward(ctx, in[0], in[1], out[0]);
       })) {
