@@ -7,18 +7,14 @@
 
 namespace engine::cpu {
 
-namespace {
-
-void check_sizes(const char* op, std::int64_t rows, std::int64_t k) {
+void check_softmax_sizes(const char* op, std::int64_t rows, std::int64_t k) {
   ENGINE_CHECK(rows >= 0 && k >= 1, "{}: rows must be non-negative and the row length positive, got {} x {}",
                op, rows, k);
 }
 
-}  // namespace
-
 template <typename T>
 void softmax_forward(const T* x, T* y, std::int64_t rows, std::int64_t k) {
-  check_sizes("softmax_forward", rows, k);
+  check_softmax_sizes("softmax_forward", rows, k);
   std::vector<double> e(static_cast<std::size_t>(k));
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * k;
@@ -35,7 +31,7 @@ void softmax_forward(const T* x, T* y, std::int64_t rows, std::int64_t k) {
 
 template <typename T>
 void softmax_backward(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t k) {
-  check_sizes("softmax_backward", rows, k);
+  check_softmax_sizes("softmax_backward", rows, k);
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* yr = y + r * k;
     const T* dyr = dy + r * k;

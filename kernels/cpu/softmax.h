@@ -12,6 +12,9 @@
 
 namespace engine::cpu {
 
+// Refuses a negative row count or a row length below 1, naming `op` (every device's softmax checks so).
+void check_softmax_sizes(const char* op, std::int64_t rows, std::int64_t k);
+
 // y[r k + j] for rows r in [0, rows), j in [0, k); k >= 1. y may alias x.
 template <typename T>
 void softmax_forward(const T* x, T* y, std::int64_t rows, std::int64_t k);

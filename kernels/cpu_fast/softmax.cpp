@@ -2,23 +2,14 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "kernels/cpu/softmax.h"
 #include "kernels/cpu_fast/parallel.h"
 #include "kernels/softmax_math.h"
 
 namespace engine::cpu_fast {
 
-namespace {
-
-void check_sizes(const char* op, std::int64_t rows, std::int64_t k) {
-  ENGINE_CHECK(rows >= 0 && k >= 1, "{}: rows must be non-negative and the row length positive, got {} x {}",
-               op, rows, k);
-}
-
-}  // namespace
-
 void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t k) {
-  check_sizes("softmax_forward", rows, k);
+  cpu::check_softmax_sizes("softmax_forward", rows, k);
   const elementwise::Softmax f;
 #pragma omp parallel for if (rows * k >= kParallelMinElements) schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -36,7 +27,7 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t k
 }
 
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t k) {
-  check_sizes("softmax_backward", rows, k);
+  cpu::check_softmax_sizes("softmax_backward", rows, k);
   const elementwise::Softmax f;
 #pragma omp parallel for if (rows * k >= kParallelMinElements) schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {

@@ -2,6 +2,7 @@
 // per-element steps are kernels/softmax_math.h's, the reductions the warp's butterfly.
 #include <cmath>
 
+#include "kernels/cpu/softmax.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/softmax.h"
@@ -52,8 +53,7 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
 }
 
 void check_sizes(const char* op, std::int64_t rows, std::int64_t k) {
-  ENGINE_CHECK(rows >= 0 && k >= 1, "{}: rows must be non-negative and the row length positive, got {} x {}",
-               op, rows, k);
+  cpu::check_softmax_sizes(op, rows, k);
   detail::check_fits_int(k, "row length", op);
 }
 

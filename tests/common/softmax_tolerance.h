@@ -17,7 +17,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
 #include <vector>
+
+#include "kernels/cpu/softmax.h"
+#include "tests/common/gradcheck.h"
 
 namespace engine::testing {
 
@@ -62,6 +68,45 @@ inline std::vector<double> softmax_backward_tolerance(const std::vector<double>&
     }
   }
   return tol;
+}
+
+// Float inputs of an odd [rows, k] case: x in [-8, 8], every third row's first logit 30 (its other e_j then
+// nearly 0), dy in [-1, 1].
+struct SoftmaxInputs {
+  std::vector<float> x, dy;
+};
+
+inline SoftmaxInputs softmax_inputs(std::int64_t rows, std::int64_t k, std::uint64_t seed) {
+  const auto n = static_cast<std::size_t>(rows * k);
+  const std::vector<double> x = random_values(n, seed, -8.0, 8.0), dy = random_values(n, seed + 1, -1.0, 1.0);
+  SoftmaxInputs in{std::vector<float>(x.begin(), x.end()), std::vector<float>(dy.begin(), dy.end())};
+  for (std::int64_t r = 0; r < rows; r += 3) in.x[static_cast<std::size_t>(r * k)] = 30.0F;
+  return in;
+}
+
+// The first mismatches ("" when none) of a float kernel's y (from in.x) and dx (from its own y and in.dy)
+// against the reference on the same floats, beyond the bounds above. A NaN left in an output (poisoned
+// before the call) fails.
+inline std::string softmax_mismatches(const SoftmaxInputs& in, const std::vector<float>& y,
+                                      const std::vector<float>& dx, std::int64_t rows, std::int64_t k) {
+  const std::vector<double> xd(in.x.begin(), in.x.end()), dyd(in.dy.begin(), in.dy.end()),
+      yd(y.begin(), y.end());
+  std::vector<double> y_ref(xd.size(), std::numeric_limits<double>::quiet_NaN()), dx_ref = y_ref;
+  cpu::softmax_forward(xd.data(), y_ref.data(), rows, k);
+  cpu::softmax_backward(yd.data(), dyd.data(), dx_ref.data(), rows, k);
+  const std::vector<double> ty = softmax_forward_tolerance(xd, y_ref, rows, k);
+  const std::vector<double> tdx = softmax_backward_tolerance(yd, dyd, rows, k);
+  std::ostringstream out;
+  int bad = 0;
+  for (std::size_t i = 0; i < xd.size() && bad < 5; ++i) {
+    const double ey = std::fabs(yd[i] - y_ref[i]), edx = std::fabs(double(dx[i]) - dx_ref[i]);
+    if (!(ey <= ty[i]) || !(edx <= tdx[i])) {
+      out << "[" << i << "] x " << in.x[i] << ": y " << y[i] << " vs " << y_ref[i] << " (bound " << ty[i]
+          << "), dx " << dx[i] << " vs " << dx_ref[i] << " (bound " << tdx[i] << ")\n";
+      ++bad;
+    }
+  }
+  return out.str();
 }
 
 }  // namespace engine::testing

@@ -107,46 +107,16 @@ TEST(SoftmaxReference, LargeLogitsDoNotOverflowAndNanSpreadsOverItsRow) {
   EXPECT_EQ(ynf[4], 0.5F);
 }
 
-// The fast path on float inputs in [-8, 8] (a few rows with one logit far above the rest: most e_j then
-// nearly 0), against the reference on the same floats; backward from the fast forward's y for both.
+// The fast path against the reference (tests/common/softmax_tolerance.h's inputs and bounds), outputs
+// poisoned with NaN first; backward from the fast forward's y.
 void check_fast(std::int64_t rows, std::int64_t k, bool in_place) {
   SCOPED_TRACE(::testing::Message() << rows << " x " << k << (in_place ? " in place" : ""));
-  const auto n = static_cast<std::size_t>(rows * k);
-  const std::vector<double> xr = testing::random_values(n, 43, -8.0, 8.0);
-  const std::vector<double> dyr = testing::random_values(n, 44, -1.0, 1.0);
-  std::vector<float> x(xr.begin(), xr.end()), dy(dyr.begin(), dyr.end());
-  for (std::int64_t r = 0; r < rows; r += 3) x[static_cast<std::size_t>(r * k)] = 30.0F;
-  const std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
-  std::vector<double> y_ref(n, kNaN);
-  cpu::softmax_forward(xd.data(), y_ref.data(), rows, k);
-  std::vector<float> y(n, NAN);
-  if (in_place) {
-    y = x;
-    cpu_fast::softmax_forward(y.data(), y.data(), rows, k);
-  } else {
-    cpu_fast::softmax_forward(x.data(), y.data(), rows, k);
-  }
-  const std::vector<double> yd(y.begin(), y.end());
-  std::vector<double> dx_ref(n, kNaN);
-  cpu::softmax_backward(yd.data(), dyd.data(), dx_ref.data(), rows, k);
-  std::vector<float> dx(n, NAN);
-  if (in_place) {
-    dx = dy;
-    cpu_fast::softmax_backward(y.data(), dx.data(), dx.data(), rows, k);
-  } else {
-    cpu_fast::softmax_backward(y.data(), dy.data(), dx.data(), rows, k);
-  }
-  const std::vector<double> ty = testing::softmax_forward_tolerance(xd, y_ref, rows, k);
-  const std::vector<double> tdx = testing::softmax_backward_tolerance(yd, dyd, rows, k);
-  int bad = 0;
-  for (std::size_t i = 0; i < n && bad < 5; ++i) {
-    const double ey = std::fabs(double(y[i]) - y_ref[i]), edx = std::fabs(double(dx[i]) - dx_ref[i]);
-    if (!(ey <= ty[i]) || !(edx <= tdx[i])) {
-      ADD_FAILURE() << "[" << i << "] x " << x[i] << ": y " << y[i] << " vs " << y_ref[i] << " (bound "
-                    << ty[i] << "), dx " << dx[i] << " vs " << dx_ref[i] << " (bound " << tdx[i] << ")";
-      ++bad;
-    }
-  }
+  const testing::SoftmaxInputs in = testing::softmax_inputs(rows, k, 43);
+  std::vector<float> y = in_place ? in.x : std::vector<float>(in.x.size(), NAN);
+  cpu_fast::softmax_forward(in_place ? y.data() : in.x.data(), y.data(), rows, k);
+  std::vector<float> dx = in_place ? in.dy : std::vector<float>(in.dy.size(), NAN);
+  cpu_fast::softmax_backward(y.data(), in_place ? dx.data() : in.dy.data(), dx.data(), rows, k);
+  EXPECT_EQ(testing::softmax_mismatches(in, y, dx, rows, k), "");
 }
 
 TEST(SoftmaxCpuFast, WithinFloatRoundingOfTheReference) {
