@@ -2,7 +2,9 @@
 // node imports as one Softmax layer (axis -1 by default at opset 13+, 1 before, or written) whose output is
 // softmax(x W) computed by hand in float64; exported (Softmax, axis 1) and imported again it is the same
 // network, forward and backward. Another axis, another rank or an unknown attribute is refused naming the
-// node. Skips in builds without libonnx-dev.
+// node. PyTorch's own export of nn.Linear then nn.Softmax(dim=1) (tests/python/softmax_torch.py) gives
+// PyTorch's float64 output and weight gradients. Skips in builds without libonnx-dev (and the PyTorch case
+// without PyTorch).
 
 #if ENGINE_HAVE_ONNX
 #include <onnx/onnx_pb.h>
@@ -18,11 +20,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "layers/graph.h"
 #include "layers/onnx/onnx_model.h"
 #include "layers/softmax.h"
+#include "tests/common/environment.h"
 #include "tests/common/error_of.h"
+#include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -191,6 +196,40 @@ TEST_F(OnnxSoftmax, AnotherAxisRankOrAttributeIsRefusedByName) {
   }));
   EXPECT_NE(attr.find("node '/sm' (Softmax): attribute 'stash_type' is not supported"), std::string::npos)
       << attr;
+}
+TEST_F(OnnxSoftmax, PyTorchsExportGivesPyTorchsOutputAndGradients) {
+  SKIP_WITHOUT_PYTHON_MODULES("torch", "onnx");
+  const auto dir = engine::testing::scratch_dir("onnx_softmax_", "torch");
+  const std::string ran = engine::testing::command_output(
+      engine::testing::pytorch_python() + " " + engine::testing::repo_root().string() +
+      "/tests/python/softmax_torch.py " + dir.string() + " 2>&1 && echo done");
+  ASSERT_NE(ran.find("done"), std::string::npos) << ran;
+  std::ifstream in(dir / "expected.json");
+  const nlohmann::json want = nlohmann::json::parse(in);
+  Model m = onnx::import_model((dir / "model.onnx").string());
+  m.finalize(testing::cpu_context(DType::F64), 5);
+  EXPECT_EQ(softmax_layers(m), 1);
+  const auto values = [&](const char* key) { return want[key].get<std::vector<double>>(); };
+  const Tensor x = testing::host_tensor(values("x"), {3, 5}, DType::F64);
+  const std::vector<double> y = testing::host_values(m.forward(x, Mode::Train));
+  m.backward(testing::host_tensor(values("dy"), {3, 7}, DType::F64));
+  std::vector<double> grads = values("dweight");  // the Linear's [7, 5], then its bias
+  for (const double v : values("dbias")) grads.push_back(v);
+  std::vector<double> ours;
+  for (const auto& p : m.parameters()) {
+    for (const double v : testing::host_values(p.grad)) ours.push_back(v);
+  }
+  // Both in float64 on the same (float32) weights and inputs, in other orders: a 5-term dot product, the
+  // exponentials, a 7-term sum, the division; backward a 7-term sum and 3-term sums over the batch: a few
+  // dozen roundings of 2^-53, bounded by 64 * 2^-53 of each value's scale (at least 1).
+  const auto close = [](double a, double b) {
+    return std::fabs(a - b) <= 64 * 0x1p-53 * std::max(1.0, std::fabs(b));
+  };
+  ASSERT_EQ(y.size(), want["y"].size());
+  for (std::size_t i = 0; i < y.size(); ++i)
+    EXPECT_PRED2(close, y[i], want["y"][i].get<double>()) << "y " << i;
+  ASSERT_EQ(ours.size(), grads.size());
+  for (std::size_t i = 0; i < ours.size(); ++i) EXPECT_PRED2(close, ours[i], grads[i]) << "gradient " << i;
 }
 #endif
 
