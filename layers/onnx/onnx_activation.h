@@ -1,6 +1,6 @@
 #pragma once
-// Internal to layers/onnx/: the pointwise activations (layers/activation.h) in and out of ONNX, beside the
-// other ops' tables (onnx_ops.cpp reads, onnx_export.cpp writes).
+// Internal to layers/onnx/: the pointwise activations (layers/activation.h) and Softmax in and out of ONNX,
+// beside the other ops' tables (onnx_ops.cpp reads, onnx_export.cpp writes).
 
 #include <functional>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "layers/activation.h"
 #include "layers/onnx/onnx_builder.h"
+#include "layers/softmax.h"
 
 namespace engine::layers::onnx::detail {
 
@@ -26,5 +27,11 @@ struct ExportGraph {
 // Writes `a` (path p) on input x at opset 17; returns its output. SiLU becomes Sigmoid then Mul.
 std::string export_activation(const Activation& a, const std::string& p, const std::string& x,
                               const ExportGraph& g);
+
+// Softmax over the classes of [N, classes] (onnx_ops_softmax.cpp): adds the layer and returns true; false
+// for another op type. Written back as Softmax, axis 1.
+bool convert_softmax(Builder& b, const pb::NodeProto& node);
+std::string export_softmax(const Softmax& s, const std::string& p, const std::string& x,
+                           const ExportGraph& g);
 
 }  // namespace engine::layers::onnx::detail

@@ -137,13 +137,13 @@ class Writer final : public detail::NodeSink {
       return y;
     }
     if (dynamic_cast<const Dropout*>(&layer) != nullptr) return x;  // inference form: the identity
-    if (const auto* a = dynamic_cast<const Activation*>(&layer)) {
-      return detail::export_activation(
-          *a, p, x,
-          {[this](const std::string& op, const std::string& name,
-                  const std::vector<std::string>& in) -> pb::NodeProto& { return add_node(op, name, in); },
-           [this](const std::string& name, double v) { return scalar(name, v); }});
-    }
+    const detail::ExportGraph g{
+        [this](const std::string& op, const std::string& name,
+               const std::vector<std::string>& in) -> pb::NodeProto& { return add_node(op, name, in); },
+        [this](const std::string& name, double v) { return scalar(name, v); }};
+    if (const auto* a = dynamic_cast<const Activation*>(&layer))
+      return detail::export_activation(*a, p, x, g);
+    if (const auto* s = dynamic_cast<const Softmax*>(&layer)) return detail::export_softmax(*s, p, x, g);
     ENGINE_FAIL("export to ONNX: {} of model '{}' has no ONNX form in the writer", layer.describe(),
                 model_.name());
   }

@@ -306,7 +306,9 @@ std::string supported_ops() {
          "broadcasting, ReduceMean over [2, 3], channel shuffle (Reshape, Transpose, Reshape), and shape "
          "subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Expand, Cast, CastLike, Slice, Reshape of "
          "constants) folded at import, Sigmoid (and Sigmoid then Mul: SiLU), Tanh, HardSigmoid, HardSwish, "
-         "Clip by constants, LeakyRelu";
+         "Clip by constants, LeakyRelu, Softmax over the classes of [N, classes] (a model ending in it "
+         "trains "
+         "on probabilities under the loss, as PyTorch's CrossEntropyLoss after a Softmax)";
 }
 
 void convert_node(Builder& b, const pb::NodeProto& node) {
@@ -345,6 +347,7 @@ void convert_node(Builder& b, const pb::NodeProto& node) {
     return b.add_layer(node, std::make_unique<GELU>(), node.input(0), {}, {}, node.output(0));
   }
   if (convert_activation(b, node)) return;  // onnx_ops_activation.cpp
+  if (convert_softmax(b, node)) return;     // onnx_ops_softmax.cpp
   return convert_elementwise(b, node);
 }
 
