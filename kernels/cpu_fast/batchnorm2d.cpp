@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_fast/bf16_io.h"
+#include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
 #include "kernels/cpu_fast/parallel.h"
 
 namespace engine::cpu_fast {
@@ -17,11 +18,13 @@ using std::int64_t;
 // T is the activations' storage, float or bfloat16 (bf16_io.h: read widened; each output rounded to
 // float as before, then to bf16 once, the bits the float32 kernel's output rounded to bf16 would have).
 // Parameters, statistics and parameter gradients are float32 either way.
+// The per-plane loops are compiled for AVX-512 and AVX2 too (ENGINE_CPU_CLONES, map.h: one is picked at load
+// time by the CPU): their double arithmetic runs 8 lanes wide instead of SSE2's 2.
 
 // Sum of n values in double: independent vector lanes, so the loop vectorises without reassociating
 // anything the reference would not (it is still a double sum of the same values, to double rounding).
 template <typename T>
-double sum(const T* v, int64_t n) {
+ENGINE_CPU_CLONES double sum(const T* v, int64_t n) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(loaded(v[i]));
@@ -29,7 +32,7 @@ double sum(const T* v, int64_t n) {
 }
 
 template <typename T>
-double sum_sq_dev(const T* v, int64_t n, double mean) {
+ENGINE_CPU_CLONES double sum_sq_dev(const T* v, int64_t n, double mean) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
@@ -46,7 +49,8 @@ inline float relu(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
 // spread: when it is tiny against the mean, (x - mean) rounded to float would be amplified by invstd), then
 // rounded to float once and, fused, passed through ReLU, as relu_forward would on the stored value.
 template <bool kRelu, typename T>
-void normalize_plane(const T* x, T* y, int64_t hw, double mean, double scale, double shift) {
+ENGINE_CPU_CLONES void normalize_plane(const T* x, T* y, int64_t hw, double mean, double scale,
+                                       double shift) {
 #pragma omp simd
   for (int64_t i = 0; i < hw; ++i) {
     const float v = static_cast<float>((static_cast<double>(loaded(x[i])) - mean) * scale + shift);
@@ -73,7 +77,7 @@ struct PlaneSums {
 };
 
 template <bool kMask, typename T>
-PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y, int64_t hw, double mean) {
+ENGINE_CPU_CLONES PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y, int64_t hw, double mean) {
   double a = 0.0, b = 0.0;
 #pragma omp simd reduction(+ : a, b)
   for (int64_t i = 0; i < hw; ++i) {
@@ -86,8 +90,8 @@ PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y, int64_t hw, double
 
 // dx = k * dy + k_x * (x - mean) + k_0 over one plane.
 template <bool kMask, typename T>
-void grad_input_plane(const T* x, const T* dy, const T* relu_y, T* dx, int64_t hw, double mean, double k,
-                      double k_x, double k_0) {
+ENGINE_CPU_CLONES void grad_input_plane(const T* x, const T* dy, const T* relu_y, T* dx, int64_t hw,
+                                        double mean, double k, double k_x, double k_0) {
 #pragma omp simd
   for (int64_t i = 0; i < hw; ++i) {
     dx[i] = stored<T>(static_cast<float>(k * grad_at<kMask>(dy, relu_y, i) +
