@@ -132,16 +132,11 @@ TEST(CpuBf16Kernels, ReluAndResidualAdd) {
 TEST(CpuBf16Kernels, MaxPool) {
   Pool2dShape fast{
       .n = 3, .c = 5, .h = 10, .w = 14, .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
-  Pool2dShape overlap{.n = 3,
-                      .c = 5,
-                      .h = 9,
-                      .w = 11,
-                      .kernel_h = 3,
-                      .kernel_w = 3,
-                      .stride_h = 2,
-                      .stride_w = 2,
-                      .pad_h = 1,
-                      .pad_w = 1};
+  Pool2dShape overlap = fast;  // 3x3 windows, stride 2, padding 1 on 9x11
+  overlap.h = 9;
+  overlap.w = 11;
+  overlap.kernel_h = overlap.kernel_w = 3;
+  overlap.pad_h = overlap.pad_w = 1;
   for (const Pool2dShape& s : {fast, overlap}) {
     const Shape in{s.n, s.c, s.h, s.w}, out{s.n, s.c, s.p(), s.q()};
     const auto in_n = static_cast<std::size_t>(s.input_size()),
@@ -171,14 +166,26 @@ struct BnCase {
   bool relu;
 };
 
-class CpuBf16BatchNorm : public ::testing::TestWithParam<BnCase> {};
+class CpuBf16BatchNorm : public ::testing::TestWithParam<BnCase> {
+ protected:
+  // dy as the reference's BatchNorm backward takes it: masked by ReLU's backward on the stored fused output.
+  std::vector<double> reference_dy(const std::vector<float>& dyv, const Tensor& y) const {
+    std::vector<double> dyd = doubles(dyv);
+    if (relu) {
+      const std::vector<double> stored_y = doubles(values(y));
+      cpu::relu_backward<double>(stored_y.data(), dyd.data(), dyd.data(), static_cast<std::int64_t>(n));
+    }
+    return dyd;
+  }
 
-TEST_P(CpuBf16BatchNorm, TrainingForwardAndBackward) {
   const BatchNorm2dShape s = GetParam().s;
   const bool relu = GetParam().relu;
-  const auto n = s.x_size(), c = static_cast<std::size_t>(s.c);
+  const std::size_t n = s.x_size(), c = static_cast<std::size_t>(s.c);
   const Shape shape{s.n, s.c, s.h, s.w}, per_c{s.c};
-  const double m = static_cast<double>(s.count()), a = m * m * 0x1p-50;
+  const double m = static_cast<double>(s.count()), a = m * m * 0x1p-50;  // a: the header's
+};
+
+TEST_P(CpuBf16BatchNorm, TrainingForwardAndBackward) {
   std::vector<float> gamma = random_floats(c, 31), beta = random_floats(c, 32);
   for (float& g : gamma) g *= 2.0f;
   const Tensor x = bf16_of(random_floats(n, 33), shape), dy = bf16_of(random_floats(n, 34), shape);
@@ -207,11 +214,7 @@ TEST_P(CpuBf16BatchNorm, TrainingForwardAndBackward) {
   cpu::batchnorm2d_forward_training<double>(s, xd.data(), gd.data(), bd.data(), ry.data(), rmean.data(),
                                             rinv.data(), rrm.data(), rrv.data(), 0.1, 1e-5);
   if (relu) cpu::relu_forward<double>(ry.data(), ry.data(), static_cast<std::int64_t>(n));
-  std::vector<double> dyd = doubles(dyv);
-  if (relu) {
-    const std::vector<double> stored_y = doubles(values(y));
-    cpu::relu_backward<double>(stored_y.data(), dyd.data(), dyd.data(), static_cast<std::int64_t>(n));
-  }
+  const std::vector<double> dyd = reference_dy(dyv, y);
   const std::vector<double> md = doubles(mean.to_vector<float>()), id = doubles(invstd.to_vector<float>());
   cpu::batchnorm2d_backward_training<double>(s, xd.data(), gd.data(), md.data(), id.data(), dyd.data(),
                                              rdx.data(), rdg.data(), rdb.data());
@@ -229,11 +232,6 @@ TEST_P(CpuBf16BatchNorm, TrainingForwardAndBackward) {
 }
 
 TEST_P(CpuBf16BatchNorm, EvalForwardAndBackward) {
-  const BatchNorm2dShape s = GetParam().s;
-  const bool relu = GetParam().relu;
-  const auto n = s.x_size(), c = static_cast<std::size_t>(s.c);
-  const Shape shape{s.n, s.c, s.h, s.w}, per_c{s.c};
-  const double m = static_cast<double>(s.count()), a = m * m * 0x1p-50;
   const std::vector<float> gamma = random_floats(c, 41), beta = random_floats(c, 42),
                            rmean = random_floats(c, 43);
   std::vector<float> rvar = random_floats(c, 44);
@@ -261,11 +259,7 @@ TEST_P(CpuBf16BatchNorm, EvalForwardAndBackward) {
   cpu::batchnorm2d_forward_eval<double>(s, xd.data(), gd.data(), bd.data(), rmd.data(), rvd.data(), ry.data(),
                                         1e-5);
   if (relu) cpu::relu_forward<double>(ry.data(), ry.data(), static_cast<std::int64_t>(n));
-  std::vector<double> dyd = doubles(dyv);
-  if (relu) {
-    const std::vector<double> stored_y = doubles(values(y));
-    cpu::relu_backward<double>(stored_y.data(), dyd.data(), dyd.data(), static_cast<std::int64_t>(n));
-  }
+  const std::vector<double> dyd = reference_dy(dyv, y);
   cpu::batchnorm2d_backward_eval<double>(s, xd.data(), gd.data(), rmd.data(), rvd.data(), dyd.data(),
                                          rdx.data(), rdg.data(), rdb.data(), 1e-5);
   expect_bf16_output("y", values(y), fy, ry, a);
