@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu_fast/bf16_io.h"
+#include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
 #include "kernels/cpu_fast/parallel.h"
 
 namespace engine::cpu_fast {
@@ -13,20 +15,28 @@ namespace {
 
 using std::int64_t;
 
-// Sum of n floats in double: independent vector lanes, so the loop vectorises without reassociating
+// T is the activations' storage, float or bfloat16 (bf16_io.h: read widened; each output rounded to
+// float as before, then to bf16 once, the bits the float32 kernel's output rounded to bf16 would have).
+// Parameters, statistics and parameter gradients are float32 either way.
+// The per-plane loops are compiled for AVX-512 and AVX2 too (ENGINE_CPU_CLONES, map.h: one is picked at load
+// time by the CPU): their double arithmetic runs 8 lanes wide instead of SSE2's 2.
+
+// Sum of n values in double: independent vector lanes, so the loop vectorises without reassociating
 // anything the reference would not (it is still a double sum of the same values, to double rounding).
-double sum(const float* v, int64_t n) {
+template <typename T>
+ENGINE_CPU_CLONES double sum(const T* v, int64_t n) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(v[i]);
+  for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(loaded(v[i]));
   return acc;
 }
 
-double sum_sq_dev(const float* v, int64_t n, double mean) {
+template <typename T>
+ENGINE_CPU_CLONES double sum_sq_dev(const T* v, int64_t n, double mean) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(v[i]) - mean;
+    const double d = static_cast<double>(loaded(v[i])) - mean;
     acc += d * d;
   }
   return acc;
@@ -38,23 +48,24 @@ inline float relu(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
 // y = (x - mean) * scale + shift over one plane, in double as the reference (BatchNorm divides by the
 // spread: when it is tiny against the mean, (x - mean) rounded to float would be amplified by invstd), then
 // rounded to float once and, fused, passed through ReLU, as relu_forward would on the stored value.
-template <bool kRelu>
-void normalize_plane(const float* x, float* y, int64_t hw, double mean, double scale, double shift) {
+template <bool kRelu, typename T>
+ENGINE_CPU_CLONES void normalize_plane(const T* x, T* y, int64_t hw, double mean, double scale,
+                                       double shift) {
 #pragma omp simd
   for (int64_t i = 0; i < hw; ++i) {
-    const float v = static_cast<float>((static_cast<double>(x[i]) - mean) * scale + shift);
-    y[i] = kRelu ? relu(v) : v;
+    const float v = static_cast<float>((static_cast<double>(loaded(x[i])) - mean) * scale + shift);
+    y[i] = stored<T>(kRelu ? relu(v) : v);
   }
 }
 
 // dy as BatchNorm sees it: fused, masked by the fused output (ReLU's backward: dy where y > 0, else +0).
 // The mask is a bitwise and, not a select: GCC leaves a select in these double loops as control flow and
 // does not vectorise them.
-template <bool kMask>
-inline double grad_at(const float* dy, const float* relu_y, int64_t i) {
-  const float d = dy[i];
+template <bool kMask, typename T>
+inline double grad_at(const T* dy, const T* relu_y, int64_t i) {
+  const float d = loaded(dy[i]);
   if constexpr (kMask) {
-    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(relu_y[i] > 0.0f);
+    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(loaded(relu_y[i]) > 0.0f);
     return static_cast<double>(std::bit_cast<float>(std::bit_cast<std::uint32_t>(d) & keep));
   } else {
     return static_cast<double>(d);
@@ -65,26 +76,26 @@ struct PlaneSums {
   double dy = 0.0, dy_xc = 0.0;  // sum dy, sum dy * (x - mean)
 };
 
-template <bool kMask>
-PlaneSums grad_sums(const float* x, const float* dy, const float* relu_y, int64_t hw, double mean) {
+template <bool kMask, typename T>
+ENGINE_CPU_CLONES PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y, int64_t hw, double mean) {
   double a = 0.0, b = 0.0;
 #pragma omp simd reduction(+ : a, b)
   for (int64_t i = 0; i < hw; ++i) {
     const double d = grad_at<kMask>(dy, relu_y, i);
     a += d;
-    b += d * (static_cast<double>(x[i]) - mean);
+    b += d * (static_cast<double>(loaded(x[i])) - mean);
   }
   return {a, b};
 }
 
 // dx = k * dy + k_x * (x - mean) + k_0 over one plane.
-template <bool kMask>
-void grad_input_plane(const float* x, const float* dy, const float* relu_y, float* dx, int64_t hw,
-                      double mean, double k, double k_x, double k_0) {
+template <bool kMask, typename T>
+ENGINE_CPU_CLONES void grad_input_plane(const T* x, const T* dy, const T* relu_y, T* dx, int64_t hw,
+                                        double mean, double k, double k_x, double k_0) {
 #pragma omp simd
   for (int64_t i = 0; i < hw; ++i) {
-    dx[i] = static_cast<float>(k * grad_at<kMask>(dy, relu_y, i) + k_x * (static_cast<double>(x[i]) - mean) +
-                               k_0);
+    dx[i] = stored<T>(static_cast<float>(k * grad_at<kMask>(dy, relu_y, i) +
+                                         k_x * (static_cast<double>(loaded(x[i])) - mean) + k_0));
   }
 }
 
@@ -93,10 +104,10 @@ void grad_input_plane(const float* x, const float* dy, const float* relu_y, floa
 //   dx = gamma * invstd * (dy - batch_terms * (dbeta / M + xhat * dgamma / M))
 //      = k * dy + k_x * (x - mean) + k_0,
 // batch_terms 1 in training (the statistics depend on x), 0 in eval. dy is masked by relu_y when given.
-template <bool kMask>
-void backward_impl(const BatchNorm2dShape& g, const float* x, const float* gamma, const double* mean_of,
-                   const double* invstd_of, const float* dy, const float* relu_y, float* dx, float* dgamma,
-                   float* dbeta, bool batch_terms) {
+template <bool kMask, typename T>
+void backward_impl(const BatchNorm2dShape& g, const T* x, const float* gamma, const double* mean_of,
+                   const double* invstd_of, const T* dy, const T* relu_y, T* dx, float* dgamma, float* dbeta,
+                   bool batch_terms) {
   const int64_t hw = static_cast<int64_t>(g.h) * g.w;
   const int64_t channel_stride = hw * g.c;
   const double m = static_cast<double>(g.count());
@@ -124,9 +135,10 @@ void backward_impl(const BatchNorm2dShape& g, const float* x, const float* gamma
   }
 }
 
-void backward(const BatchNorm2dShape& g, const float* x, const float* gamma, const double* mean,
-              const double* invstd, const float* dy, const float* relu_y, float* dx, float* dgamma,
-              float* dbeta, bool batch_terms) {
+template <typename T>
+void backward(const BatchNorm2dShape& g, const T* x, const float* gamma, const double* mean,
+              const double* invstd, const T* dy, const T* relu_y, T* dx, float* dgamma, float* dbeta,
+              bool batch_terms) {
   if (relu_y != nullptr) {
     backward_impl<true>(g, x, gamma, mean, invstd, dy, relu_y, dx, dgamma, dbeta, batch_terms);
   } else {
@@ -134,12 +146,10 @@ void backward(const BatchNorm2dShape& g, const float* x, const float* gamma, con
   }
 }
 
-}  // namespace
-
-void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
-                                  const float* beta, float* y, float* save_mean, float* save_invstd,
-                                  float* running_mean, float* running_var, double momentum, double eps,
-                                  bool relu, const float* running_mean_shift) {
+template <typename T>
+void forward_training(const BatchNorm2dShape& g, const T* x, const float* gamma, const float* beta, T* y,
+                      float* save_mean, float* save_invstd, float* running_mean, float* running_var,
+                      double momentum, double eps, bool relu, const float* running_mean_shift) {
   g.validate_training(momentum, eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
                "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
@@ -151,7 +161,7 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, con
   const double m = static_cast<double>(g.count());
 #pragma omp parallel for if (static_cast <int64_t>(g.x_size()) >= kParallelMinElements) schedule(static)
   for (int c = 0; c < g.c; ++c) {
-    const float* xc = x + c * hw;
+    const T* xc = x + c * hw;
     double total = 0.0;
     for (int n = 0; n < g.n; ++n) total += sum(xc + n * channel_stride, hw);
     const double mean = total / m;
@@ -181,9 +191,9 @@ void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, con
   }
 }
 
-void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const float* x, const float* gamma,
-                              const float* beta, const float* running_mean, const float* running_var,
-                              float* y, double eps, bool relu) {
+template <typename T>
+void forward_eval(const BatchNorm2dShape& g, const T* x, const float* gamma, const float* beta,
+                  const float* running_mean, const float* running_var, T* y, double eps, bool relu) {
   g.validate();
   BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
@@ -207,9 +217,10 @@ void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const float* x, const f
   }
 }
 
-void batchnorm2d_backward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
-                                   const float* save_mean, const float* save_invstd, const float* dy,
-                                   float* dx, float* dgamma, float* dbeta, const float* relu_y) {
+template <typename T>
+void backward_training(const BatchNorm2dShape& g, const T* x, const float* gamma, const float* save_mean,
+                       const float* save_invstd, const T* dy, T* dx, float* dgamma, float* dbeta,
+                       const T* relu_y) {
   g.validate();
   ENGINE_CHECK(x != nullptr && dy != nullptr && save_mean != nullptr && save_invstd != nullptr,
                "batchnorm2d_backward_training: x, dy, save_mean and save_invstd must not be null");
@@ -221,9 +232,10 @@ void batchnorm2d_backward_training(const BatchNorm2dShape& g, const float* x, co
   backward(g, x, gamma, mean.data(), invstd.data(), dy, relu_y, dx, dgamma, dbeta, /*batch_terms=*/true);
 }
 
-void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const float* x, const float* gamma,
-                               const float* running_mean, const float* running_var, const float* dy,
-                               float* dx, float* dgamma, float* dbeta, double eps, const float* relu_y) {
+template <typename T>
+void backward_eval(const BatchNorm2dShape& g, const T* x, const float* gamma, const float* running_mean,
+                   const float* running_var, const T* dy, T* dx, float* dgamma, float* dbeta, double eps,
+                   const T* relu_y) {
   g.validate();
   BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && dy != nullptr && running_mean != nullptr && running_var != nullptr,
@@ -234,6 +246,57 @@ void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const float* x, const 
     invstd[c] = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
   }
   backward(g, x, gamma, mean.data(), invstd.data(), dy, relu_y, dx, dgamma, dbeta, /*batch_terms=*/false);
+}
+
+}  // namespace
+
+void batchnorm2d_forward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                                  const float* beta, float* y, float* save_mean, float* save_invstd,
+                                  float* running_mean, float* running_var, double momentum, double eps,
+                                  bool relu, const float* running_mean_shift) {
+  forward_training(g, x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, momentum, eps,
+                   relu, running_mean_shift);
+}
+void batchnorm2d_forward_training(const BatchNorm2dShape& g, const bfloat16* x, const float* gamma,
+                                  const float* beta, bfloat16* y, float* save_mean, float* save_invstd,
+                                  float* running_mean, float* running_var, double momentum, double eps,
+                                  bool relu, const float* running_mean_shift) {
+  forward_training(g, x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, momentum, eps,
+                   relu, running_mean_shift);
+}
+
+void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                              const float* beta, const float* running_mean, const float* running_var,
+                              float* y, double eps, bool relu) {
+  forward_eval(g, x, gamma, beta, running_mean, running_var, y, eps, relu);
+}
+void batchnorm2d_forward_eval(const BatchNorm2dShape& g, const bfloat16* x, const float* gamma,
+                              const float* beta, const float* running_mean, const float* running_var,
+                              bfloat16* y, double eps, bool relu) {
+  forward_eval(g, x, gamma, beta, running_mean, running_var, y, eps, relu);
+}
+
+void batchnorm2d_backward_training(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                                   const float* save_mean, const float* save_invstd, const float* dy,
+                                   float* dx, float* dgamma, float* dbeta, const float* relu_y) {
+  backward_training(g, x, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta, relu_y);
+}
+void batchnorm2d_backward_training(const BatchNorm2dShape& g, const bfloat16* x, const float* gamma,
+                                   const float* save_mean, const float* save_invstd, const bfloat16* dy,
+                                   bfloat16* dx, float* dgamma, float* dbeta, const bfloat16* relu_y) {
+  backward_training(g, x, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta, relu_y);
+}
+
+void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const float* x, const float* gamma,
+                               const float* running_mean, const float* running_var, const float* dy,
+                               float* dx, float* dgamma, float* dbeta, double eps, const float* relu_y) {
+  backward_eval(g, x, gamma, running_mean, running_var, dy, dx, dgamma, dbeta, eps, relu_y);
+}
+void batchnorm2d_backward_eval(const BatchNorm2dShape& g, const bfloat16* x, const float* gamma,
+                               const float* running_mean, const float* running_var, const bfloat16* dy,
+                               bfloat16* dx, float* dgamma, float* dbeta, double eps,
+                               const bfloat16* relu_y) {
+  backward_eval(g, x, gamma, running_mean, running_var, dy, dx, dgamma, dbeta, eps, relu_y);
 }
 
 }  // namespace engine::cpu_fast

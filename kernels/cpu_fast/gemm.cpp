@@ -1,7 +1,9 @@
 #include "kernels/cpu_fast/gemm.h"
 
 #include <atomic>
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
 
 #include "core/error.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
@@ -12,7 +14,41 @@ namespace {
 // Its kernels are made on the first call of the process (dnnl_runtime.h: check_room_for_kernels).
 std::atomic<bool> g_gemm_kernels_ready{false};
 
+using Dims = dnnl::memory::dims;
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>;
+
+// A row-major rows x cols operand, stored transposed (cols x rows) when `trans`.
+dnnl::memory::desc bf16_operand(std::int64_t rows, std::int64_t cols, Trans trans) {
+  return {Dims{rows, cols}, dnnl::memory::data_type::bf16,
+          trans == Trans::Yes ? dnnl::memory::format_tag::ba : dnnl::memory::format_tag::ab};
+}
+
 }  // namespace
+
+void gemm_bf16(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+               const bfloat16* a, const bfloat16* b, float* c) {
+  ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm_bf16: negative size m {}, n {}, k {}", m, n, k);
+  ENGINE_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm_bf16: a, b and c must not be null");
+  if (m == 0 || n == 0) return;
+  dnnl_rt::run("gemm_bf16", [&] {
+    thread_local std::map<Key, dnnl::matmul> plans;
+    const Key key{m, n, k, trans_a == Trans::Yes, trans_b == Trans::Yes};
+    const dnnl::memory::desc a_md = bf16_operand(m, k, trans_a), b_md = bf16_operand(k, n, trans_b);
+    const dnnl::memory::desc c_md(Dims{m, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      dnnl_rt::check_room_for_kernels("a bf16 matmul");
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), dnnl_rt::cpu_engine());
+      it = plans.emplace(key, dnnl::matmul(pd)).first;
+    }
+    dnnl::engine& e = dnnl_rt::cpu_engine();
+    dnnl::stream& s = dnnl_rt::cpu_stream();
+    it->second.execute(s, {{DNNL_ARG_SRC, dnnl::memory(a_md, e, const_cast<bfloat16*>(a))},
+                           {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, e, const_cast<bfloat16*>(b))},
+                           {DNNL_ARG_DST, dnnl::memory(c_md, e, c)}});
+    s.wait();
+  });
+}
 
 void sgemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,

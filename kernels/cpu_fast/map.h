@@ -2,7 +2,8 @@
 // The fast CPU loop of every elementwise op: out[i] = f(a[i]) or f(a[i], b[i]) with a functor of
 // kernels/elementwise_math.h, the one the CUDA launch_map (kernels/cuda/elementwise.cuh) applies, so both
 // devices compute the same float formula. One OpenMP-threaded pass (kParallelMinElements), vectorised where
-// f allows. `op` names the caller in errors. out may alias a or b.
+// f allows. `op` names the caller in errors. out may alias a or b. The operands are float or bfloat16
+// (bf16_io.h: read widened, f in float, each output rounded once to its storage).
 //
 // The build targets x86-64's baseline (SSE2, 4 floats a vector); on x86-64 GCC also compiles each loop for
 // AVX2 and AVX-512 and picks one at load time by the CPU (target_clones, glibc's ifunc), so a polynomial
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "kernels/cpu_fast/bf16_io.h"
 #include "kernels/cpu_fast/parallel.h"
 #include "kernels/elementwise_math.h"
 
@@ -24,18 +26,18 @@
 
 namespace engine::cpu_fast {
 
-template <typename F>
-ENGINE_CPU_CLONES void map(const char* op, F f, const float* a, float* out, std::int64_t n) {
+template <typename F, typename A, typename O>
+ENGINE_CPU_CLONES void map(const char* op, F f, const A* a, O* out, std::int64_t n) {
   ENGINE_CHECK(n >= 0, "{}: element count must be non-negative, got {}", op, n);
 #pragma omp parallel for simd if (n >= kParallelMinElements) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i]);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = stored<O>(f(loaded(a[i])));
 }
 
-template <typename F>
-ENGINE_CPU_CLONES void map(const char* op, F f, const float* a, const float* b, float* out, std::int64_t n) {
+template <typename F, typename A, typename B, typename O>
+ENGINE_CPU_CLONES void map(const char* op, F f, const A* a, const B* b, O* out, std::int64_t n) {
   ENGINE_CHECK(n >= 0, "{}: element count must be non-negative, got {}", op, n);
 #pragma omp parallel for simd if (n >= kParallelMinElements) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = stored<O>(f(loaded(a[i]), loaded(b[i])));
 }
 
 }  // namespace engine::cpu_fast

@@ -3,26 +3,33 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu_fast/bf16_io.h"
 #include "kernels/cpu_fast/parallel.h"
 
 namespace engine::cpu_fast {
 
 namespace {
 
+// T is the storage, float or bfloat16 (bf16_io.h): values compared widened (exact), so a bf16 maximum is
+// stored back unchanged.
+
 // One output row of the 2x2, stride 2 window: input rows r0 and r1 (r1 = r0 + w), row = r0's offset in the
 // plane. The four cells in the generic loop's scan order with its rule, as selects rather than branches so
 // the loop vectorises (the arguments by value and the pointers disjoint, so nothing is reloaded). The first
 // cell: > -inf, or NaN (which wins), either way the generic loop's pick; then strict '>' (the first maximum
 // wins a tie), and NaN wins.
-void maxpool2x2_row(const float* r0, const float* r1, float* y, std::int32_t* argmax, int q, int row, int w) {
+template <typename T>
+void maxpool2x2_row(const T* r0, const T* r1, T* y, std::int32_t* argmax, int q, int row, int w) {
 #pragma omp simd
   for (int oq = 0; oq < q; ++oq) {
     const int c = 2 * oq;
-    float best = r0[c];
+    float best = loaded(r0[c]);
     std::int32_t at = row + c;
-    const float v1 = r0[c + 1], v2 = r1[c], v3 = r1[c + 1];
+    const float v1 = loaded(r0[c + 1]), v2 = loaded(r1[c]), v3 = loaded(r1[c + 1]);
     const bool t1 = (v1 > best) | (v1 != v1);
     best = t1 ? v1 : best;
     at = t1 ? row + c + 1 : at;
@@ -32,21 +39,22 @@ void maxpool2x2_row(const float* r0, const float* r1, float* y, std::int32_t* ar
     const bool t3 = (v3 > best) | (v3 != v3);
     best = t3 ? v3 : best;
     at = t3 ? row + w + c + 1 : at;
-    y[oq] = best;
+    y[oq] = stored<T>(best);
     argmax[oq] = at;
   }
 }
 
 // The 2x2, stride 2, unpadded window (every zoo model's pooling): no clipping; the same bits as the generic
 // loop.
-void maxpool2x2_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
+template <typename T>
+void maxpool2x2_forward(const Pool2dShape& s, const T* x, T* y, std::int32_t* argmax) {
   const int p = s.p(), q = s.q(), w = s.w;
   const std::int64_t planes = static_cast<std::int64_t>(s.n) * s.c;
   const std::int64_t plane_in = static_cast<std::int64_t>(s.h) * s.w;
 #pragma omp parallel for if (planes * plane_in >= kParallelMinElements) schedule(static)
   for (std::int64_t plane = 0; plane < planes; ++plane) {
-    const float* xp = x + plane * plane_in;
-    float* yp = y + plane * p * q;
+    const T* xp = x + plane * plane_in;
+    T* yp = y + plane * p * q;
     std::int32_t* ap = argmax + plane * p * q;
     for (int op = 0; op < p; ++op) {
       const int row = 2 * op * w;
@@ -56,9 +64,8 @@ void maxpool2x2_forward(const Pool2dShape& s, const float* x, float* y, std::int
   }
 }
 
-}  // namespace
-
-void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
+template <typename T>
+void forward(const Pool2dShape& s, const T* x, T* y, std::int32_t* argmax) {
   s.validate();
   // Ceil mode on an odd side adds a clipped last window: the generic loop's business.
   if (s.kernel_h == 2 && s.kernel_w == 2 && s.stride_h == 2 && s.stride_w == 2 && s.pad_h == 0 &&
@@ -71,8 +78,8 @@ void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int3
   const std::int64_t plane_in = static_cast<std::int64_t>(s.h) * s.w;
 #pragma omp parallel for if (planes * plane_in >= kParallelMinElements) schedule(static)
   for (std::int64_t plane = 0; plane < planes; ++plane) {
-    const float* xp = x + plane * plane_in;
-    float* yp = y + plane * p * q;
+    const T* xp = x + plane * plane_in;
+    T* yp = y + plane * p * q;
     std::int32_t* ap = argmax + plane * p * q;
     for (int op = 0; op < p; ++op) {
       // The window clipped to the real input; the clipped-away cells are padding (-inf), never a max.
@@ -85,21 +92,24 @@ void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int3
         std::int32_t best_index = h0 * s.w + w0;
         for (int ih = h0; ih < h1; ++ih) {
           for (int iw = w0; iw < w1; ++iw) {
-            const float v = xp[ih * s.w + iw];
+            const float v = loaded(xp[ih * s.w + iw]);
             if (v > best || v != v) {  // strict '>': the first maximum wins a tie; NaN wins
               best = v;
               best_index = ih * s.w + iw;
             }
           }
         }
-        yp[op * q + oq] = best;
+        yp[op * q + oq] = stored<T>(best);
         ap[op * q + oq] = best_index;
       }
     }
   }
 }
 
-void maxpool2d_backward(const Pool2dShape& s, const float* dy, const std::int32_t* argmax, float* dx) {
+// dx sums in float: in dx itself for float, in a float plane for bf16, rounded once per cell as the float32
+// kernel's output rounded to bf16 would be.
+template <typename T>
+void backward(const Pool2dShape& s, const T* dy, const std::int32_t* argmax, T* dx) {
   s.validate();
   const std::int64_t plane_in = static_cast<std::int64_t>(s.h) * s.w;
   const std::int64_t plane_out = static_cast<std::int64_t>(s.p()) * s.q();
@@ -107,7 +117,14 @@ void maxpool2d_backward(const Pool2dShape& s, const float* dy, const std::int32_
   std::atomic<std::int64_t> bad{-1};  // the first out-of-plane argmax seen, reported after the loop
 #pragma omp parallel for if (planes * plane_in >= kParallelMinElements) schedule(static)
   for (std::int64_t plane = 0; plane < planes; ++plane) {
-    float* dxp = dx + plane * plane_in;
+    thread_local std::vector<float> scratch;
+    float* dxp = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      dxp = dx + plane * plane_in;
+    } else {
+      scratch.resize(static_cast<std::size_t>(plane_in));
+      dxp = scratch.data();
+    }
     std::fill(dxp, dxp + plane_in, 0.0f);
     for (std::int64_t o = plane * plane_out; o < (plane + 1) * plane_out; ++o) {
       const std::int32_t i = argmax[o];
@@ -116,12 +133,30 @@ void maxpool2d_backward(const Pool2dShape& s, const float* dy, const std::int32_
         bad.compare_exchange_strong(none, o);
         continue;
       }
-      dxp[i] += dy[o];
+      dxp[i] += loaded(dy[o]);
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      for (std::int64_t i = 0; i < plane_in; ++i) dx[plane * plane_in + i] = stored<T>(dxp[i]);
     }
   }
   const std::int64_t o = bad.load();
   ENGINE_CHECK(o < 0, "maxpool2d_backward: argmax[{}] = {} is outside the plane of {} cells", o, argmax[o],
                plane_in);
+}
+
+}  // namespace
+
+void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y, std::int32_t* argmax) {
+  forward(s, x, y, argmax);
+}
+void maxpool2d_forward(const Pool2dShape& s, const bfloat16* x, bfloat16* y, std::int32_t* argmax) {
+  forward(s, x, y, argmax);
+}
+void maxpool2d_backward(const Pool2dShape& s, const float* dy, const std::int32_t* argmax, float* dx) {
+  backward(s, dy, argmax, dx);
+}
+void maxpool2d_backward(const Pool2dShape& s, const bfloat16* dy, const std::int32_t* argmax, bfloat16* dx) {
+  backward(s, dy, argmax, dx);
 }
 
 }  // namespace engine::cpu_fast

@@ -8,4 +8,8 @@ void residual_add_forward(const float* a, const float* b, float* y, std::int64_t
   map("residual_add_forward", elementwise::Sum{}, a, b, y, n);
 }
 
+void residual_add_forward(const bfloat16* a, const bfloat16* b, bfloat16* y, std::int64_t n) {
+  map("residual_add_forward", elementwise::Sum{}, a, b, y, n);
+}
+
 }  // namespace engine::cpu_fast

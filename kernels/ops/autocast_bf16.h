@@ -21,6 +21,7 @@
 //         Convolutions on an avx512_bf16 host (cpu_fast::native_bf16; NHWC transposed): oneDNN's bf16
 //         kernels, bf16 x, w, y, dy, dx, fp32 accumulation, the bf16-rounded bias added in fp32 before the
 //         one rounding, dW and db fp32 then rounded: the emulation's arithmetic in another summation order.
+//         Linear there likewise: oneDNN's bf16 matmul (cpu_fast::gemm_bf16), fp32 results rounded.
 // The two differ only in the fp32 accumulation order and the bias's second rounding on CUDA
 // (tests/common/bf16_tolerance.h bounds both).
 

@@ -61,21 +61,21 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
             batchnorm2d_forward_training(ctx, s, in[0], gamma, beta, out[0], save_mean, save_invstd,
                                          running_mean, running_var, momentum, eps, relu, running_mean_shift);
           },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  // On CUDA the parameters and statistics are float32 whatever the activations' storage T.
-  dispatch_with_bf16("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
+  // The parameters and statistics are float32 whatever the activations' storage T (bf16 on CUDA and CPU).
+  dispatch_with_bf16<true>("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_training(
           cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(), beta.data<float>(), y.data<T>(),
           save_mean.data<float>(), save_invstd.data<float>(), running_mean.data<float>(),
           running_var.data<float>(), momentum, eps, relu, data_or_null<float>(running_mean_shift), layout);
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
-                                             save_mean.data<T>(), save_invstd.data<T>(),
-                                             running_mean.data<T>(), running_var.data<T>(), momentum, eps,
-                                             relu, data_or_null<T>(running_mean_shift));
+      cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<float>(), beta.data<float>(),
+                                             y.data<T>(), save_mean.data<float>(), save_invstd.data<float>(),
+                                             running_mean.data<float>(), running_var.data<float>(), momentum,
+                                             eps, relu, data_or_null<float>(running_mean_shift));
     } else {
       cpu::batchnorm2d_forward_training<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(), y.data<T>(),
                                            save_mean.data<T>(), save_invstd.data<T>(), running_mean.data<T>(),
@@ -103,18 +103,18 @@ void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShap
             batchnorm2d_forward_eval(ctx, s, in[0], gamma, beta, running_mean, running_var, out[0], eps,
                                      relu);
           },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  dispatch_with_bf16("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("batchnorm2d", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::batchnorm2d_forward_eval(cuda_stream(ctx), s, x.data<T>(), gamma.data<float>(),
                                      beta.data<float>(), running_mean.data<float>(),
                                      running_var.data<float>(), y.data<T>(), eps, relu, layout);
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
-                                         running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps,
-                                         relu);
+      cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<float>(), beta.data<float>(),
+                                         running_mean.data<float>(), running_var.data<float>(), y.data<T>(),
+                                         eps, relu);
     } else {
       cpu::batchnorm2d_forward_eval<T>(s, x.data<T>(), gamma.data<T>(), beta.data<T>(),
                                        running_mean.data<T>(), running_var.data<T>(), y.data<T>(), eps);
@@ -133,7 +133,7 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
             batchnorm2d_backward_training(ctx, s, in[0], gamma, save_mean, save_invstd, in[1], out[0], dgamma,
                                           dbeta, in[2]);
           },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
   check_relu_y(s, dy, relu_y);
@@ -145,7 +145,7 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
     nchw.finish();
     return;
   }
-  dispatch_with_bf16("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
@@ -154,9 +154,9 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
                                           dx_data, dgamma.data<float>(), dbeta.data<float>(), relu_y_data,
                                           layout);
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<T>(), save_mean.data<T>(),
-                                              save_invstd.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
-                                              dbeta.data<T>(), relu_y_data);
+      cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<float>(), save_mean.data<float>(),
+                                              save_invstd.data<float>(), dy.data<T>(), dx_data,
+                                              dgamma.data<float>(), dbeta.data<float>(), relu_y_data);
     } else {
       std::vector<T> masked;
       if (relu_y.defined()) masked = relu_masked<T>(s, relu_y, dy);
@@ -177,7 +177,7 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
             batchnorm2d_backward_eval(ctx, s, in[0], gamma, running_mean, running_var, in[1], out[0], dgamma,
                                       dbeta, eps, in[2]);
           },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
   check_relu_y(s, dy, relu_y);
@@ -189,7 +189,7 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
     nchw.finish();
     return;
   }
-  dispatch_with_bf16("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("batchnorm2d", ctx, dy, [&]<Path P, typename T>() {
     T* dx_data = data_or_null<T>(dx);
     const T* relu_y_data = data_or_null<T>(relu_y);
     if constexpr (P == Path::Cuda) {
@@ -198,9 +198,9 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
                                       dx_data, dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data,
                                       layout);
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<T>(), running_mean.data<T>(),
-                                          running_var.data<T>(), dy.data<T>(), dx_data, dgamma.data<T>(),
-                                          dbeta.data<T>(), eps, relu_y_data);
+      cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<float>(), running_mean.data<float>(),
+                                          running_var.data<float>(), dy.data<T>(), dx_data,
+                                          dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data);
     } else {
       std::vector<T> masked;
       if (relu_y.defined()) masked = relu_masked<T>(s, relu_y, dy);

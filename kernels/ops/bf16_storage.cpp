@@ -18,6 +18,13 @@ bool all_cuda_bf16(std::initializer_list<const Tensor*> ts) {
   return true;
 }
 
+bool all_cpu_bf16(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t->defined() && !(!t->is_cuda() && t->dtype() == DType::BF16)) return false;
+  }
+  return true;
+}
+
 void round_into(const ExecutionContext& ctx, const Tensor& f, const Tensor& target) {
   if (target.defined() && target.dtype() == DType::BF16) cast_to_bf16(ctx, f, target);
 }

@@ -5,8 +5,10 @@
 // (dispatch_with_bf16, kernels/ops/dispatch.h: float arithmetic inside, bf16 loads and stores); every other
 // case of a BF16 tensor goes through `on_float32`: the op's float32 kernel on float32 copies (widening is
 // exact), its outputs rounded back into their BF16 storage (nearest even). That is the same rounding, at the
-// same place, as a bf16 kernel's store, so the CPU runs the CUDA path's data flow with the CPU's float
-// kernels (the CPU's whole bf16 story), and a CUDA op without a bf16 kernel yet is correct, only slower.
+// same place, as a bf16 kernel's store, so an op without a bf16 kernel yet on a device is correct, only
+// slower. On the CPU, BatchNorm (with its fused ReLU), ReLU, the residual add and max pooling have bf16
+// kernels (NativeBf16::CudaAndCpu): the fast float loops reading and writing bf16, with the same float
+// arithmetic and the same one rounding per output, so they give the bits `on_float32` gives.
 
 #include <cstddef>
 #include <initializer_list>
@@ -16,12 +18,14 @@
 
 namespace engine::ops::bf16 {
 
-// Whether the op has its own bf16 kernel on CUDA (dispatch_with_bf16): then tensors that are all CUDA BF16
-// go to it, and on_float32 leaves them alone.
-enum class NativeBf16 { None, Cuda };
+// Where the op has its own bf16 kernel (dispatch_with_bf16): tensors that are all BF16 on such a device
+// (CUDA; or CUDA or the CPU) go to it, and on_float32 leaves them alone.
+enum class NativeBf16 { None, Cuda, CudaAndCpu };
 
 // Whether every defined tensor of `ts` is a BF16 tensor on a CUDA device.
 bool all_cuda_bf16(std::initializer_list<const Tensor*> ts);
+// Whether every defined tensor of `ts` is a BF16 tensor on the CPU.
+bool all_cpu_bf16(std::initializer_list<const Tensor*> ts);
 
 // A float32 tensor with t's values: a new one for a BF16 t, else t itself (undefined stays undefined).
 Tensor widened(const ExecutionContext& ctx, const Tensor& t);
@@ -41,11 +45,17 @@ void round_into(const ExecutionContext& ctx, const Tensor& f, const Tensor& targ
 template <std::size_t I, std::size_t O, typename Op>
 bool on_float32(const ExecutionContext& ctx, const Tensor (&ins)[I], const Tensor (&outs)[O], Op&& op,
                 NativeBf16 native = NativeBf16::None) {
-  if (native == NativeBf16::Cuda) {
-    bool all = true;
-    for (const Tensor& t : ins) all = all && all_cuda_bf16({&t});
-    for (const Tensor& t : outs) all = all && all_cuda_bf16({&t});
-    if (all) return false;
+  if (native != NativeBf16::None) {
+    bool cuda = true, cpu = native == NativeBf16::CudaAndCpu;
+    for (const Tensor& t : ins) {
+      cuda = cuda && all_cuda_bf16({&t});
+      cpu = cpu && all_cpu_bf16({&t});
+    }
+    for (const Tensor& t : outs) {
+      cuda = cuda && all_cuda_bf16({&t});
+      cpu = cpu && all_cpu_bf16({&t});
+    }
+    if (cuda || cpu) return false;
   }
   bool any = false;
   for (const Tensor& t : ins) any = any || (t.defined() && t.dtype() == DType::BF16);

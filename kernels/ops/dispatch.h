@@ -2,8 +2,10 @@
 // The one place where an op picks its implementation from the tensors and the ExecutionContext:
 //   device  CUDA -> Path::Cuda (float32);  CPU float32 -> Path::CpuFast;  CPU float64 -> Path::CpuReference
 //   dtype   F32, F64; BF16 on CUDA for the ops with bf16 kernels (dispatch_with_bf16, T = core/dtype.h's
-//           bfloat16 on the host: the .cu files reinterpret it as __nv_bfloat16). A BF16 tensor anywhere
-//           else runs the float32 kernels on float32 copies first (kernels/ops/bf16_storage.h).
+//           bfloat16 on the host: the .cu files reinterpret it as __nv_bfloat16), and BF16 on the CPU
+//           (Path::CpuFast, bfloat16) for those with CPU bf16 kernels too (dispatch_with_bf16<true>). A BF16
+//           tensor anywhere else runs the float32 kernels on float32 copies first
+//           (kernels/ops/bf16_storage.h).
 //   layout  the tensors' own (core/layout.h): an op first calls `same_layout` on the tensors it takes
 //           (mixed layouts are refused, naming the op and the tensors); a path with an NHWC kernel takes
 //           NHWC tensors as they are, any other runs its NCHW kernel through kernels/ops/nchw_fallback.h
@@ -87,12 +89,19 @@ void dispatch(const char* op, const ExecutionContext& /*ctx*/, const Tensor& t, 
 
 // `dispatch`, and a BF16 CUDA tensor to fn.template operator()<Path::Cuda, bfloat16>(): for ops with a
 // bf16 CUDA kernel (every tensor the lambda touches is then BF16: bf16::on_float32 with NativeBf16::Cuda
-// sends every other mix to the float32 kernels first).
-template <typename Fn>
+// sends every other mix to the float32 kernels first). With kCpuBf16 (ops with CPU bf16 kernels too,
+// NativeBf16::CudaAndCpu) a BF16 CPU tensor goes to fn.template operator()<Path::CpuFast, bfloat16>().
+template <bool kCpuBf16 = false, typename Fn>
 void dispatch_with_bf16(const char* op, const ExecutionContext& ctx, const Tensor& t, Fn&& fn) {
   if constexpr (kHaveCuda) {
     if (t.is_cuda() && t.dtype() == DType::BF16) {
       fn.template operator()<Path::Cuda, bfloat16>();
+      return;
+    }
+  }
+  if constexpr (kCpuBf16) {
+    if (!t.is_cuda() && t.dtype() == DType::BF16) {
+      fn.template operator()<Path::CpuFast, bfloat16>();
       return;
     }
   }

@@ -1,5 +1,6 @@
 #include "kernels/ops/linear.h"
 
+#include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/linear.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/ops/autocast_bf16.h"
@@ -8,7 +9,8 @@
 namespace engine::ops {
 namespace {
 
-// kernels/ops/autocast_bf16.h: bf16 tensor-core GEMMs on CUDA, the exact fp32 emulation on the CPU.
+// kernels/ops/autocast_bf16.h: bf16 tensor-core GEMMs on CUDA; on the CPU oneDNN's bf16 matmul where the host
+// has avx512_bf16 (cpu_fast::native_bf16), else the exact fp32 emulation.
 void autocast_forward(const ExecutionContext& ctx, const LinearShape& s, const Tensor& x, const Tensor& w,
                       const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
   if (x.is_cuda()) {
@@ -20,6 +22,15 @@ void autocast_forward(const ExecutionContext& ctx, const LinearShape& s, const T
                                 wb.data<bfloat16>(), data_or_null<float>(bias), yb.get().data<bfloat16>());
       yb.finish();
     }
+    return;
+  }
+  if (cpu_fast::native_bf16()) {
+    const Tensor& wb = autocast::mirror("linear", w, w_bf16);
+    const Tensor xb = autocast::as_bf16(ctx, x), b = autocast::rounded(ctx, bias);
+    const autocast::RoundedOutput yf(ctx, y, DType::F32);
+    cpu_fast::linear_forward(s, xb.data<bfloat16>(), wb.data<bfloat16>(), data_or_null<float>(b),
+                             yf.get().data<float>());
+    yf.finish();
     return;
   }
   const autocast::RoundedOutput yf(ctx, y, DType::F32);
@@ -46,8 +57,16 @@ void autocast_backward(const ExecutionContext& ctx, const LinearShape& s, const 
     return;
   }
   const autocast::RoundedOutput dxf(ctx, dx, DType::F32);
-  linear_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
-                  autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, dy), dxf.get(), dw, db);
+  if (cpu_fast::native_bf16()) {
+    const Tensor& wb = autocast::mirror("linear", w, w_bf16);
+    const Tensor xb = autocast::as_bf16(ctx, x), dyb = autocast::as_bf16(ctx, dy);
+    cpu_fast::linear_backward(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
+                              data_or_null<float>(dxf.get()), dw.data<float>(), data_or_null<float>(db));
+  } else {
+    linear_backward(autocast::fp32(ctx), s, autocast::rounded(ctx, x),
+                    autocast::weight("linear", ctx, w, w_bf16), autocast::rounded(ctx, dy), dxf.get(), dw,
+                    db);
+  }
   dxf.finish();
   autocast::round_in_place(ctx, dw);
   autocast::round_in_place(ctx, db);

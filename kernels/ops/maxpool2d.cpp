@@ -25,10 +25,10 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
   if (bf16::on_float32(
           ctx, {x}, {y},
           [&](const Tensor* in, const Tensor* out) { maxpool2d_forward(ctx, s, in[0], out[0], argmax); },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  dispatch_with_bf16("maxpool2d", ctx, x, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("maxpool2d", ctx, x, [&]<Path P, typename T>() {
     auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
       cuda::maxpool2d_forward(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am, layout);
@@ -52,10 +52,10 @@ void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const
   if (bf16::on_float32(
           ctx, {dy}, {dx},
           [&](const Tensor* in, const Tensor* out) { maxpool2d_backward(ctx, s, in[0], argmax, out[0]); },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  dispatch_with_bf16("maxpool2d", ctx, dy, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("maxpool2d", ctx, dy, [&]<Path P, typename T>() {
     const auto* am = argmax.data<std::int32_t>();
     if constexpr (P == Path::Cuda) {
       cuda::maxpool2d_backward(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>(), layout);

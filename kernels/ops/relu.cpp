@@ -14,10 +14,10 @@ void relu_forward(const ExecutionContext& ctx, const Tensor& x, const Tensor& y)
   check_same_layout("relu", {{"x", x}, {"y", y}});
   if (bf16::on_float32(
           ctx, {x}, {y}, [&](const Tensor* in, const Tensor* out) { relu_forward(ctx, in[0], out[0]); },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  dispatch_with_bf16("relu", ctx, x, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("relu", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::relu_forward(cuda_stream(ctx), x.data<T>(), y.data<T>(), x.numel());
     } else if constexpr (P == Path::CpuFast) {
@@ -33,10 +33,10 @@ void relu_backward(const ExecutionContext& ctx, const Tensor& x, const Tensor& d
   if (bf16::on_float32(
           ctx, {x, dy}, {dx},
           [&](const Tensor* in, const Tensor* out) { relu_backward(ctx, in[0], in[1], out[0]); },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  dispatch_with_bf16("relu", ctx, dy, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("relu", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::relu_backward(cuda_stream(ctx), x.data<T>(), dy.data<T>(), dx.data<T>(), dy.numel());
     } else if constexpr (P == Path::CpuFast) {

@@ -15,10 +15,10 @@ void residual_add(const ExecutionContext& ctx, const Tensor& a, const Tensor& b,
   if (bf16::on_float32(
           ctx, {a, b}, {y},
           [&](const Tensor* in, const Tensor* out) { residual_add(ctx, in[0], in[1], out[0]); },
-          NativeBf16::Cuda)) {
+          NativeBf16::CudaAndCpu)) {
     return;
   }
-  dispatch_with_bf16("residual_add", ctx, a, [&]<Path P, typename T>() {
+  dispatch_with_bf16<true>("residual_add", ctx, a, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::residual_add_forward(cuda_stream(ctx), a.data<T>(), b.data<T>(), y.data<T>(), a.numel());
     } else if constexpr (P == Path::CpuFast) {
