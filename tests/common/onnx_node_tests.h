@@ -85,6 +85,7 @@ inline std::vector<OnnxNodeCase> onnx_engine_cases() {
                                                    "HardSwish",
                                                    "Clip",
                                                    "LeakyRelu",
+                                                   "Softmax",
                                                    "SoftmaxCrossEntropyLoss"};
   const std::string node_tests = onnx_node_test_dir();
   if (!fs::is_directory(node_tests)) return out;
