@@ -4,6 +4,7 @@
 
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
+#include "layers/channel_linear.h"
 #include "layers/conv2d.h"
 #include "layers/graph.h"
 #include "layers/linear.h"
@@ -59,7 +60,17 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + y;
     c.forward_bytes = kF32 * (x + p + y);
     c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;
-  } else if (c.kind == "BatchNorm2d") {
+  } else if (const auto* cl = dynamic_cast<const layers::ChannelLinear*>(&layer)) {
+    // nn.Linear on each pixel's channels (convnext): a 1x1 convolution's count.
+    c.out_channels = cl->out_features();
+    c.bias = true;
+    const double macs = y * cl->in_features();
+    c.forward_flops = 2 * macs + y;
+    c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + y;
+    c.forward_bytes = kF32 * (x + p + y);
+    c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;
+  } else if (c.kind == "BatchNorm2d" || c.kind == "ChannelLayerNorm") {
+    // ChannelLayerNorm normalizes each pixel over its channels: BatchNorm's per-element work.
     c.forward_flops = 8 * x;
     c.backward_flops = 11 * x;
     c.forward_bytes = kF32 * (x + y + p);
@@ -101,6 +112,12 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.backward_flops = 4 * x;
     c.forward_bytes = kF32 * (x + y);
     c.backward_bytes = kF32 * (x + y) + dx_bytes;
+  } else if (c.kind == "Softmax") {
+    // exp, the row's max and sum, a division; backward a row dot product and a multiply-add.
+    c.forward_flops = 5 * x;
+    c.backward_flops = 4 * x;
+    c.forward_bytes = kF32 * (x + y);
+    c.backward_bytes = kF32 * (y + y) + dx_bytes;
   } else if (c.kind == "ChannelSlice" || c.kind == "ChannelShuffle") {
     // Copies: no arithmetic; backward copies dy back (zeros elsewhere for a slice).
     c.forward_bytes = kF32 * (x + y);

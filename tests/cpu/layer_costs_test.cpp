@@ -5,12 +5,17 @@
 
 #include "benchmarks/common/layer_costs.h"
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
+#include "layers/channel_linear.h"
+#include "layers/conv2d.h"
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
+#include "layers/sequential.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -47,6 +52,21 @@ TEST(LayerCosts, AnImportedGraphCostsWhatItsZooModelCosts) {
   for (const LayerCost& c : b.layers) sums += c.kind == "Sum" ? 1 : 0;
   EXPECT_EQ(adds, 8);
   EXPECT_EQ(sums, adds);
+}
+
+// convnext's per-pixel Linear counts as the 1x1 convolution it runs as.
+TEST(LayerCosts, AChannelLinearCostsItsOneByOneConvolution) {
+  auto as_linear = std::make_unique<layers::Sequential>();
+  as_linear->emplace_named<layers::ChannelLinear>("pw", 8, 16, true);
+  auto as_conv = std::make_unique<layers::Sequential>();
+  as_conv->emplace_named<layers::Conv2d>(
+      "pw", layers::Conv2dOptions{.in_channels = 8, .out_channels = 16, .kernel_size = 1, .bias = true});
+  const layers::Model a("linear", std::move(as_linear), {8, 5, 7}), b("conv", std::move(as_conv), {8, 5, 7});
+  const ModelCost ca = model_cost(a, 3), cb = model_cost(b, 3);
+  ASSERT_EQ(ca.layers.size(), 1u);
+  EXPECT_EQ(ca.layers[0].forward_flops, cb.layers[0].forward_flops);
+  EXPECT_EQ(ca.layers[0].backward_flops, cb.layers[0].backward_flops);
+  EXPECT_EQ(ca.layers[0].forward_flops, 2.0 * 3 * 16 * 5 * 7 * 8 + 3 * 16 * 5 * 7);
 }
 
 }  // namespace
