@@ -1,5 +1,7 @@
 #include "benchmarks/common/layer_costs.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "layers/avgpool2d.h"
@@ -27,6 +29,15 @@ std::int64_t own_params(const layers::Layer& layer) {
   return n;
 }
 
+// {in_features, out_features} of a Linear or a ChannelLinear; {0, 0} for any other layer.
+std::pair<int, int> linear_features(const layers::Layer& layer) {
+  if (const auto* fc = dynamic_cast<const layers::Linear*>(&layer))
+    return {fc->in_features(), fc->out_features()};
+  if (const auto* cl = dynamic_cast<const layers::ChannelLinear*>(&layer))
+    return {cl->in_features(), cl->out_features()};
+  return {0, 0};
+}
+
 // The cost of one leaf layer with input shape `in`.
 LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
   LayerCost c;
@@ -52,21 +63,15 @@ LayerCost leaf_cost(const layers::Layer& layer, const Shape& in) {
     c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + bias_ops;
     c.forward_bytes = kF32 * (x + p + y);
     c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;  // dy, x, w, dw (+ dx)
-  } else if (const auto* fc = dynamic_cast<const layers::Linear*>(&layer)) {
-    c.out_channels = fc->out_features();
-    c.bias = true;
-    const double macs = y * fc->in_features();
-    c.forward_flops = 2 * macs + y;
-    c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + y;
-    c.forward_bytes = kF32 * (x + p + y);
-    c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;
-  } else if (const auto* cl = dynamic_cast<const layers::ChannelLinear*>(&layer)) {
-    // nn.Linear on each pixel's channels (convnext): a 1x1 convolution's count.
-    c.out_channels = cl->out_features();
-    c.bias = true;
-    const double macs = y * cl->in_features();
-    c.forward_flops = 2 * macs + y;
-    c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + y;
+  } else if (const auto [in_f, out_f] = linear_features(layer); in_f > 0) {
+    // Linear, and ChannelLinear (nn.Linear on each pixel's channels, convnext's, run as a 1x1 convolution):
+    // in_features multiply-adds per output element, plus the bias where the layer has one.
+    c.out_channels = out_f;
+    c.bias = c.params > static_cast<std::int64_t>(in_f) * out_f;
+    const double macs = y * in_f;
+    const double bias_ops = c.bias ? y : 0.0;
+    c.forward_flops = 2 * macs + bias_ops;
+    c.backward_flops = 2 * macs + (c.needs_input_grad ? 2 * macs : 0.0) + bias_ops;
     c.forward_bytes = kF32 * (x + p + y);
     c.backward_bytes = kF32 * (y + x + p + p) + dx_bytes;
   } else if (c.kind == "BatchNorm2d" || c.kind == "ChannelLayerNorm") {
