@@ -240,10 +240,11 @@ void convert_elementwise(Builder& b, const pb::NodeProto& node) {
     if (node.attribute_size() > 0)
       b.refuse(node, fmt::format("attribute '{}' is not supported", node.attribute(0).name()));
     if (channel_constant(b, node)) return;
-    b.refuse(node,
-             fmt::format("multiplies '{}' by '{}': the engine multiplies by a constant only (a scalar or "
-                         "one value per channel)",
-                         node.input(0), node.input_size() > 1 ? node.input(1) : ""));
+    b.refuse(
+        node,
+        fmt::format("multiplies '{}' by '{}': the engine multiplies by a constant only (a scalar or "
+                    "one value per channel)",
+                    node.input_size() > 0 ? node.input(0) : "", node.input_size() > 1 ? node.input(1) : ""));
   }
   if (op == "Dropout") return dropout(b, node);
   if (op == "Identity") {
