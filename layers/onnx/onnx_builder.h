@@ -101,6 +101,9 @@ class Builder {
   int unnamed_ = 0;
 };
 
+// Refuses, by name, a node with fewer inputs than its op requires, an empty required input or no output
+// (onnx_arity.cpp); run on every node before any is read.
+void check_arity(const Builder& b, const pb::NodeProto& node);
 // ImportOptions::new_head: the classifier before the output (a Gemm, MatMul (+ Add) or 1x1 Conv, through
 // shape-keeping nodes) gets `classes` outputs, its weights fresh (onnx_new_head.cpp); refuses naming the
 // node where the walk from the output stops.

@@ -197,6 +197,7 @@ Model import_model_bytes(std::string_view bytes, const std::string& what, const 
 
   const std::vector<const pb::NodeProto*> order = reachable_in_order(g, g.output(0).name(), sources, what);
   for (const pb::NodeProto* n : order) {
+    detail::check_arity(b, *n);
     for (const std::string& in : n->input()) {
       if (!in.empty()) b.consumers[in].push_back(n);
     }

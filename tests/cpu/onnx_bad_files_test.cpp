@@ -230,15 +230,50 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
 // Every prefix of a valid file: an engine::Error or a model, never a crash (ASan runs this too).
 // auto_pad SAME_UPPER on the 3x3 stride-1 conv is its pads [1, 1, 1, 1]: the same network. With stride 2 on
 // 8x8 the total is (4 - 1) * 2 + 3 - 8 = 1, odd: refused naming the pads it would need.
-// A Reshape without its shape input (found by tests/fuzz/fuzz_onnx: the importer read input 1 of a node that
-// has one input; the file is kept in its corpus, which scripts/fuzz.sh replays).
-TEST_F(OnnxBadFiles, AReshapeWithoutItsShapeIsRefusedByName) {
-  const std::vector<std::uint8_t> file = engine::data::read_file(
-      (engine::testing::repo_root() / "tests/fuzz/corpus/onnx/reshape_without_shape.onnx").string());
-  const std::string bytes(file.begin(), file.end());
-  const std::string e =
-      engine::testing::error_of([&] { onnx::import_model_bytes(bytes, "reshape_without_shape.onnx"); });
-  EXPECT_NE(e.find("(Reshape): it has no shape (input 1)"), std::string::npos) << e;
+// A node with fewer inputs than its op requires is refused by name before any node is read (two such files
+// were found by tests/fuzz/fuzz_onnx: the importer read an input the node does not have; both are kept in its
+// corpus, which scripts/fuzz.sh replays).
+TEST_F(OnnxBadFiles, ANodeWithoutTheInputsItsOpRequiresIsRefusedByName) {
+  auto corpus_error = [](const std::string& name) {
+    const std::vector<std::uint8_t> file =
+        engine::data::read_file((engine::testing::repo_root() / "tests/fuzz/corpus/onnx" / name).string());
+    const std::string bytes(file.begin(), file.end());
+    return engine::testing::error_of([&] { onnx::import_model_bytes(bytes, name); });
+  };
+  const std::string reshape = corpus_error("reshape_without_shape.onnx");
+  EXPECT_NE(reshape.find("(Reshape): it has 1 input where Reshape takes at least 2"), std::string::npos)
+      << reshape;
+  const std::string mul = corpus_error("mul_without_inputs.onnx");
+  EXPECT_NE(mul.find("(Mul): it has 0 inputs where Mul takes at least 2"), std::string::npos) << mul;
+
+  pb::ModelProto bn = small_model();  // the Relu made a BatchNormalization with its scale and bias only
+  pb::NodeProto& relu = *bn.mutable_graph()->mutable_node(1);
+  relu.set_op_type("BatchNormalization");
+  relu.add_input("conv.bias");
+  relu.add_input("conv.bias");
+  EXPECT_NE(import_error(bn).find("node '/relu/Relu' (BatchNormalization): it has 3 inputs where "
+                                  "BatchNormalization takes at least 5"),
+            std::string::npos)
+      << import_error(bn);
+
+  pb::ModelProto empty = small_model();  // the Gemm's weight named ""
+  empty.mutable_graph()->mutable_node(5)->set_input(1, "");
+  EXPECT_NE(import_error(empty).find("node '/fc/Gemm' (Gemm): its required input 1 is empty"),
+            std::string::npos)
+      << import_error(empty);
+
+  // The new head's walk reads the classifier's inputs before any node is converted: checked before it too.
+  pb::ModelProto head = small_model();
+  head.mutable_graph()->mutable_node(5)->mutable_input()->RemoveLast();
+  head.mutable_graph()->mutable_node(5)->mutable_input()->RemoveLast();
+  EXPECT_NE(import_error(head, {.sample_shape = {},
+                                .num_classes = 5,
+                                .bound_inputs = {},
+                                .first_output_only = false,
+                                .make_batchnorm = {},
+                                .new_head = true})
+                .find("(Gemm): it has 1 input where Gemm takes at least 2"),
+            std::string::npos);
 }
 
 TEST_F(OnnxBadFiles, AutoPadSameIsItsExplicitPadsOrRefusedNamingThem) {
