@@ -9,6 +9,8 @@
 
 #include "layers/avgpool2d.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/onnx_skip.h"
+#include "tests/common/same_network.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -32,7 +34,7 @@ std::unique_ptr<Sequential> avgpool_net() {
 }
 
 TEST(OnnxAvgPool, ExportedAndImportedNetIsTheSameNetwork) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
   // [3, 9, 9] -> conv 3x3: [4, 7, 7] -> pool1 (3, stride 1, pad 1): [4, 7, 7] -> pool2: [4, 5, 8].
   Model net("avgpool_net", avgpool_net(), {3, 9, 9});
@@ -47,13 +49,8 @@ TEST(OnnxAvgPool, ExportedAndImportedNetIsTheSameNetwork) {
   Tensor params = net.flat_parameters();
   params.copy_from(imported.flat_parameters());  // the file's float32 values in both
 
-  const Tensor x = testing::random_tensor({2, 3, 9, 9}, DType::F64, 17);
-  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-            testing::host_values(imported.forward(x, Mode::Train)));
-  const Tensor dy = testing::random_tensor({2, 10}, DType::F64, 23);
-  net.backward(dy);
-  imported.backward(dy);
-  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(imported.flat_gradients()));
+  engine::testing::expect_same_network(net, imported, testing::random_tensor({2, 3, 9, 9}, DType::F64, 17),
+                                       testing::random_tensor({2, 10}, DType::F64, 23));
 }
 
 }  // namespace
