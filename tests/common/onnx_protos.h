@@ -1,12 +1,19 @@
 #pragma once
-// Builders for the hand-made ONNX files of the importer's tests (onnx.proto's classes; include only where
-// ENGINE_HAVE_ONNX is set).
+// Builders for the hand-made ONNX files of the importer's tests, and their import (onnx.proto's classes).
+// Include it in any build: without ENGINE_HAVE_ONNX it holds only SKIP_WITHOUT_ONNX and OnnxTest
+// (tests/common/onnx_skip.h), and the tests that build files sit inside #if ENGINE_HAVE_ONNX.
 
+#include "tests/common/onnx_skip.h"
+
+#if ENGINE_HAVE_ONNX
 #include <cstdint>
 #include <functional>
 #include <onnx/onnx_pb.h>
 #include <string>
 #include <vector>
+
+#include "layers/onnx/onnx_model.h"
+#include "tests/common/error_of.h"
 
 namespace engine::testing {
 
@@ -23,6 +30,11 @@ inline void add_float_initializer(::onnx::GraphProto& g, const std::string& name
     count *= d;
   }
   for (int i = 0; i < static_cast<int>(count); ++i) t.add_float_data(value(i));
+}
+
+// A float initializer `name` holding the scalar v (no dims).
+inline void add_float_scalar(::onnx::GraphProto& g, const std::string& name, float v) {
+  add_float_initializer(g, name, {}, [v](int) { return v; });
 }
 
 // A node `name` running `op` on `in`, writing `out`.
@@ -44,6 +56,23 @@ inline void add_float_attribute(::onnx::NodeProto& n, const std::string& name, f
   a.set_f(v);
 }
 
+// An int attribute `name` = v on node `n`.
+inline void add_int_attribute(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+  ::onnx::AttributeProto& a = *n.add_attribute();
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto::INT);
+  a.set_i(v);
+}
+
+// An ints attribute `name` = v on node `n`.
+inline void add_ints_attribute(::onnx::NodeProto& n, const std::string& name,
+                               const std::vector<std::int64_t>& v) {
+  ::onnx::AttributeProto& a = *n.add_attribute();
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto::INTS);
+  for (const std::int64_t x : v) a.add_ints(x);
+}
+
 // Starts model `m` (IR 8, `opset`) with the float input "x" [N, sample...]; returns its graph.
 inline ::onnx::GraphProto& start_model(::onnx::ModelProto& m, int opset,
                                        const std::vector<std::int64_t>& sample) {
@@ -59,4 +88,18 @@ inline ::onnx::GraphProto& start_model(::onnx::ModelProto& m, int opset,
   return g;
 }
 
+// The model the importer builds from `m` (as the file "m.onnx").
+inline layers::Model import_proto(const ::onnx::ModelProto& m,
+                                  const layers::onnx::ImportOptions& options = {}) {
+  return layers::onnx::import_model_bytes(m.SerializeAsString(), "m.onnx", options);
+}
+
+// The message of the engine::Error importing `m` throws, or "(no error)".
+inline std::string import_proto_error(const ::onnx::ModelProto& m,
+                                      const layers::onnx::ImportOptions& options = {}) {
+  const std::string bytes = m.SerializeAsString();
+  return error_of([&] { layers::onnx::import_model_bytes(bytes, "m.onnx", options); });
+}
+
 }  // namespace engine::testing
+#endif  // ENGINE_HAVE_ONNX

@@ -10,6 +10,7 @@
 
 #include "layers/onnx/onnx_model.h"
 #include "optim/safetensors.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/onnx_small_net.h"
 #include "tests/cpu/cnn_train_test_util.h"
 
@@ -27,7 +28,7 @@ testing::RunResult run_in(const std::string& cwd, const std::string& program,
 }
 
 TEST(CnnTrainOnnxElsewhere, ACheckpointOfARelativeOnnxModelWorksFromAnotherFolder) {
-  if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  SKIP_WITHOUT_ONNX();
   const std::string root = testing::tiny_folder_dataset("onnx_elsewhere_data");
   const std::string work = testing::temp_dir("onnx_elsewhere_work"),
                     other = testing::temp_dir("onnx_elsewhere_other");

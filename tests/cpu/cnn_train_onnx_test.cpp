@@ -11,6 +11,7 @@
 
 #include "layers/onnx/onnx_model.h"
 #include "optim/safetensors.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/onnx_small_net.h"
 #include "tests/cpu/cnn_train_test_util.h"
 #include "tests/cpu/layer_test_util.h"
@@ -30,9 +31,7 @@ std::vector<std::string> onnx_run(const std::string& root, const std::string& ck
 
 class CnnTrainOnnx : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
-  }
+  void SetUp() override { SKIP_WITHOUT_ONNX(); }
 };
 
 TEST_F(CnnTrainOnnx, TrainsResumesEvaluatesAndExports) {

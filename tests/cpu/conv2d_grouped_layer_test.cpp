@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/onnx_skip.h"
 #include "tests/cpu/layer_model_checks.h"
 
 namespace engine::layers {
@@ -72,7 +73,7 @@ TEST(Conv2dGroupedLayer, ModelGradientCheck) {
 }
 
 TEST(Conv2dGroupedLayer, OnnxOutAndBackInIsTheSameNetwork) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
   Model net("grouped", grouped_net(), {4, 7, 9});
   net.finalize(ctx, 5);

@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/conv2d.h"
 #include "tests/common/error_of.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/cpu/conv2d_rect_net.h"
 #include "tests/cpu/layer_model_checks.h"
 
@@ -181,7 +182,7 @@ TEST(Conv2dRectLayer, ModelGradientCheck) {
 }
 
 TEST(Conv2dRectLayer, OnnxOutAndBackInIsTheSameNetwork) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   for (const DType dtype : {DType::F64, DType::F32}) {
     const ExecutionContext ctx = testing::cpu_context(dtype);
     Model net("rect", rect_net(), {3, 9, 11});

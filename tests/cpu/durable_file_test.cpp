@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -112,7 +113,7 @@ TEST(DurableFile, ARenameOntoAFolderIsNamedAndLeavesNoTemporary) {
 // The ONNX export writes through it: a failed export leaves nothing beside its target (it used to leave
 // FILE.partial, the whole model, behind).
 TEST(DurableFile, AFailedOnnxExportLeavesNoPartialFile) {
-  if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  SKIP_WITHOUT_ONNX();
   const fs::path dir = testing::scratch_dir("durable_", "onnx");
   const fs::path target = dir / "model.onnx";
   fs::create_directories(target / "inside");

@@ -18,6 +18,7 @@
 #include "data/image_codec.h"
 #include "layers/onnx/onnx_model.h"
 #include "optim/safetensors.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/onnx_small_net.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/cnn_train_test_util.h"
@@ -97,7 +98,7 @@ TEST(InputFollowsData, Resnet18TrainsWithTorchvisionsStemAt128) {
 }
 
 TEST(InputFollowsData, OnnxFixedSizeIsRefusedAndSymbolicSizeTakesTheDatas) {
-  if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  SKIP_WITHOUT_ONNX();
   const std::string root = testing::tiny_folder_dataset("follows_onnx", 4);
   const std::string files = testing::temp_dir("follows_onnx_files");
   const std::string fixed = engine::testing::small_net_onnx(files, 3);  // input [N, 3, 32, 32]
@@ -218,7 +219,7 @@ std::string stripes_tree(const std::string& name, int per_class) {
 // on the stripes tree at --image-size 64 (Resize 73 + CenterCrop 64 for both splits: no augmentation), a few
 // seconds of training; chance is 33%.
 TEST(InputFollowsData, ASmallModelTrainedAt64Learns) {
-  if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  SKIP_WITHOUT_ONNX();
   const std::string root = stripes_tree("follows_learns", 24);
   const std::string files = testing::temp_dir("follows_learns_files");
   const std::string net = files + "/symbolic.onnx";

@@ -16,6 +16,7 @@
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
 #include "layers/sequential.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -31,8 +32,7 @@ double flops_of(const ModelCost& cost, const std::string& kind, bool forward) {
 }
 
 TEST(LayerCosts, AnImportedGraphCostsWhatItsZooModelCosts) {
-  if (!layers::onnx::onnx_available())
-    GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   layers::Model native = layers::build_model("resnet18", 3, 10, 32, 32);
   native.finalize(layers::testing::cpu_context(DType::F32, 1), 7);  // the exporter writes a finalized model
   const std::string path = (engine::testing::scratch_dir("layer_costs_", "net") / "resnet18.onnx").string();

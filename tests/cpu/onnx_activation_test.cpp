@@ -5,12 +5,6 @@
 // Sigmoid then Mul again) and read again it is the same network, forward and backward. What the engine
 // cannot take is refused naming the node. Skips in builds without libonnx-dev.
 
-#if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
-#include "tests/common/onnx_protos.h"
-#endif
-
 #include <cmath>
 #include <functional>
 #include <string>
@@ -22,7 +16,8 @@
 #include "layers/activation.h"
 #include "layers/graph.h"
 #include "layers/onnx/onnx_model.h"
-#include "tests/common/error_of.h"
+#include "tests/common/onnx_protos.h"
+#include "tests/common/same_network.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -31,35 +26,17 @@ namespace {
 
 #if ENGINE_HAVE_ONNX
 namespace pb = ::onnx;
+using engine::testing::add_float_attribute;
+using engine::testing::add_float_scalar;
 using engine::testing::add_node;
-
-void add_scalar(pb::GraphProto& g, const std::string& name, float v) {
-  pb::TensorProto& t = *g.add_initializer();
-  t.set_name(name);
-  t.set_data_type(pb::TensorProto::FLOAT);
-  t.add_float_data(v);
-}
-
-void float_attr(pb::NodeProto& n, const std::string& name, float v) {
-  pb::AttributeProto& a = *n.add_attribute();
-  a.set_name(name);
-  a.set_type(pb::AttributeProto::FLOAT);
-  a.set_f(v);
-}
+using engine::testing::import_proto;
+using engine::testing::import_proto_error;
 
 // x [N, 3, 5, 5] -> conv 1x1 (4 filters) -> `act` (from "c" to "a") -> global average pool -> flatten ->
 // MatMul to 3 classes.
 pb::ModelProto act_model(int opset, const std::function<void(pb::GraphProto&)>& act) {
   pb::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(opset);
-  pb::GraphProto& g = *m.mutable_graph();
-  pb::ValueInfoProto& x = *g.add_input();
-  x.set_name("x");
-  auto* type = x.mutable_type()->mutable_tensor_type();
-  type->set_elem_type(pb::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("N");
-  for (const int d : {3, 5, 5}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  pb::GraphProto& g = engine::testing::start_model(m, opset, {3, 5, 5});
   engine::testing::add_float_initializer(g, "conv.weight", {4, 3, 1, 1},
                                          [](int i) { return -1.5F + 0.375F * static_cast<float>(i % 9); });
   engine::testing::add_float_initializer(g, "fc.weight", {4, 3},
@@ -71,14 +48,6 @@ pb::ModelProto act_model(int opset, const std::function<void(pb::GraphProto&)>& 
   add_node(g, "MatMul", "/fc/MatMul", {"f", "fc.weight"}, "y");
   g.add_output()->set_name("y");
   return m;
-}
-
-Model import_bytes(const pb::ModelProto& m) {
-  return onnx::import_model_bytes(m.SerializeAsString(), "m.onnx");
-}
-
-std::string import_error(const pb::ModelProto& m) {
-  return engine::testing::error_of([&] { import_bytes(m); });
 }
 
 // The activation layers of an imported model.
@@ -136,7 +105,7 @@ std::vector<Case> cases() {
        17,
        [](pb::GraphProto& g) {
          pb::NodeProto& n = add_node(g, "HardSigmoid", "/h", {"c"}, "a");
-         float_attr(n, "alpha", 1.0F / 6.0F);
+         add_float_attribute(n, "alpha", 1.0F / 6.0F);
        },
        {ActivationKind::HardSigmoid, 1.0F / 6.0F, 0.5F}},
       {"HardSwish",
@@ -147,26 +116,23 @@ std::vector<Case> cases() {
        9,
        [](pb::GraphProto& g) {
          pb::NodeProto& n = add_node(g, "Clip", "/clip", {"c"}, "a");
-         float_attr(n, "min", 0.0F);
-         float_attr(n, "max", 6.0F);
+         add_float_attribute(n, "min", 0.0F);
+         add_float_attribute(n, "max", 6.0F);
        },
        {ActivationKind::Clip, 0.0F, 6.0F}},
       {"Clip opset 13 (ReLU6)",
        13,
        [](pb::GraphProto& g) {
          pb::NodeProto& k = add_node(g, "Constant", "/min", {}, "lo");
-         pb::AttributeProto& v = *k.add_attribute();
-         v.set_name("value_float");
-         v.set_type(pb::AttributeProto::FLOAT);
-         v.set_f(0.0F);
-         add_scalar(g, "hi", 6.0F);
+         add_float_attribute(k, "value_float", 0.0F);
+         add_float_scalar(g, "hi", 6.0F);
          add_node(g, "Clip", "/clip", {"c", "lo", "hi"}, "a");
        },
        {ActivationKind::Clip, 0.0F, 6.0F}},
       {"Clip max only",
        13,
        [](pb::GraphProto& g) {
-         add_scalar(g, "hi", 0.25F);
+         add_float_scalar(g, "hi", 0.25F);
          add_node(g, "Clip", "/clip", {"c", "", "hi"}, "a");
        },
        {ActivationKind::Clip, -kInf, 0.25F}},
@@ -174,7 +140,7 @@ std::vector<Case> cases() {
        17,
        [](pb::GraphProto& g) {
          pb::NodeProto& n = add_node(g, "LeakyRelu", "/l", {"c"}, "a");
-         float_attr(n, "alpha", 0.125F);
+         add_float_attribute(n, "alpha", 0.125F);
        },
        {ActivationKind::LeakyRelu, 0.125F, 0.0F}},
       {"LeakyRelu default",
@@ -185,19 +151,13 @@ std::vector<Case> cases() {
 }
 #endif
 
-class OnnxActivation : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!onnx::onnx_available())
-      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  }
-};
+class OnnxActivation : public engine::testing::OnnxTest {};
 
 #if ENGINE_HAVE_ONNX
 TEST_F(OnnxActivation, EachOpIsOneLayerWithTheFilesParametersAndTheReferencesLogits) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.what);
-    Model m = import_bytes(act_model(c.opset, c.nodes));
+    Model m = import_proto(act_model(c.opset, c.nodes));
     m.finalize(testing::cpu_context(DType::F64), 5);
     const std::vector<const Activation*> acts = activations(m);
     ASSERT_EQ(acts.size(), 1u);
@@ -215,7 +175,7 @@ TEST_F(OnnxActivation, ExportedAndImportedAgainIsTheSameNetwork) {
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.what);
-    Model net = import_bytes(act_model(c.opset, c.nodes));
+    Model net = import_proto(act_model(c.opset, c.nodes));
     net.finalize(ctx, 5);
     const std::string path = (engine::testing::scratch_dir("onnx_act_", "net") / "net.onnx").string();
     onnx::export_model(net, path);
@@ -226,36 +186,32 @@ TEST_F(OnnxActivation, ExportedAndImportedAgainIsTheSameNetwork) {
     EXPECT_EQ(acts[0]->params().kind, c.want.kind);
     EXPECT_EQ(acts[0]->params().alpha, c.want.alpha);
     EXPECT_EQ(acts[0]->params().beta, c.want.beta);
-    const Tensor x = testing::random_tensor({2, 3, 5, 5}, DType::F64, 17, -3.0, 3.0);
-    EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-              testing::host_values(again.forward(x, Mode::Train)));
-    const Tensor dy = testing::random_tensor({2, 3}, DType::F64, 23);
-    net.backward(dy);
-    again.backward(dy);
-    EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(again.flat_gradients()));
+    engine::testing::expect_same_network(net, again,
+                                         testing::random_tensor({2, 3, 5, 5}, DType::F64, 17, -3.0, 3.0),
+                                         testing::random_tensor({2, 3}, DType::F64, 23));
   }
 }
 
 TEST_F(OnnxActivation, WhatTheEngineCannotTakeIsRefusedByName) {
-  const std::string runtime_min = import_error(act_model(13, [](pb::GraphProto& g) {
+  const std::string runtime_min = import_proto_error(act_model(13, [](pb::GraphProto& g) {
     add_node(g, "Clip", "/clip", {"c", "c"}, "a");
   }));
   EXPECT_NE(runtime_min.find("node '/clip' (Clip): its min 'c' is computed at run time"), std::string::npos)
       << runtime_min;
-  const std::string inverted = import_error(act_model(9, [](pb::GraphProto& g) {
+  const std::string inverted = import_proto_error(act_model(9, [](pb::GraphProto& g) {
     pb::NodeProto& n = add_node(g, "Clip", "/clip", {"c"}, "a");
-    float_attr(n, "min", 2.0F);
-    float_attr(n, "max", 1.0F);
+    add_float_attribute(n, "min", 2.0F);
+    add_float_attribute(n, "max", 1.0F);
   }));
   EXPECT_NE(inverted.find("node '/clip' (Clip): min 2 and max 1 are not supported"), std::string::npos)
       << inverted;
-  const std::string attr = import_error(act_model(17, [](pb::GraphProto& g) {
+  const std::string attr = import_proto_error(act_model(17, [](pb::GraphProto& g) {
     pb::NodeProto& n = add_node(g, "HardSigmoid", "/h", {"c"}, "a");
-    float_attr(n, "gamma", 1.0F);
+    add_float_attribute(n, "gamma", 1.0F);
   }));
   EXPECT_NE(attr.find("node '/h' (HardSigmoid): attribute 'gamma' is not supported"), std::string::npos)
       << attr;
-  const std::string vector_max = import_error(act_model(13, [](pb::GraphProto& g) {
+  const std::string vector_max = import_proto_error(act_model(13, [](pb::GraphProto& g) {
     engine::testing::add_float_initializer(g, "hi", {2}, [](int) { return 1.0F; });
     add_node(g, "Clip", "/clip", {"c", "", "hi"}, "a");
   }));
@@ -271,8 +227,8 @@ TEST_F(OnnxActivation, SigmoidWhoseOutputHasAnotherReaderStaysASigmoid) {
     add_node(g, "Add", "/add", {"cs", "s"}, "a");
   });
   // The graph takes the Mul of two activations (a broadcasting binary op), so the model imports.
-  ASSERT_EQ(import_error(m), "(no error)");
-  Model net = import_bytes(m);
+  ASSERT_EQ(import_proto_error(m), "(no error)");
+  Model net = import_proto(m);
   net.finalize(testing::cpu_context(DType::F64), 5);
   const std::vector<const Activation*> acts = activations(net);
   ASSERT_EQ(acts.size(), 1u);

@@ -6,10 +6,7 @@
 // Skips in builds without libonnx-dev.
 
 #if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
 #include "layers/onnx/onnx_attrs.h"
-#include "tests/common/onnx_protos.h"
 #endif
 
 #include <cmath>
@@ -20,6 +17,7 @@
 
 #include "layers/batchnorm2d.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/onnx_protos.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
@@ -47,10 +45,7 @@ std::string batchnorm_model(float momentum, float epsilon) {
   engine::testing::add_node(g, "GlobalAveragePool", "/pool", {"b"}, "p");
   engine::testing::add_node(g, "Flatten", "/flatten", {"p"}, "f");
   pb::NodeProto& fc = engine::testing::add_node(g, "Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, "y");
-  pb::AttributeProto& t = *fc.add_attribute();
-  t.set_name("transB");
-  t.set_type(pb::AttributeProto::INT);
-  t.set_i(1);
+  engine::testing::add_int_attribute(fc, "transB", 1);
   g.add_output()->set_name("y");
   return m.SerializeAsString();
 }
@@ -71,7 +66,7 @@ BatchNormArgs imported_batchnorm_args(float momentum, float epsilon) {
 }
 
 TEST(OnnxAttributes, BatchNormMomentumAndEpsilonAreTheDecimalsPyTorchWrote) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   // What PyTorch holds, in double: MNASNet's momentum 1 - 0.9997 exactly (its _BN_MOMENTUM), the default 0.1
   // within 2e-17 (1 - 0.9: the file holds ONNX's complement), eps 1e-5 and 1e-3 exactly.
   const BatchNormArgs mnasnet = imported_batchnorm_args(0.9997F, 1e-5F);
@@ -83,7 +78,7 @@ TEST(OnnxAttributes, BatchNormMomentumAndEpsilonAreTheDecimalsPyTorchWrote) {
 }
 
 TEST(OnnxAttributes, AFloatWithoutAShorterDecimalKeepsItsValue) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   // Any float32 reads back as a double that rounds to it, within half its ulp (normal numbers): the decimal
   // is the shortest that does.
   for (const float f : {0.123456789F, 1.0F / 3.0F, std::nextafter(0.9997F, 1.0F), 1.5e-38F, 3.4e38F, -2.5F}) {
@@ -94,7 +89,7 @@ TEST(OnnxAttributes, AFloatWithoutAShorterDecimalKeepsItsValue) {
 }
 
 TEST(OnnxAttributes, MnasnetsRunningMeanMovesByPyTorchsMomentum) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   // One training-mode forward from running_mean 0: running_mean = momentum * the batch mean, in float64.
   onnx::ImportOptions o;
   o.num_classes = 10;

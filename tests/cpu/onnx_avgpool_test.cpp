@@ -3,13 +3,11 @@
 // logits and gradients equal in float64. The ONNX node tests (onnx_conformance_test.cpp) check the
 // importer's reading of files written by others. Skips in builds without libonnx-dev.
 
-#include <string>
-
 #include <gtest/gtest.h>
 
 #include "layers/avgpool2d.h"
-#include "layers/onnx/onnx_model.h"
-#include "tests/common/scratch_dirs.h"
+#include "tests/common/onnx_skip.h"
+#include "tests/cpu/layer_model_checks.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
@@ -32,28 +30,13 @@ std::unique_ptr<Sequential> avgpool_net() {
 }
 
 TEST(OnnxAvgPool, ExportedAndImportedNetIsTheSameNetwork) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
   // [3, 9, 9] -> conv 3x3: [4, 7, 7] -> pool1 (3, stride 1, pad 1): [4, 7, 7] -> pool2: [4, 5, 8].
   Model net("avgpool_net", avgpool_net(), {3, 9, 9});
   net.finalize(ctx, 5);
-  const std::string path = (engine::testing::scratch_dir("onnx_avgpool_", "net") / "net.onnx").string();
-  onnx::export_model(net, path);
-  onnx::ImportOptions o;
-  o.sample_shape = {3, 9, 9};
-  o.num_classes = 10;
-  Model imported = onnx::import_model(path, o);
-  imported.finalize(ctx, 99);  // another seed: every value must come from the file
-  Tensor params = net.flat_parameters();
-  params.copy_from(imported.flat_parameters());  // the file's float32 values in both
-
-  const Tensor x = testing::random_tensor({2, 3, 9, 9}, DType::F64, 17);
-  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-            testing::host_values(imported.forward(x, Mode::Train)));
-  const Tensor dy = testing::random_tensor({2, 10}, DType::F64, 23);
-  net.backward(dy);
-  imported.backward(dy);
-  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(imported.flat_gradients()));
+  // Read back with another seed: every value must come from the file.
+  testing::expect_onnx_round_trip(net, ctx, "avgpool", {3, 9, 9}, 10);
 }
 
 }  // namespace

@@ -3,12 +3,6 @@
 // (the node, op type and attribute for what the engine cannot train), and every truncation of a valid file
 // gives an error or a model, never a crash. Skips in builds without libonnx-dev.
 
-#if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
-#include "tests/common/onnx_protos.h"
-#endif
-
 #include <string>
 #include <vector>
 
@@ -19,6 +13,7 @@
 #include "layers/onnx/onnx_model.h"
 #include "tests/common/environment.h"
 #include "tests/common/error_of.h"
+#include "tests/common/onnx_protos.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
@@ -33,71 +28,43 @@ void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<st
                                          [](int i) { return 0.01F * static_cast<float>(i % 7) - 0.02F; });
 }
 
+using engine::testing::add_ints_attribute;
 using engine::testing::add_node;
-
-void set_ints(pb::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
-  pb::AttributeProto& a = *n.add_attribute();
-  a.set_name(name);
-  a.set_type(pb::AttributeProto::INTS);
-  for (const std::int64_t x : v) a.add_ints(x);
-}
+using engine::testing::import_proto;
+using engine::testing::import_proto_error;
 
 // x [N, 3, 8, 8] -> conv 3x3 (4 filters, pad 1) -> relu -> + conv output (a residual sum) -> global average
 // pool -> flatten -> gemm to 10 classes.
 pb::ModelProto small_model() {
   pb::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  pb::GraphProto& g = *m.mutable_graph();
-  pb::ValueInfoProto& x = *g.add_input();
-  x.set_name("x");
-  auto* shape = x.mutable_type()->mutable_tensor_type();
-  shape->set_elem_type(pb::TensorProto::FLOAT);
-  shape->mutable_shape()->add_dim()->set_dim_param("N");
-  for (const int d : {3, 8, 8}) shape->mutable_shape()->add_dim()->set_dim_value(d);
+  pb::GraphProto& g = engine::testing::start_model(m, 17, {3, 8, 8});
   add_tensor(g, "conv.weight", {4, 3, 3, 3});
   add_tensor(g, "conv.bias", {4});
   add_tensor(g, "fc.weight", {10, 4});
   add_tensor(g, "fc.bias", {10});
   pb::NodeProto& conv = add_node(g, "Conv", "/conv/Conv", {"x", "conv.weight", "conv.bias"}, "c");
-  set_ints(conv, "pads", {1, 1, 1, 1});
-  set_ints(conv, "kernel_shape", {3, 3});
+  add_ints_attribute(conv, "pads", {1, 1, 1, 1});
+  add_ints_attribute(conv, "kernel_shape", {3, 3});
   add_node(g, "Relu", "/relu/Relu", {"c"}, "r");
   add_node(g, "Add", "/Add", {"r", "c"}, "s");
   add_node(g, "GlobalAveragePool", "/pool", {"s"}, "p");
   add_node(g, "Flatten", "/flatten", {"p"}, "f");
   pb::NodeProto& fc = add_node(g, "Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, "y");
-  pb::AttributeProto& t = *fc.add_attribute();
-  t.set_name("transB");
-  t.set_type(pb::AttributeProto::INT);
-  t.set_i(1);
+  engine::testing::add_int_attribute(fc, "transB", 1);
   g.add_output()->set_name("y");
   return m;
 }
-
-std::string import_error(const pb::ModelProto& m, onnx::ImportOptions options = {}) {
-  const std::string bytes = m.SerializeAsString();
-  return engine::testing::error_of([&] { onnx::import_model_bytes(bytes, "m.onnx", options); });
-}
 #endif
 
-class OnnxBadFiles : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!onnx::onnx_available())
-      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  }
-};
+class OnnxBadFiles : public engine::testing::OnnxTest {};
 
 #if ENGINE_HAVE_ONNX
 TEST_F(OnnxBadFiles, ASmallValidModelKeepsItsNamesAndValuesAndTrains) {
-  const std::string bytes = small_model().SerializeAsString();
-  Model m = onnx::import_model_bytes(bytes, "m.onnx",
-                                     {.sample_shape = {3, 8, 8},
-                                      .num_classes = 10,
-                                      .bound_inputs = {},
-                                      .first_output_only = false,
-                                      .make_batchnorm = {}});
+  Model m = import_proto(small_model(), {.sample_shape = {3, 8, 8},
+                                         .num_classes = 10,
+                                         .bound_inputs = {},
+                                         .first_output_only = false,
+                                         .make_batchnorm = {}});
   m.finalize(testing::cpu_context(DType::F64), 3);
   std::vector<std::string> names;
   for (const Parameter& p : m.parameters()) names.push_back(p.name);
@@ -117,7 +84,7 @@ TEST_F(OnnxBadFiles, ASmallValidModelKeepsItsNamesAndValuesAndTrains) {
 }
 
 TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
-  EXPECT_NE(import_error(pb::ModelProto()).find("empty"), std::string::npos);
+  EXPECT_NE(import_proto_error(pb::ModelProto()).find("empty"), std::string::npos);
   EXPECT_NE(engine::testing::error_of([] {
               onnx::import_model_bytes("not an onnx model at all", "t.onnx");
             }).find("not an ONNX model"),
@@ -129,100 +96,99 @@ TEST_F(OnnxBadFiles, EachIsRefusedNamingWhatIsWrong) {
 
   pb::ModelProto opset = small_model();
   opset.mutable_opset_import(0)->set_version(21);
-  EXPECT_NE(import_error(opset).find("opset 21 is not supported"), std::string::npos);
+  EXPECT_NE(import_proto_error(opset).find("opset 21 is not supported"), std::string::npos);
 
   pb::ModelProto cycle = small_model();
   cycle.mutable_graph()->mutable_node(1)->set_input(0, "s");  // relu reads the sum that reads relu
-  EXPECT_NE(import_error(cycle).find("cycle"), std::string::npos) << import_error(cycle);
+  EXPECT_NE(import_proto_error(cycle).find("cycle"), std::string::npos) << import_proto_error(cycle);
 
   pb::ModelProto dangling = small_model();
   dangling.mutable_graph()->mutable_node(1)->set_input(0, "ghost");
-  EXPECT_NE(import_error(dangling).find("'/relu/Relu' (Relu) reads 'ghost'"), std::string::npos);
+  EXPECT_NE(import_proto_error(dangling).find("'/relu/Relu' (Relu) reads 'ghost'"), std::string::npos);
 
   pb::ModelProto size = small_model();
   size.mutable_graph()->mutable_initializer(0)->add_float_data(1.0F);
-  EXPECT_NE(import_error(size).find("initializer 'conv.weight': 109 values for shape [4, 3, 3, 3]"),
+  EXPECT_NE(import_proto_error(size).find("initializer 'conv.weight': 109 values for shape [4, 3, 3, 3]"),
             std::string::npos)
-      << import_error(size);
+      << import_proto_error(size);
 
   pb::ModelProto twice = small_model();
   twice.mutable_graph()->mutable_node(2)->set_output(0, "r");
-  EXPECT_NE(import_error(twice).find("two nodes write 'r'"), std::string::npos);
+  EXPECT_NE(import_proto_error(twice).find("two nodes write 'r'"), std::string::npos);
 
   // Grouped and dilated convolutions are read (tests/cpu/conv2d_grouped_layer_test.cpp); what they cannot be
   // is refused: a group that does not divide the filters, a weight whose channels times group miss the
   // input's, dilations that differ between the axes.
   auto with_group = [](int group) {
     pb::ModelProto m = small_model();
-    pb::AttributeProto& a = *m.mutable_graph()->mutable_node(0)->add_attribute();
-    a.set_name("group");
-    a.set_type(pb::AttributeProto::INT);
-    a.set_i(group);
+    engine::testing::add_int_attribute(*m.mutable_graph()->mutable_node(0), "group", group);
     return m;
   };
   EXPECT_NE(
-      import_error(with_group(3))
+      import_proto_error(with_group(3))
           .find(
               "node '/conv/Conv' (Conv): attribute group = 3 does not divide the weight's 4 output channels"),
       std::string::npos)
-      << import_error(with_group(3));
-  EXPECT_NE(import_error(with_group(2))
+      << import_proto_error(with_group(3));
+  EXPECT_NE(import_proto_error(with_group(2))
                 .find("weight 'conv.weight' [4, 3, 3, 3] needs 6 input channels, the "
                       "input has 3"),
             std::string::npos)
-      << import_error(with_group(2));
+      << import_proto_error(with_group(2));
 
   pb::ModelProto dilation = small_model();
-  set_ints(*dilation.mutable_graph()->mutable_node(0), "dilations", {2, 1});
-  EXPECT_NE(import_error(dilation).find(
+  add_ints_attribute(*dilation.mutable_graph()->mutable_node(0), "dilations", {2, 1});
+  EXPECT_NE(import_proto_error(dilation).find(
                 "(Conv): attribute dilations = [2, 1] is not supported (equal dilations along both axes)"),
             std::string::npos)
-      << import_error(dilation);
+      << import_proto_error(dilation);
 
   // Conv: pads [top, left, bottom, right] may differ between the axes (inception_v3's [0, 3, 0, 3]), not
   // between the two ends of one; kernel_shape must be the weight's.
   pb::ModelProto uneven = small_model();
   uneven.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_ints(2, 0);  // pads [1, 1, 0, 1]
-  EXPECT_NE(import_error(uneven).find("(Conv): attribute pads = [1, 1, 0, 1] is not supported (top, left, "
+  EXPECT_NE(
+      import_proto_error(uneven).find("(Conv): attribute pads = [1, 1, 0, 1] is not supported (top, left, "
                                       "bottom, right: each axis padded alike at both ends)"),
-            std::string::npos)
-      << import_error(uneven);
+      std::string::npos)
+      << import_proto_error(uneven);
   pb::ModelProto kernel = small_model();
   kernel.mutable_graph()->mutable_node(0)->mutable_attribute(1)->set_ints(1, 1);  // kernel_shape [3, 1]
-  EXPECT_NE(
-      import_error(kernel).find("(Conv): attribute kernel_shape = [3, 1] is not the weight 'conv.weight' "
-                                "[4, 3, 3, 3]'s 3x3"),
-      std::string::npos)
-      << import_error(kernel);
+  EXPECT_NE(import_proto_error(kernel).find(
+                "(Conv): attribute kernel_shape = [3, 1] is not the weight 'conv.weight' "
+                "[4, 3, 3, 3]'s 3x3"),
+            std::string::npos)
+      << import_proto_error(kernel);
 
   // AveragePool: pads must be the same at both ends of an axis.
   pb::ModelProto avg = small_model();
   pb::NodeProto& pool = *avg.mutable_graph()->mutable_node(3);
   pool.set_op_type("AveragePool");
-  set_ints(pool, "kernel_shape", {3, 3});
-  set_ints(pool, "pads", {1, 1, 0, 0});
-  EXPECT_NE(import_error(avg).find("(AveragePool): attribute pads = [1, 1, 0, 0] is not supported (2-d, the "
+  add_ints_attribute(pool, "kernel_shape", {3, 3});
+  add_ints_attribute(pool, "pads", {1, 1, 0, 0});
+  EXPECT_NE(
+      import_proto_error(avg).find("(AveragePool): attribute pads = [1, 1, 0, 0] is not supported (2-d, the "
                                    "same padding at both ends of an axis)"),
-            std::string::npos)
-      << import_error(avg);
+      std::string::npos)
+      << import_proto_error(avg);
 
   pb::ModelProto op = small_model();
   op.mutable_graph()->mutable_node(1)->set_op_type("Softsign");
-  EXPECT_NE(import_error(op).find("node '/relu/Relu' (Softsign): op Softsign is not supported"),
+  EXPECT_NE(import_proto_error(op).find("node '/relu/Relu' (Softsign): op Softsign is not supported"),
             std::string::npos);
 
-  EXPECT_NE(import_error(small_model(), {.sample_shape = {1, 28, 28},
-                                         .num_classes = 0,
-                                         .bound_inputs = {},
-                                         .first_output_only = false,
-                                         .make_batchnorm = {}})
+  EXPECT_NE(import_proto_error(small_model(), {.sample_shape = {1, 28, 28},
+                                               .num_classes = 0,
+                                               .bound_inputs = {},
+                                               .first_output_only = false,
+                                               .make_batchnorm = {}})
                 .find("takes samples [3, 8, 8] but the data gives [1, 28, 28]"),
             std::string::npos);
-  EXPECT_NE(import_error(small_model(), {.sample_shape = {3, 8, 8},
-                                         .num_classes = 100,
-                                         .bound_inputs = {},
-                                         .first_output_only = false,
-                                         .make_batchnorm = {}})
+  EXPECT_NE(import_proto_error(small_model(), {.sample_shape = {3, 8, 8},
+                                               .num_classes = 100,
+                                               .bound_inputs = {},
+                                               .first_output_only = false,
+                                               .make_batchnorm = {}})
                 .find("100 classes"),
             std::string::npos);
 }
@@ -285,7 +251,7 @@ TEST_F(OnnxBadFiles, AutoPadSameIsItsExplicitPadsOrRefusedNamingThem) {
   a.set_type(pb::AttributeProto::STRING);
   a.set_s("SAME_UPPER");
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
-  Model explicit_pads = onnx::import_model_bytes(small_model().SerializeAsString(), "m.onnx");
+  Model explicit_pads = import_proto(small_model());
   Model auto_pad = onnx::import_model_bytes(same.SerializeAsString(), "same.onnx");
   explicit_pads.finalize(ctx, 1);
   auto_pad.finalize(ctx, 2);
@@ -293,19 +259,20 @@ TEST_F(OnnxBadFiles, AutoPadSameIsItsExplicitPadsOrRefusedNamingThem) {
   EXPECT_EQ(testing::host_values(auto_pad.forward(x, Mode::Eval)),
             testing::host_values(explicit_pads.forward(x, Mode::Eval)));
 
-  set_ints(conv, "strides", {2, 2});
-  EXPECT_NE(
-      import_error(same).find("node '/conv/Conv' (Conv): auto_pad = SAME_UPPER on the input [1, 3, 8, 8] "
-                              "needs pads [0, 0, 1, 1] (begin h, w, end h, w): uneven ends"),
-      std::string::npos)
-      << import_error(same);
+  add_ints_attribute(conv, "strides", {2, 2});
+  EXPECT_NE(import_proto_error(same).find(
+                "node '/conv/Conv' (Conv): auto_pad = SAME_UPPER on the input [1, 3, 8, 8] "
+                "needs pads [0, 0, 1, 1] (begin h, w, end h, w): uneven ends"),
+            std::string::npos)
+      << import_proto_error(same);
   a.set_s("SAME_LOWER");
-  EXPECT_NE(import_error(same).find("needs pads [1, 1, 0, 0]"), std::string::npos) << import_error(same);
+  EXPECT_NE(import_proto_error(same).find("needs pads [1, 1, 0, 0]"), std::string::npos)
+      << import_proto_error(same);
   a.set_s("SAME");
-  EXPECT_NE(import_error(same).find(
+  EXPECT_NE(import_proto_error(same).find(
                 "attribute auto_pad = SAME is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER"),
             std::string::npos)
-      << import_error(same);
+      << import_proto_error(same);
 }
 
 TEST_F(OnnxBadFiles, EveryTruncationIsAnErrorOrAModel) {

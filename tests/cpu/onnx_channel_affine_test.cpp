@@ -5,19 +5,14 @@
 // node, the inputs and their shapes. PyTorch's own export trains like PyTorch in onnx_pytorch_test.cpp.
 // Skips in builds without libonnx-dev.
 
-#if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
-#include "tests/common/onnx_protos.h"
-#endif
-
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "layers/onnx/onnx_model.h"
-#include "tests/common/error_of.h"
+#include "tests/common/onnx_protos.h"
+#include "tests/common/same_network.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -35,20 +30,14 @@ void add_tensor(pb::GraphProto& g, const std::string& name, const std::vector<st
 }
 
 using engine::testing::add_node;
+using engine::testing::import_proto;
+using engine::testing::import_proto_error;
 
 // x [N, 3, 5, 5] -> conv 1x1 (4 filters) -> * affine.scale [4, 1, 1] + affine.shift [1, 4, 1, 1] -> + one [1]
 // -> global average pool -> flatten -> gemm to 3 classes. `scale_shape` replaces the scale's shape.
 pb::ModelProto affine_model(const std::vector<std::int64_t>& scale_shape = {4, 1, 1}) {
   pb::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  pb::GraphProto& g = *m.mutable_graph();
-  pb::ValueInfoProto& x = *g.add_input();
-  x.set_name("x");
-  auto* type = x.mutable_type()->mutable_tensor_type();
-  type->set_elem_type(pb::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("N");
-  for (const int d : {3, 5, 5}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  pb::GraphProto& g = engine::testing::start_model(m, 17, {3, 5, 5});
   add_tensor(g, "conv.weight", {4, 3, 1, 1}, -0.25F);
   add_tensor(g, "affine.scale", scale_shape, 0.5F);
   add_tensor(g, "affine.shift", {1, 4, 1, 1}, -0.125F);
@@ -65,26 +54,13 @@ pb::ModelProto affine_model(const std::vector<std::int64_t>& scale_shape = {4, 1
   return m;
 }
 
-Model import_bytes(const pb::ModelProto& m) {
-  return onnx::import_model_bytes(m.SerializeAsString(), "m.onnx");
-}
-
-std::string import_error(const pb::ModelProto& m) {
-  return engine::testing::error_of([&] { import_bytes(m); });
-}
 #endif
 
-class OnnxChannelAffine : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!onnx::onnx_available())
-      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  }
-};
+class OnnxChannelAffine : public engine::testing::OnnxTest {};
 
 #if ENGINE_HAVE_ONNX
 TEST_F(OnnxChannelAffine, ScaleAndShiftPerChannelAreOneLayerWithTheFilesNamesAndValues) {
-  Model m = import_bytes(affine_model());
+  Model m = import_proto(affine_model());
   m.finalize(testing::cpu_context(DType::F64), 5);
   std::vector<std::string> names;
   for (const Parameter& p : m.parameters()) names.push_back(p.name);
@@ -119,7 +95,7 @@ TEST_F(OnnxChannelAffine, ScaleAndShiftPerChannelAreOneLayerWithTheFilesNamesAnd
 
 TEST_F(OnnxChannelAffine, ExportedAndImportedAgainIsTheSameNetwork) {
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
-  Model net = import_bytes(affine_model());
+  Model net = import_proto(affine_model());
   net.finalize(ctx, 5);
   const std::string path = (engine::testing::scratch_dir("onnx_affine_", "net") / "net.onnx").string();
   onnx::export_model(net, path);
@@ -128,33 +104,28 @@ TEST_F(OnnxChannelAffine, ExportedAndImportedAgainIsTheSameNetwork) {
   ASSERT_EQ(again.parameters().size(), net.parameters().size());
   for (std::size_t i = 0; i < net.parameters().size(); ++i)
     EXPECT_EQ(again.parameters()[i].name, net.parameters()[i].name);
-  const Tensor x = testing::random_tensor({2, 3, 5, 5}, DType::F64, 17);
-  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-            testing::host_values(again.forward(x, Mode::Train)));
-  const Tensor dy = testing::random_tensor({2, 3}, DType::F64, 23);
-  net.backward(dy);
-  again.backward(dy);
-  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(again.flat_gradients()));
+  engine::testing::expect_same_network(net, again, testing::random_tensor({2, 3, 5, 5}, DType::F64, 17),
+                                       testing::random_tensor({2, 3}, DType::F64, 23));
 }
 
 TEST_F(OnnxChannelAffine, ConstantsThatDoNotBroadcastPerChannelAreRefusedByName) {
   // numpy aligns the last axes: [4] meets W (5) of [N, 4, 5, 5], not the 4 channels.
-  const std::string per_w = import_error(affine_model({4}));
+  const std::string per_w = import_proto_error(affine_model({4}));
   EXPECT_NE(
       per_w.find("node '/affine/Mul' (Mul): input 1 'affine.scale' [4] against input 0 'c' [1, 4, 5, 5]"),
       std::string::npos)
       << per_w;
   EXPECT_NE(per_w.find("one value per column W"), std::string::npos) << per_w;
-  const std::string plane = import_error(affine_model({4, 5, 1}));
+  const std::string plane = import_proto_error(affine_model({4, 5, 1}));
   EXPECT_NE(plane.find("'affine.scale' [4, 5, 1] against input 0 'c' [1, 4, 5, 5]"), std::string::npos)
       << plane;
-  const std::string wider = import_error(affine_model({1, 1, 4, 1, 1}));
+  const std::string wider = import_proto_error(affine_model({1, 1, 4, 1, 1}));
   EXPECT_NE(wider.find("'affine.scale' [1, 1, 4, 1, 1]"), std::string::npos) << wider;
   // c * c, two run-time values, is the Graph's broadcasting Mul (layers/graph_ops.h;
   // tests/cpu/graph_ops_test.cpp).
   pb::ModelProto two = affine_model();
   two.mutable_graph()->mutable_node(1)->set_input(1, "c");
-  EXPECT_EQ(import_error(two), "(no error)");
+  EXPECT_EQ(import_proto_error(two), "(no error)");
 }
 #endif
 

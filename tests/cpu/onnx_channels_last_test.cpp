@@ -6,12 +6,6 @@
 // here; written back by the exporter and read again it is the same network, forward and backward. What a
 // region cannot take is refused naming the node. Skips in builds without libonnx-dev.
 
-#if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
-#include "tests/common/onnx_protos.h"
-#endif
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -24,7 +18,8 @@
 #include "layers/channel_linear.h"
 #include "layers/graph.h"
 #include "layers/onnx/onnx_model.h"
-#include "tests/common/error_of.h"
+#include "tests/common/onnx_protos.h"
+#include "tests/common/same_network.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -33,31 +28,22 @@ namespace {
 
 #if ENGINE_HAVE_ONNX
 namespace pb = ::onnx;
+using engine::testing::add_float_attribute;
 using engine::testing::add_float_initializer;
+using engine::testing::add_float_scalar;
+using engine::testing::add_int_attribute;
+using engine::testing::add_ints_attribute;
 using engine::testing::add_node;
+using engine::testing::import_proto;
+using engine::testing::import_proto_error;
 
 float value_at(int i, float scale) { return scale * (-1.0F + 0.25F * static_cast<float>((i * 7) % 9)); }
-
-void ints_attr(pb::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
-  pb::AttributeProto& a = *n.add_attribute();
-  a.set_name(name);
-  a.set_type(pb::AttributeProto::INTS);
-  for (const std::int64_t x : v) a.add_ints(x);
-}
 
 // x [N, 3, 5, 5] -> conv 1x1 (4) -> c; the region from c to "b" (`region`, PyTorch's CNBlock by default);
 // layer_scale * b + c -> global average pool -> flatten -> Gemm to 3 classes.
 pb::ModelProto block_model(const std::function<void(pb::GraphProto&)>& region = nullptr) {
   pb::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  pb::GraphProto& g = *m.mutable_graph();
-  pb::ValueInfoProto& x = *g.add_input();
-  x.set_name("x");
-  auto* type = x.mutable_type()->mutable_tensor_type();
-  type->set_elem_type(pb::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("N");
-  for (const int d : {3, 5, 5}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  pb::GraphProto& g = engine::testing::start_model(m, 17, {3, 5, 5});
   add_float_initializer(g, "stem.weight", {4, 3, 1, 1}, [](int i) { return value_at(i, 1.0F); });
   add_float_initializer(g, "norm.weight", {4}, [](int i) { return 0.5F + 0.25F * static_cast<float>(i); });
   add_float_initializer(g, "norm.bias", {4}, [](int i) { return value_at(i, 0.5F); });
@@ -68,21 +54,18 @@ pb::ModelProto block_model(const std::function<void(pb::GraphProto&)>& region = 
   add_float_initializer(g, "block.layer_scale", {4, 1, 1},
                         [](int i) { return 0.75F - 0.5F * static_cast<float>(i); });
   add_float_initializer(g, "fc.weight", {3, 4}, [](int i) { return value_at(i + 2, 1.0F); });
-  add_float_initializer(g, "sqrt2", {}, [](int) { return std::sqrt(2.0F); });
-  add_float_initializer(g, "one", {}, [](int) { return 1.0F; });
-  add_float_initializer(g, "half", {}, [](int) { return 0.5F; });
+  add_float_scalar(g, "sqrt2", std::sqrt(2.0F));
+  add_float_scalar(g, "one", 1.0F);
+  add_float_scalar(g, "half", 0.5F);
   add_node(g, "Conv", "/stem/Conv", {"x", "stem.weight"}, "c");
   if (region) {
     region(g);
   } else {
-    ints_attr(add_node(g, "Transpose", "/norm/Transpose", {"c"}, "t"), "perm", {0, 2, 3, 1});
+    add_ints_attribute(add_node(g, "Transpose", "/norm/Transpose", {"c"}, "t"), "perm", {0, 2, 3, 1});
     pb::NodeProto& ln =
         add_node(g, "LayerNormalization", "/norm/LayerNormalization", {"t", "norm.weight", "norm.bias"}, "n");
-    pb::AttributeProto& eps = *ln.add_attribute();
-    eps.set_name("epsilon");
-    eps.set_type(pb::AttributeProto::FLOAT);
-    eps.set_f(1e-6F);
-    ints_attr(add_node(g, "Transpose", "/fc1/Transpose", {"fc1.weight"}, "w1t"), "perm", {1, 0});
+    add_float_attribute(ln, "epsilon", 1e-6F);
+    add_ints_attribute(add_node(g, "Transpose", "/fc1/Transpose", {"fc1.weight"}, "w1t"), "perm", {1, 0});
     add_node(g, "MatMul", "/fc1/MatMul", {"n", "w1t"}, "m1");
     add_node(g, "Add", "/fc1/Add", {"fc1.bias", "m1"}, "a1");
     add_node(g, "Div", "/gelu/Div", {"a1", "sqrt2"}, "d");
@@ -92,27 +75,16 @@ pb::ModelProto block_model(const std::function<void(pb::GraphProto&)>& region = 
     add_node(g, "Mul", "/gelu/Mul_1", {"g0", "half"}, "gl");
     add_node(g, "MatMul", "/fc2/MatMul", {"gl", "fc2.weight"}, "m2");
     add_node(g, "Add", "/fc2/Add", {"m2", "fc2.bias"}, "a2");
-    ints_attr(add_node(g, "Transpose", "/back/Transpose", {"a2"}, "b"), "perm", {0, 3, 1, 2});
+    add_ints_attribute(add_node(g, "Transpose", "/back/Transpose", {"a2"}, "b"), "perm", {0, 3, 1, 2});
   }
   add_node(g, "Mul", "/Mul", {"block.layer_scale", "b"}, "s");
   add_node(g, "Add", "/Add", {"s", "c"}, "r");
   add_node(g, "GlobalAveragePool", "/pool", {"r"}, "p");
   add_node(g, "Flatten", "/flatten", {"p"}, "f");
   pb::NodeProto& gemm = add_node(g, "Gemm", "/fc/Gemm", {"f", "fc.weight"}, "y");
-  pb::AttributeProto& tb = *gemm.add_attribute();
-  tb.set_name("transB");
-  tb.set_type(pb::AttributeProto::INT);
-  tb.set_i(1);
+  add_int_attribute(gemm, "transB", 1);
   g.add_output()->set_name("y");
   return m;
-}
-
-Model import_bytes(const pb::ModelProto& m) {
-  return onnx::import_model_bytes(m.SerializeAsString(), "m.onnx");
-}
-
-std::string import_error(const pb::ModelProto& m) {
-  return engine::testing::error_of([&] { import_bytes(m); });
 }
 
 std::vector<double> param(const Model& m, const std::string& name) {
@@ -166,17 +138,11 @@ std::vector<std::string> kinds(const Model& m) {
 }
 #endif
 
-class OnnxChannelsLast : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!onnx::onnx_available())
-      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  }
-};
+class OnnxChannelsLast : public engine::testing::OnnxTest {};
 
 #if ENGINE_HAVE_ONNX
 TEST_F(OnnxChannelsLast, ACNBlockImportsAsChannelLayersWithTheFilesNamesAndTheLogitsByHand) {
-  Model m = import_bytes(block_model());
+  Model m = import_proto(block_model());
   m.finalize(testing::cpu_context(DType::F64), 5);
   EXPECT_EQ(kinds(m),
             (std::vector<std::string>{"Conv2d", "ChannelLayerNorm", "ChannelLinear", "GELU", "ChannelLinear",
@@ -197,7 +163,7 @@ TEST_F(OnnxChannelsLast, ACNBlockImportsAsChannelLayersWithTheFilesNamesAndTheLo
 
 TEST_F(OnnxChannelsLast, ExportedAndImportedAgainIsTheSameNetwork) {
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
-  Model net = import_bytes(block_model());
+  Model net = import_proto(block_model());
   net.finalize(ctx, 5);
   const std::string path = (engine::testing::scratch_dir("onnx_cl_", "net") / "net.onnx").string();
   onnx::export_model(net, path);
@@ -207,13 +173,9 @@ TEST_F(OnnxChannelsLast, ExportedAndImportedAgainIsTheSameNetwork) {
   ASSERT_EQ(again.parameters().size(), net.parameters().size());
   for (std::size_t i = 0; i < net.parameters().size(); ++i)
     EXPECT_EQ(again.parameters()[i].name, net.parameters()[i].name);
-  const Tensor x = testing::random_tensor({2, 3, 5, 5}, DType::F64, 17, -3.0, 3.0);
-  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-            testing::host_values(again.forward(x, Mode::Train)));
-  const Tensor dy = testing::random_tensor({2, 3}, DType::F64, 23);
-  net.backward(dy);
-  again.backward(dy);
-  EXPECT_EQ(testing::host_values(net.flat_gradients()), testing::host_values(again.flat_gradients()));
+  engine::testing::expect_same_network(net, again,
+                                       testing::random_tensor({2, 3, 5, 5}, DType::F64, 17, -3.0, 3.0),
+                                       testing::random_tensor({2, 3}, DType::F64, 23));
 }
 
 // --layout nhwc: the same block's logits and gradients, float64 (the same sums per pixel and per channel, in
@@ -225,7 +187,7 @@ TEST_F(OnnxChannelsLast, NhwcComputesWhatNchwComputes) {
     for (const Layout layout : {Layout::NCHW, Layout::NHWC}) {
       ExecutionContext ctx = testing::cpu_context(dtype);
       ctx.layout = layout;
-      Model m = import_bytes(block_model());
+      Model m = import_proto(block_model());
       m.finalize(ctx, 5);
       const Tensor x = testing::random_tensor({2, 3, 5, 5}, dtype, 17, -3.0, 3.0);
       got[layout == Layout::NHWC][0] = testing::host_values(m.forward(x, Mode::Train));
@@ -251,7 +213,7 @@ TEST_F(OnnxChannelsLast, Bf16AutocastIsFloat32WithinBf16Rounding) {
   for (const bool bf16 : {false, true}) {
     ExecutionContext ctx = testing::cpu_context(DType::F32);
     ctx.autocast_bf16 = bf16;
-    Model m = import_bytes(block_model());
+    Model m = import_proto(block_model());
     m.finalize(ctx, 5);
     const Tensor x = testing::random_tensor({2, 3, 5, 5}, DType::F32, 17, -3.0, 3.0);
     got[bf16][0] = testing::host_values(m.forward(x, Mode::Train));
@@ -272,41 +234,38 @@ TEST_F(OnnxChannelsLast, Bf16AutocastIsFloat32WithinBf16Rounding) {
 
 TEST_F(OnnxChannelsLast, WhatARegionCannotTakeIsRefusedByName) {
   auto into = [](pb::GraphProto& g) {
-    ints_attr(add_node(g, "Transpose", "/t", {"c"}, "t"), "perm", {0, 2, 3, 1});
+    add_ints_attribute(add_node(g, "Transpose", "/t", {"c"}, "t"), "perm", {0, 2, 3, 1});
   };
-  const std::string per_channel = import_error(block_model([&](pb::GraphProto& g) {
+  const std::string per_channel = import_proto_error(block_model([&](pb::GraphProto& g) {
     into(g);
     add_float_initializer(g, "k", {4}, [](int) { return 2.0F; });
     add_node(g, "Mul", "/mul", {"t", "k"}, "u");
-    ints_attr(add_node(g, "Transpose", "/back", {"u"}, "b"), "perm", {0, 3, 1, 2});
+    add_ints_attribute(add_node(g, "Transpose", "/back", {"u"}, "b"), "perm", {0, 3, 1, 2});
   }));
   EXPECT_NE(per_channel.find("node '/mul' (Mul): input 1 'k' [4] is not a scalar"), std::string::npos)
       << per_channel;
-  const std::string reduce = import_error(block_model([&](pb::GraphProto& g) {
+  const std::string reduce = import_proto_error(block_model([&](pb::GraphProto& g) {
     into(g);
     add_node(g, "ReduceMean", "/mean", {"t"}, "b");
   }));
   EXPECT_NE(reduce.find("node '/mean' (ReduceMean): it reads 't' in channels-last order"), std::string::npos)
       << reduce;
-  const std::string axis = import_error(block_model([&](pb::GraphProto& g) {
+  const std::string axis = import_proto_error(block_model([&](pb::GraphProto& g) {
     into(g);
     pb::NodeProto& ln = add_node(g, "LayerNormalization", "/ln", {"t", "norm.weight", "norm.bias"}, "n");
-    pb::AttributeProto& a = *ln.add_attribute();
-    a.set_name("axis");
-    a.set_type(pb::AttributeProto::INT);
-    a.set_i(1);
-    ints_attr(add_node(g, "Transpose", "/back", {"n"}, "b"), "perm", {0, 3, 1, 2});
+    add_int_attribute(ln, "axis", 1);
+    add_ints_attribute(add_node(g, "Transpose", "/back", {"n"}, "b"), "perm", {0, 3, 1, 2});
   }));
   EXPECT_NE(axis.find("node '/ln' (LayerNormalization): attribute axis = 1 is not supported"),
             std::string::npos)
       << axis;
-  const std::string perm = import_error(block_model([&](pb::GraphProto& g) {
+  const std::string perm = import_proto_error(block_model([&](pb::GraphProto& g) {
     into(g);
-    ints_attr(add_node(g, "Transpose", "/back", {"t"}, "b"), "perm", {0, 2, 1, 3});
+    add_ints_attribute(add_node(g, "Transpose", "/back", {"t"}, "b"), "perm", {0, 2, 1, 3});
   }));
   pb::ModelProto open = block_model();  // the region's value as the graph's output
   open.mutable_graph()->mutable_output(0)->set_name("t");
-  const std::string output = import_error(open);
+  const std::string output = import_proto_error(open);
   EXPECT_NE(output.find("the output 't' is in channels-last order"), std::string::npos) << output;
   EXPECT_NE(perm.find("node '/back' (Transpose): perm [0, 2, 1, 3] of a value in channels-last order"),
             std::string::npos)

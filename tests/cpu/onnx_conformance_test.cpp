@@ -9,13 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/onnx_node_tests.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/cpu/layer_test_util.h"
 
 namespace engine::layers {
 namespace {
 
 TEST(OnnxConformance, EveryNodeTestOfTheEnginesOpsPassesOrIsRefusedByName) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   const std::vector<engine::testing::OnnxNodeCase> cases = engine::testing::onnx_engine_cases();
   if (cases.empty()) {
     GTEST_SKIP() << "ONNX's node tests are not installed (" << engine::testing::onnx_node_test_dir()

@@ -16,6 +16,7 @@
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
 #include "layers/relu.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/fusion_test_util.h"
 #include "tests/cpu/layer_test_util.h"
@@ -64,7 +65,7 @@ Model imported_zoo(const std::string& name, int side, bool fusion, DType dtype) 
 }
 
 TEST(OnnxGraphFusion, AnImportedZooModelFusesItsPairsAndTrainsAsUnfused) {
-  if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+  SKIP_WITHOUT_ONNX();
   // float64 runs the reference's plain composition fused or not: bitwise equal. resnet18 on 8x8 (for
   // time): the stem's and each block's bn1 -> relu; each block's bn2 feeds the residual sum, not a ReLU.
   const Tensor labels = layers::testing::random_labels(3, 10, 72);

@@ -4,12 +4,6 @@
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) and the file's names; every other weight is the file's; --param-group
 // freezes all but the head; a model whose output is no classifier is refused naming the node.
 
-#if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
-#include "tests/common/onnx_protos.h"
-#endif
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -19,6 +13,7 @@
 #include "layers/onnx/onnx_model.h"
 #include "optim/param_groups.h"
 #include "tests/common/error_of.h"
+#include "tests/common/onnx_protos.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -115,17 +110,17 @@ void expect_new_head(const std::string& path, const std::string& head, const Sha
 }
 
 TEST(OnnxNewHead, LinearClassifierReplaced) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   expect_new_head(exported(5, false, "linear"), "fc", {3, 6}, 6);
 }
 
 TEST(OnnxNewHead, OneByOneConvClassifierReplaced) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   expect_new_head(exported(5, true, "conv"), "classifier", {3, 6, 1, 1}, 6);
 }
 
 TEST(OnnxNewHead, RefusesAnOutputWithoutAClassifier) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   auto n = std::make_unique<Sequential>();
   n->emplace_named<Conv2d>("conv", Conv2dOptions{.in_channels = 3, .out_channels = 5, .kernel_size = 3});
   n->emplace_named<GlobalAvgPool>("pool");
@@ -152,15 +147,7 @@ TEST(OnnxNewHead, RefusesAnOutputWithoutAClassifier) {
 // bias.
 TEST(OnnxNewHead, MatMulAndAddClassifierReplaced) {
   ::onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  ::onnx::GraphProto& g = *m.mutable_graph();
-  ::onnx::ValueInfoProto& x = *g.add_input();
-  x.set_name("x");
-  auto* type = x.mutable_type()->mutable_tensor_type();
-  type->set_elem_type(::onnx::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("N");
-  type->mutable_shape()->add_dim()->set_dim_value(4);
+  ::onnx::GraphProto& g = engine::testing::start_model(m, 17, {4});
   engine::testing::add_float_initializer(g, "fc.weight", {4, 5},
                                          [](int i) { return 0.1F * static_cast<float>(i); });
   engine::testing::add_float_initializer(g, "fc.bias", {5},
@@ -171,7 +158,7 @@ TEST(OnnxNewHead, MatMulAndAddClassifierReplaced) {
   onnx::ImportOptions o;
   o.num_classes = 3;
   o.new_head = true;
-  Model a = onnx::import_model_bytes(m.SerializeAsString(), "m.onnx", o);
+  Model a = engine::testing::import_proto(m, o);
   a.finalize(testing::cpu_context(DType::F32), 5);
   ASSERT_EQ(a.parameters().size(), 2U);
   EXPECT_EQ(a.parameters()[0].name, "fc.weight");

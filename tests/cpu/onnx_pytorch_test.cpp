@@ -16,6 +16,7 @@
 
 #include "layers/onnx/onnx_model.h"
 #include "tests/common/environment.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/onnx_torch_steps.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
@@ -37,7 +38,7 @@ void run_engine(const std::string& dir, const std::string& net) {
 
 // Both nets in one export and one compare: each python start imports torch, most of the test's time.
 TEST(OnnxPyTorch, ExportedNetsTrainAsInPyTorch) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   // scripts/onnx_torch_check.py's imports, and onnx, which torch.onnx.export needs (not a torch dependency)
   SKIP_WITHOUT_PYTHON_MODULES("torch", "safetensors.torch", "onnx");
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();

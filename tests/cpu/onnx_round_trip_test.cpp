@@ -12,6 +12,7 @@
 
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -47,10 +48,7 @@ Model import(const std::string& path, const Zoo& z) {
 
 class OnnxRoundTrip : public ::testing::TestWithParam<Zoo> {
  protected:
-  void SetUp() override {
-    if (!onnx::onnx_available())
-      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  }
+  void SetUp() override { SKIP_WITHOUT_ONNX(); }
 };
 
 TEST_P(OnnxRoundTrip, SameNamesLogitsAndGradients) {

@@ -24,6 +24,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "optim/sgd.h"
 #include "tests/common/environment.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
@@ -51,7 +52,7 @@ Tensor batch_of(const std::vector<float>& values, std::int64_t n) {
 int argmax(const float* z) { return static_cast<int>(std::max_element(z, z + kClasses) - z); }
 
 TEST(OnnxRuntimeCifar10, SameTop1AsTheEngineOnTheWholeTestSet) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "built without libonnx-dev: no ONNX export";
+  SKIP_WITHOUT_ONNX();
   const std::string root = engine::testing::cifar10_dir();
   if (root.empty()) GTEST_SKIP() << "CIFAR-10 not found (shared/data/cifar10 or $CIFAR10_DIR): skipped";
   SKIP_WITHOUT_PYTHON_MODULES("onnxruntime", "numpy");

@@ -16,6 +16,7 @@
 #include "layers/models.h"
 #include "layers/onnx/onnx_model.h"
 #include "tests/common/environment.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
@@ -32,7 +33,7 @@ struct Case {
 class OnnxRuntime : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OnnxRuntime, GivesTheEnginesLogitsAndTop1) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "built without libonnx-dev: no ONNX export";
+  SKIP_WITHOUT_ONNX();
   SKIP_WITHOUT_PYTHON_MODULES("onnxruntime", "numpy");
   const Case& k = GetParam();
   Model model = build_model(k.name, k.c, 10, k.hw, k.hw);

@@ -6,12 +6,6 @@
 // PyTorch's float64 output and weight gradients. Skips in builds without libonnx-dev (and the PyTorch case
 // without PyTorch).
 
-#if ENGINE_HAVE_ONNX
-#include <onnx/onnx_pb.h>
-
-#include "tests/common/onnx_protos.h"
-#endif
-
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -26,8 +20,9 @@
 #include "layers/onnx/onnx_model.h"
 #include "layers/softmax.h"
 #include "tests/common/environment.h"
-#include "tests/common/error_of.h"
+#include "tests/common/onnx_protos.h"
 #include "tests/common/pytorch_tools.h"
+#include "tests/common/same_network.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/cpu/layer_test_util.h"
 
@@ -36,14 +31,10 @@ namespace {
 
 #if ENGINE_HAVE_ONNX
 namespace pb = ::onnx;
+using engine::testing::add_int_attribute;
 using engine::testing::add_node;
-
-void int_attr(pb::NodeProto& n, const std::string& name, std::int64_t v) {
-  pb::AttributeProto& a = *n.add_attribute();
-  a.set_name(name);
-  a.set_type(pb::AttributeProto::INT);
-  a.set_i(v);
-}
+using engine::testing::import_proto;
+using engine::testing::import_proto_error;
 
 // x [N, 5] -> MatMul fc [5, 7] -> "l" -> softmax(l) written by `head` -> "y".
 pb::ModelProto classifier(int opset, const std::function<void(pb::GraphProto&)>& head) {
@@ -60,16 +51,8 @@ pb::ModelProto classifier(int opset, const std::function<void(pb::GraphProto&)>&
 pb::ModelProto softmax_model(int opset, bool write_axis, std::int64_t axis = 1) {
   return classifier(opset, [=](pb::GraphProto& g) {
     pb::NodeProto& n = add_node(g, "Softmax", "/softmax/Softmax", {"l"}, "y");
-    if (write_axis) int_attr(n, "axis", axis);
+    if (write_axis) add_int_attribute(n, "axis", axis);
   });
-}
-
-Model import_bytes(const pb::ModelProto& m) {
-  return onnx::import_model_bytes(m.SerializeAsString(), "m.onnx");
-}
-
-std::string import_error(const pb::ModelProto& m) {
-  return engine::testing::error_of([&] { import_bytes(m); });
 }
 
 int softmax_layers(const Model& m) {
@@ -110,19 +93,13 @@ std::vector<Case> cases() {
 }
 #endif
 
-class OnnxSoftmax : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!onnx::onnx_available())
-      GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
-  }
-};
+class OnnxSoftmax : public engine::testing::OnnxTest {};
 
 #if ENGINE_HAVE_ONNX
 TEST_F(OnnxSoftmax, ImportsAsOneSoftmaxLayerGivingTheProbabilitiesByHand) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.what);
-    Model m = import_bytes(c.model);
+    Model m = import_proto(c.model);
     m.finalize(testing::cpu_context(DType::F64), 5);
     EXPECT_EQ(softmax_layers(m), 1);
     const Tensor x = testing::random_tensor({3, 5}, DType::F64, 31, -2.0, 2.0);
@@ -136,7 +113,7 @@ TEST_F(OnnxSoftmax, ImportsAsOneSoftmaxLayerGivingTheProbabilitiesByHand) {
 
 TEST_F(OnnxSoftmax, ExportedAsSoftmaxAndImportedAgainIsTheSameNetwork) {
   const ExecutionContext ctx = testing::cpu_context(DType::F64);
-  Model net = import_bytes(softmax_model(17, false));
+  Model net = import_proto(softmax_model(17, false));
   net.finalize(ctx, 5);
   const std::string path = (engine::testing::scratch_dir("onnx_softmax_", "net") / "net.onnx").string();
   onnx::export_model(net, path);
@@ -159,27 +136,22 @@ TEST_F(OnnxSoftmax, ExportedAsSoftmaxAndImportedAgainIsTheSameNetwork) {
   Model again = onnx::import_model(path);
   again.finalize(ctx, 99);
   EXPECT_EQ(softmax_layers(again), 1);
-  const Tensor x = testing::random_tensor({4, 5}, DType::F64, 17, -2.0, 2.0);
-  EXPECT_EQ(testing::host_values(net.forward(x, Mode::Train)),
-            testing::host_values(again.forward(x, Mode::Train)));
-  const Tensor dy = testing::random_tensor({4, 7}, DType::F64, 23);
-  net.backward(dy);
-  again.backward(dy);
+  engine::testing::expect_same_network(net, again, testing::random_tensor({4, 5}, DType::F64, 17, -2.0, 2.0),
+                                       testing::random_tensor({4, 7}, DType::F64, 23));
   const std::vector<double> g = testing::host_values(net.flat_gradients());
-  EXPECT_EQ(g, testing::host_values(again.flat_gradients()));
   double norm = 0.0;
   for (const double v : g) norm += std::fabs(v);
   EXPECT_GT(norm, 0.0) << "the gradient passed through the softmax";
 }
 
 TEST_F(OnnxSoftmax, AnotherAxisRankOrAttributeIsRefusedByName) {
-  const std::string axis0 = import_error(softmax_model(17, true, 0));
+  const std::string axis0 = import_proto_error(softmax_model(17, true, 0));
   EXPECT_NE(axis0.find("node '/softmax/Softmax' (Softmax): attribute axis = 0 is not supported"),
             std::string::npos)
       << axis0;
-  const std::string axis2 = import_error(softmax_model(17, true, -2));
+  const std::string axis2 = import_proto_error(softmax_model(17, true, -2));
   EXPECT_NE(axis2.find("attribute axis = -2 is not supported"), std::string::npos) << axis2;
-  const std::string rank4 = import_error([] {
+  const std::string rank4 = import_proto_error([] {
     pb::ModelProto m;
     pb::GraphProto& g = engine::testing::start_model(m, 17, {3, 4, 4});
     add_node(g, "Softmax", "/sm", {"x"}, "y");
@@ -190,9 +162,9 @@ TEST_F(OnnxSoftmax, AnotherAxisRankOrAttributeIsRefusedByName) {
       rank4.find("node '/sm' (Softmax): input 'x' [1, 3, 4, 4] is not supported: only 2-d [N, classes]"),
       std::string::npos)
       << rank4;
-  const std::string attr = import_error(classifier(17, [](pb::GraphProto& g) {
+  const std::string attr = import_proto_error(classifier(17, [](pb::GraphProto& g) {
     pb::NodeProto& n = add_node(g, "Softmax", "/sm", {"l"}, "y");
-    int_attr(n, "stash_type", 1);
+    add_int_attribute(n, "stash_type", 1);
   }));
   EXPECT_NE(attr.find("node '/sm' (Softmax): attribute 'stash_type' is not supported"), std::string::npos)
       << attr;

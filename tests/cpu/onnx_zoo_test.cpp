@@ -18,6 +18,7 @@
 
 #include "layers/onnx/onnx_model.h"
 #include "tests/common/environment.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/onnx_torch_steps.h"
 #include "tests/common/pytorch_tools.h"
 #include "tests/common/scratch_dirs.h"
@@ -60,7 +61,7 @@ bool run_engine(const std::string& dir, const std::string& name) {
 }
 
 TEST(OnnxZoo, TorchvisionModelsImportTrainAsInPyTorchAndExportBack) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   const char* given_dir = std::getenv("ENGINE_ZOO_DIR");
   const char* given_models = std::getenv("ENGINE_ZOO_MODELS");
   const std::vector<std::string> models = split_list(given_models ? given_models : kSmallModels);
@@ -89,7 +90,7 @@ TEST(OnnxZoo, TorchvisionModelsImportTrainAsInPyTorchAndExportBack) {
 // import, ShuffleNet's chunk arrives as SplitToSequence + SequenceAt and its channel shuffle with an Identity
 // inside; the state-dict names, the steps and the file written back are checked as above.
 TEST(OnnxZoo, PyTorchsNewerExporterTrainsAsTheTorchScriptOne) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   SKIP_WITHOUT_PYTHON_MODULES("torch", "torchvision", "safetensors.torch", "onnx", "onnxruntime",
                               "onnxscript");
   const engine::testing::PyTorchTools& torch = engine::testing::pytorch_tools();

@@ -22,6 +22,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/onnx/onnx_model.h"
 #include "tests/common/float_checks.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/scratch_dirs.h"
 #include "tests/common/test_data.h"
 #include "tests/cpu/layer_test_util.h"
@@ -232,7 +233,7 @@ TEST(PoolCeilMode, MaxBackwardRoutesToTheClippedWindowsMaximum) {
 }
 
 TEST(PoolCeilMode, LayersWrittenToOnnxAndReadBackKeepCeilMode) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   auto net = std::make_unique<Sequential>();
   net->emplace_named<MaxPool2d>("max", 2, 2, 0, true);
   net->emplace_named<AvgPool2d>("avg", AvgPool2dOptions{.kernel_h = 3,

@@ -23,6 +23,7 @@
 
 #include "layers/onnx/onnx_model.h"
 #include "tests/common/gpu.h"
+#include "tests/common/onnx_skip.h"
 #include "tests/common/onnx_small_net.h"
 #include "tests/cpu/cnn_train_test_util.h"
 #include "tests/cpu/tiny_cifar_dataset.h"
@@ -46,7 +47,7 @@ void expect_close(const std::string& a, const std::string& b, double relative, c
 class CnnTrainOnnxGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!layers::onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev)";
+    SKIP_WITHOUT_ONNX();
     SKIP_WITHOUT_GPU();
     root_ = testing::tiny_folder_dataset("onnx_gpu");
     net_ = engine::testing::small_net_onnx(testing::temp_dir("onnx_gpu_files"), 3);

@@ -14,12 +14,13 @@
 #include "kernels/cuda/handles.h"
 #include "tests/common/gpu.h"
 #include "tests/common/onnx_node_tests.h"
+#include "tests/common/onnx_skip.h"
 
 namespace engine::layers {
 namespace {
 
 TEST(OnnxConformanceGpu, EveryNodeTestOfTheEnginesOpsPassesOrIsRefusedByName) {
-  if (!onnx::onnx_available()) GTEST_SKIP() << "this build has no ONNX support (no libonnx-dev at configure)";
+  SKIP_WITHOUT_ONNX();
   SKIP_WITHOUT_GPU();
   const std::vector<engine::testing::OnnxNodeCase> cases = engine::testing::onnx_engine_cases();
   if (cases.empty()) GTEST_SKIP() << "ONNX's node tests are not installed (libonnx-testdata)";
