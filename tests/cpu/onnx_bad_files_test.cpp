@@ -217,27 +217,27 @@ TEST_F(OnnxBadFiles, ANodeWithoutTheInputsItsOpRequiresIsRefusedByName) {
   relu.set_op_type("BatchNormalization");
   relu.add_input("conv.bias");
   relu.add_input("conv.bias");
-  EXPECT_NE(import_error(bn).find("node '/relu/Relu' (BatchNormalization): it has 3 inputs where "
-                                  "BatchNormalization takes at least 5"),
+  EXPECT_NE(import_proto_error(bn).find("node '/relu/Relu' (BatchNormalization): it has 3 inputs where "
+                                        "BatchNormalization takes at least 5"),
             std::string::npos)
-      << import_error(bn);
+      << import_proto_error(bn);
 
   pb::ModelProto empty = small_model();  // the Gemm's weight named ""
   empty.mutable_graph()->mutable_node(5)->set_input(1, "");
-  EXPECT_NE(import_error(empty).find("node '/fc/Gemm' (Gemm): its required input 1 is empty"),
+  EXPECT_NE(import_proto_error(empty).find("node '/fc/Gemm' (Gemm): its required input 1 is empty"),
             std::string::npos)
-      << import_error(empty);
+      << import_proto_error(empty);
 
   // The new head's walk reads the classifier's inputs before any node is converted: checked before it too.
   pb::ModelProto head = small_model();
   head.mutable_graph()->mutable_node(5)->mutable_input()->RemoveLast();
   head.mutable_graph()->mutable_node(5)->mutable_input()->RemoveLast();
-  EXPECT_NE(import_error(head, {.sample_shape = {},
-                                .num_classes = 5,
-                                .bound_inputs = {},
-                                .first_output_only = false,
-                                .make_batchnorm = {},
-                                .new_head = true})
+  EXPECT_NE(import_proto_error(head, {.sample_shape = {},
+                                      .num_classes = 5,
+                                      .bound_inputs = {},
+                                      .first_output_only = false,
+                                      .make_batchnorm = {},
+                                      .new_head = true})
                 .find("(Gemm): it has 1 input where Gemm takes at least 2"),
             std::string::npos);
 }
