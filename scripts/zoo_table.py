@@ -286,7 +286,7 @@ def rows(out_dir, *models):
     start = old.find("\n| model | trains as PyTorch")
     end = old.find("\n\n", start) if start >= 0 else -1
     kept = {line.split("|")[1].strip(): line for line in old[start:end].splitlines() if line.startswith("| ")}
-    notes = old[end + 1:] if models and end >= 0 else ""
+    notes = old[end + 1:] if end >= 0 else ""  # hand-written: kept by every run
     for name in models or MODELS:
         if os.path.exists(f"{out_dir}/{name}.export_failed"):
             size = SIZES.get(name, 32)
