@@ -48,15 +48,13 @@ struct BackwardWeights {
 // described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
 // reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
 // bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32. Their backward-weights
-// reads x and dy as bf16 (oneDNN's bf16 kernel) or widened to float32 (its float32 kernel on the same exact
-// products): under ConvAlgo::Auto both are candidates, timed like the algorithms; otherwise the fixed rule
-// bf16_weights_grad_in_f32 decides.
+// reads x and dy widened to float32 where oneDNN's bf16 kernel is slow (bf16_weights_grad_in_f32).
 struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
   memory::desc x_any, w_any, y_any, dw_any;
   std::vector<dnnl::algorithm> algorithms;  // direct, and Winograd where the setting and the shape allow
-  std::vector<bool> weights_grad_widened;   // backward-weights' candidate input types: false bf16/fp32 as is
+  bool weights_grad_widened = false;        // backward-weights reads x and dy widened from bf16
   Choice<Forward> fwd;
   Choice<BackwardWeights> bwd_weights;
   bool bwd_weights_bias = false;
@@ -126,13 +124,7 @@ ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
   p.w_any = memory::desc(w, act, Tag::any);
   p.dw_any = memory::desc(w, kF32, Tag::any);
   p.y_any = memory::desc(y, act, Tag::any);
-  if (!bf16) {
-    p.weights_grad_widened = {false};
-  } else if (conv_algo() == ConvAlgo::Auto) {
-    p.weights_grad_widened = {false, true};
-  } else {
-    p.weights_grad_widened = {bf16_weights_grad_in_f32(g)};
-  }
+  p.weights_grad_widened = bf16 && bf16_weights_grad_in_f32(g);
   p.strides = {g.stride_h, g.stride_w};
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
@@ -155,22 +147,22 @@ void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
   if (!p.bwd_weights.candidates.empty() && p.bwd_weights_bias == with_bias_grad) return;
   dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
   p.bwd_weights = {};
-  for (const bool widened : p.weights_grad_widened)
-    build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
-      const memory::desc x = widened ? memory::desc(p.x_any.dims(), kF32, Tag::any) : p.x_any;
-      const memory::desc y = widened ? memory::desc(p.y_any.dims(), kF32, Tag::any) : p.y_any;
-      const auto desc = with_bias_grad
-                            ? dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, p.b_plain, y,
-                                                                       p.strides, p.dilates, p.pad_l, p.pad_r)
-                            : dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, y, p.strides,
-                                                                       p.dilates, p.pad_l, p.pad_r);
-      const memory::desc w = memory::desc(p.w_any.dims(), x.data_type(), Tag::any);
-      const dnnl::convolution_backward_weights::primitive_desc pd(
-          desc, dnnl_rt::cpu_engine(), forward_pd(p, alg, with_bias_grad, x, w, y));
-      return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
-                             Operand(p.y_plain, pd.diff_dst_desc(), true),
-                             Operand(p.dw_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
-    });
+  const bool widened = p.weights_grad_widened;
+  build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
+    const memory::desc x = widened ? memory::desc(p.x_any.dims(), kF32, Tag::any) : p.x_any;
+    const memory::desc y = widened ? memory::desc(p.y_any.dims(), kF32, Tag::any) : p.y_any;
+    const auto desc = with_bias_grad
+                          ? dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, p.b_plain, y,
+                                                                     p.strides, p.dilates, p.pad_l, p.pad_r)
+                          : dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, y, p.strides,
+                                                                     p.dilates, p.pad_l, p.pad_r);
+    const memory::desc w = memory::desc(p.w_any.dims(), x.data_type(), Tag::any);
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
+                                                                forward_pd(p, alg, with_bias_grad, x, w, y));
+    return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
+                           Operand(p.y_plain, pd.diff_dst_desc(), true),
+                           Operand(p.dw_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
+  });
   p.bwd_weights_bias = with_bias_grad;
 }
 
@@ -310,9 +302,10 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
 // ms), while quiet it is the faster (7-13 ms against 12-27 ms). Measured whole, resnet18 bf16: 76-77 img/s
 // with this rule against 80 without on the quiet machine, 44 against 37 beside one busy process (issue 43's
 // shared-machine aim: half the quiet speed or more). Its 1x1 kernel and the stride-1 3x3 kernels of 8x8 and
-// more hold up. A fixed rule, not a timing, so that runs repeat bit for bit; under ConvAlgo::Auto (runs that
-// already trade repeatability for speed) both kernels are candidates on every shape, timed on its first call,
-// so a quiet machine keeps the bf16 kernel where it is the faster.
+// more hold up. A fixed rule, not a timing, so that runs repeat bit for bit, and because a timing would not
+// hold: timed on the first step (as --cpu-conv-algo auto times Winograd), resnet18 bf16 at load 7.5 kept
+// the bf16 kernel where a quiet moment favoured it, and a 1 + 6 step run then took 17.6 CPU-s against the
+// rule's 10.2 (2026-11-29, benchmarks/RESULTS.md).
 bool bf16_weights_grad_in_f32(const Conv2dShape& g) {
   const bool one_by_one = g.r == 1 && g.s == 1;
   return !one_by_one && (g.stride_h > 1 || g.stride_w > 1 || g.p() * g.q() < 64);

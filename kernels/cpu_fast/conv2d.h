@@ -64,8 +64,7 @@ void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfl
 // Whether conv2d_backward_bf16 computes dw with oneDNN's float32 kernel on x and dy widened from bf16 (the
 // same products, exact in float32, summed in float32): the shapes where oneDNN's bf16 kernel falls apart
 // beside another process (kernels/cpu_fast/conv2d.cpp has the figures, quiet and busy). A fixed rule of the
-// shape, under ConvAlgo::Direct and Winograd; under Auto both kernels are timed on the shape's first call
-// (kernels/cpu_fast/conv2d_algo.h).
+// shape.
 bool bf16_weights_grad_in_f32(const Conv2dShape& shape);
 
 }  // namespace engine::cpu_fast

@@ -10,9 +10,7 @@
 //   auto      per shape and per direction, the faster of the two, timed on the shape's first call with its
 //             real operands (as cuDNN's benchmark mode) and kept for the process; direct where Winograd
 //             does not apply or the host has none. The choice follows the timings, so two runs may differ
-//             in rounding (like cuDNN's search): --deterministic keeps direct. bf16 convolutions (direct
-//             only) time their backward-weights' two kernels the same way: oneDNN's bf16 one and its
-//             float32 one on the widened operands (kernels/cpu_fast/conv2d.h, bf16_weights_grad_in_f32).
+//             in rounding (like cuDNN's search): --deterministic keeps direct.
 //
 // Accuracy: Winograd's float error is larger than direct summation's: the transforms multiply the rounding
 // of the sums by their norms (Lavin & Gray 2016; Barabasz et al. 2020). tests/cpu/cpu_fast_conv2d_winograd_

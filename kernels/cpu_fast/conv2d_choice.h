@@ -1,7 +1,7 @@
 #pragma once
 // The choice between a convolution direction's candidate primitives (kernels/cpu_fast/conv2d.cpp: direct or
-// Winograd, and a bf16 backward-weights' bf16 or widened float32 kernel): with one candidate it runs; with
-// several the first call times them on its real operands (as cuDNN's benchmark mode) and the choice is kept.
+// Winograd): with one candidate it runs; with several the first call times them on its real operands (as
+// cuDNN's benchmark mode) and the choice is kept.
 
 #include <chrono>
 #include <cstddef>
