@@ -89,9 +89,10 @@ Tensor Conv2d::forward_impl(const Tensor& x, Mode mode) {
   const Tensor& w = param(weight_).value;
   bias_left_out_ = bias_folded_ && mode == Mode::Train;
   const bool add_bias = options_.bias && !bias_left_out_;
+  const bool keep = keeps_for_backward(mode);
   ops::conv2d_forward(context(), s, x, w, add_bias ? param(bias_).value : Tensor(), y,
-                      param(weight_).value_bf16);
-  x_ = keeps_for_backward(mode) ? x : Tensor();
+                      param(weight_).value_bf16, keep ? &x_saved_ : nullptr);
+  x_ = keep ? x : Tensor();
   return y;
 }
 
@@ -102,7 +103,7 @@ Tensor Conv2d::backward_impl(const Tensor& dy, Mode) {
   const Tensor& dw = param(weight_).grad;
   const bool bias_grad = options_.bias && !bias_left_out_;
   ops::conv2d_backward(context(), s, x_, w, dy, dx, dw, bias_grad ? param(bias_).grad : Tensor(),
-                       param(weight_).value_bf16);
+                       param(weight_).value_bf16, &x_saved_);
   if (bias_left_out_) {  // the loss does not depend on a bias a training-mode BatchNorm follows: exactly 0
     Tensor db = param(bias_).grad;
     db.fill_bytes(0, context().stream);

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "kernels/ops/conv2d.h"
 #include "layers/layer.h"
 
 namespace engine::layers {
@@ -79,7 +80,8 @@ class Conv2d final : public Layer {
  private:
   Conv2dOptions options_;
   std::size_t weight_ = 0, bias_ = 0;
-  Tensor x_;  // the last forward's input
+  Tensor x_;                  // the last forward's input
+  ops::Conv2dSaved x_saved_;  // the kernels' copy of it for backward (kernels/ops/conv2d.h), this layer's own
   bool bias_folded_ = false;
   bool bias_left_out_ = false;  // the last forward left the bias out (folded, training mode)
 };

@@ -1,6 +1,5 @@
 #include "kernels/cpu_fast/conv2d.h"
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,6 +10,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_fast/conv2d_algo.h"
+#include "kernels/cpu_fast/conv2d_choice.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
 
 namespace engine::cpu_fast {
@@ -20,6 +20,8 @@ using dnnl::memory;
 using dnnl_rt::Operand;
 using Tag = memory::format_tag;
 using Args = std::unordered_map<int, memory>;
+using conv_choice::Choice;
+using conv_choice::run_choice;
 constexpr auto kF32 = memory::data_type::f32;
 constexpr auto kBf16 = memory::data_type::bf16;
 
@@ -38,15 +40,7 @@ struct BackwardData {
 struct BackwardWeights {
   dnnl::convolution_backward_weights prim;
   Operand x, dy, dw;
-  std::string impl;
-};
-
-// The candidates of one direction (direct first, then Winograd where it applies and oneDNN builds it) and
-// the one chosen: the only candidate, or under ConvAlgo::Auto the fastest on the first call (pick_fastest).
-template <typename Impl>
-struct Choice {
-  std::vector<Impl> candidates;
-  int chosen = -1;
+  std::string impl;  // a widened bf16 plan's says "jit:avx512_core" (float32), its bf16 kernel "jit_bf16:..."
 };
 
 // The primitives of one convolution shape, built on its first call and reused by every later one: the
@@ -59,8 +53,8 @@ struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
   memory::desc x_any, w_any, y_any, dw_any;
-  memory::desc x_weights_grad, y_weights_grad;  // what backward-weights reads: x_any, y_any or their f32
-  std::vector<dnnl::algorithm> algorithms;      // direct, and Winograd where the setting and the shape allow
+  std::vector<dnnl::algorithm> algorithms;  // direct, and Winograd where the setting and the shape allow
+  bool weights_grad_widened = false;        // backward-weights reads x and dy widened from bf16
   Choice<Forward> fwd;
   Choice<BackwardWeights> bwd_weights;
   bool bwd_weights_bias = false;
@@ -87,45 +81,6 @@ void add_candidate(std::vector<Impl>& out, dnnl::algorithm a, Make&& make) {
   } catch (const dnnl::error& e) {
     if (e.status != dnnl_unimplemented) throw;
   }
-}
-
-// Runs each candidate (run(i) executes it, its reorders included, and waits), alternating their order over
-// three rounds, the first untimed (it touches the buffers); the fastest round of each decides. The chosen
-// candidate runs last, so the outputs are its own.
-template <typename Run>
-int pick_fastest(int n, Run&& run) {
-  if (n == 1) {
-    run(0);
-    return 0;
-  }
-  std::vector<double> best(static_cast<std::size_t>(n), 1e30);
-  int last = -1;
-  for (int round = 0; round < 3; ++round) {
-    for (int j = 0; j < n; ++j) {
-      const int i = round % 2 == 0 ? j : n - 1 - j;
-      const auto t0 = std::chrono::steady_clock::now();
-      run(i);
-      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (round > 0 && t < best[static_cast<std::size_t>(i)]) best[static_cast<std::size_t>(i)] = t;
-      last = i;
-    }
-  }
-  int chosen = 0;
-  for (int i = 1; i < n; ++i)
-    if (best[static_cast<std::size_t>(i)] < best[static_cast<std::size_t>(chosen)]) chosen = i;
-  if (chosen != last) run(chosen);
-  return chosen;
-}
-
-// Runs the direction: its first call picks the candidate (timing them when there are several).
-template <typename Impl, typename Run>
-void run_choice(Choice<Impl>& c, Run&& run) {
-  if (c.chosen >= 0) {
-    run(c.candidates[static_cast<std::size_t>(c.chosen)]);
-    return;
-  }
-  c.chosen = pick_fastest(static_cast<int>(c.candidates.size()),
-                          [&](int i) { run(c.candidates[static_cast<std::size_t>(i)]); });
 }
 
 // The forward's descriptor over activations `x` and `y` (the plan's, or backward-weights' float32 ones,
@@ -169,9 +124,7 @@ ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
   p.w_any = memory::desc(w, act, Tag::any);
   p.dw_any = memory::desc(w, kF32, Tag::any);
   p.y_any = memory::desc(y, act, Tag::any);
-  const bool widen = bf16 && bf16_weights_grad_in_f32(g);
-  p.x_weights_grad = widen ? memory::desc(x, kF32, Tag::any) : p.x_any;
-  p.y_weights_grad = widen ? memory::desc(y, kF32, Tag::any) : p.y_any;
+  p.weights_grad_widened = bf16 && bf16_weights_grad_in_f32(g);
   p.strides = {g.stride_h, g.stride_w};
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
@@ -194,8 +147,10 @@ void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
   if (!p.bwd_weights.candidates.empty() && p.bwd_weights_bias == with_bias_grad) return;
   dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
   p.bwd_weights = {};
+  const bool widened = p.weights_grad_widened;
   build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
-    const memory::desc &x = p.x_weights_grad, &y = p.y_weights_grad;
+    const memory::desc x = widened ? memory::desc(p.x_any.dims(), kF32, Tag::any) : p.x_any;
+    const memory::desc y = widened ? memory::desc(p.y_any.dims(), kF32, Tag::any) : p.y_any;
     const auto desc = with_bias_grad
                           ? dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, p.b_plain, y,
                                                                      p.strides, p.dilates, p.pad_l, p.pad_r)
@@ -243,19 +198,51 @@ ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16) {
   return *slot;
 }
 
+}  // namespace
+
+// The forward's x in its primitive's layout (`x`, allocated on the first forward that converts, reallocated
+// when the layout changes) and whether a forward filled it since the last backward.
+struct ConvSaved::Impl {
+  memory x;
+  bool valid = false;
+  long reuses = 0;
+
+  // The forward's input: converted into `x` when the primitive converts it, else read in place.
+  memory& keep(Operand& op, const void* data) {
+    valid = op.converts();
+    if (!valid) return op.read(data);
+    if (!x || x.get_desc() != op.wanted()) x = memory(op.wanted(), dnnl_rt::cpu_engine());
+    return op.read_into(data, x);
+  }
+  // Backward-weights' input: the kept one where the layouts agree, else converted again.
+  memory& reuse(Operand& op, const void* data) {
+    if (!(valid && op.converts() && x.get_desc() == op.wanted())) return op.read(data);
+    ++reuses;
+    return x;
+  }
+};
+
+ConvSaved::ConvSaved() : impl_(std::make_unique<Impl>()) {}
+ConvSaved::~ConvSaved() = default;
+long ConvSaved::reuses() const { return impl_->reuses; }
+
+namespace {
+
 template <typename Impl>
 std::string chosen_impl(const Choice<Impl>& c) {
   return c.chosen < 0 ? std::string() : c.candidates[static_cast<std::size_t>(c.chosen)].impl;
 }
 
-void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const float* bias, void* y) {
+void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const float* bias, void* y,
+             ConvSaved* saved) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
   dnnl_rt::run("conv2d_forward", [&] {
     ConvPlan& p = plan_for(g, bias != nullptr, bf16);
     dnnl::stream& s = dnnl_rt::cpu_stream();
     run_choice(p.fwd, [&](Forward& f) {
-      Args args{{DNNL_ARG_SRC, f.x.read(x)}, {DNNL_ARG_WEIGHTS, f.w.read(w)}, {DNNL_ARG_DST, f.y.write(y)}};
+      memory& x_read = saved != nullptr ? saved->impl().keep(f.x, x) : f.x.read(x);
+      Args args{{DNNL_ARG_SRC, x_read}, {DNNL_ARG_WEIGHTS, f.w.read(w)}, {DNNL_ARG_DST, f.y.write(y)}};
       if (bias != nullptr)
         args.emplace(DNNL_ARG_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), const_cast<float*>(bias)));
       f.prim.execute(s, args);
@@ -266,7 +253,7 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
 }
 
 void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx,
-              float* dw, float* db) {
+              float* dw, float* db, ConvSaved* saved) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
@@ -279,7 +266,7 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
     const Operand* dy_operand = nullptr;
     run_choice(p.bwd_weights, [&](BackwardWeights& b) {
       memory& dy_blocked = b.dy.read(dy);
-      Args args{{DNNL_ARG_SRC, b.x.read(x)},
+      Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
                 {DNNL_ARG_DIFF_DST, dy_blocked},
                 {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
       if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
@@ -302,6 +289,7 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
       });
     }
   });
+  if (saved != nullptr) saved->impl().valid = false;  // one backward per forward
 }
 
 }  // namespace
@@ -314,19 +302,23 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
 // ms), while quiet it is the faster (7-13 ms against 12-27 ms). Measured whole, resnet18 bf16: 76-77 img/s
 // with this rule against 80 without on the quiet machine, 44 against 37 beside one busy process (issue 43's
 // shared-machine aim: half the quiet speed or more). Its 1x1 kernel and the stride-1 3x3 kernels of 8x8 and
-// more hold up. A fixed rule, not a timing, so that runs repeat bit for bit.
+// more hold up. A fixed rule, not a timing, so that runs repeat bit for bit, and because a timing would not
+// hold: timed on the first step (as --cpu-conv-algo auto times Winograd), resnet18 bf16 at load 7.5 kept
+// the bf16 kernel where a quiet moment favoured it, and a 1 + 6 step run then took 17.6 CPU-s against the
+// rule's 10.2 (2026-11-29, benchmarks/RESULTS.md).
 bool bf16_weights_grad_in_f32(const Conv2dShape& g) {
   const bool one_by_one = g.r == 1 && g.s == 1;
   return !one_by_one && (g.stride_h > 1 || g.stride_w > 1 || g.p() * g.q() < 64);
 }
 
-void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
-  forward(g, false, x, w, bias, y);
+void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
+                    ConvSaved* saved) {
+  forward(g, false, x, w, bias, y, saved);
 }
 
 void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db) {
-  backward(g, false, x, w, dy, dx, dw, db);
+                     float* dw, float* db, ConvSaved* saved) {
+  backward(g, false, x, w, dy, dx, dw, db, saved);
 }
 
 bool native_bf16() {
@@ -338,13 +330,13 @@ bool native_bf16() {
 }
 
 void conv2d_forward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const float* bias,
-                         bfloat16* y) {
-  forward(g, true, x, w, bias, y);
+                         bfloat16* y, ConvSaved* saved) {
+  forward(g, true, x, w, bias, y, saved);
 }
 
 void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
-                          bfloat16* dx, float* dw, float* db) {
-  backward(g, true, x, w, dy, dx, dw, db);
+                          bfloat16* dx, float* dw, float* db, ConvSaved* saved) {
+  backward(g, true, x, w, dy, dx, dw, db, saved);
 }
 
 std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16) {

@@ -11,6 +11,7 @@
 // The sums are float32 in oneDNN's blocked order instead of the reference's float64 in loop order, so results
 // differ from the reference by float rounding: about 1e-6 relative per output for these sizes.
 
+#include <memory>
 #include <string>
 
 #include "core/dtype.h"
@@ -18,10 +19,32 @@
 
 namespace engine::cpu_fast {
 
-void conv2d_forward(const Conv2dShape& shape, const float* x, const float* w, const float* bias, float* y);
+// What one convolution layer keeps between its forward and its backward (layers/conv2d.h holds one per layer,
+// through kernels/ops/conv2d.h): the forward's input converted into the primitive's blocked layout, which
+// backward-weights then reads instead of converting x a second time (when it wants the same layout; the
+// primitives themselves are shared by the layers of a shape, so this cannot live in them). Contract: a
+// backward given a ConvSaved is given the shape and the x, unchanged, of the last forward given it; the
+// backward uses it up. Null: nothing kept.
+class ConvSaved {
+ public:
+  struct Impl;
+  ConvSaved();
+  ~ConvSaved();
+  ConvSaved(const ConvSaved&) = delete;
+  ConvSaved& operator=(const ConvSaved&) = delete;
+  Impl& impl() { return *impl_; }
+  // How many backwards read the kept input instead of converting x again (the tests, the benchmarks).
+  long reuses() const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+void conv2d_forward(const Conv2dShape& shape, const float* x, const float* w, const float* bias, float* y,
+                    ConvSaved* saved = nullptr);
 
 void conv2d_backward(const Conv2dShape& shape, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db);
+                     float* dw, float* db, ConvSaved* saved = nullptr);
 
 // What oneDNN runs for one direction ("fwd", "bwd_data", "bwd_weights") of a shape this thread has run, under
 // the current algorithm setting: its implementation name ("jit:avx512_core", "jit_wino_4x3:avx512_core"), or
@@ -35,9 +58,9 @@ std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* directi
 // elsewhere oneDNN would emulate them slowly, and kernels/ops keeps the float32 emulation.
 bool native_bf16();
 void conv2d_forward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const float* bias,
-                         bfloat16* y);
+                         bfloat16* y, ConvSaved* saved = nullptr);
 void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
-                          bfloat16* dx, float* dw, float* db);
+                          bfloat16* dx, float* dw, float* db, ConvSaved* saved = nullptr);
 // Whether conv2d_backward_bf16 computes dw with oneDNN's float32 kernel on x and dy widened from bf16 (the
 // same products, exact in float32, summed in float32): the shapes where oneDNN's bf16 kernel falls apart
 // beside another process (kernels/cpu_fast/conv2d.cpp has the figures, quiet and busy). A fixed rule of the

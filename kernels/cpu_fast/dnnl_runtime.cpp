@@ -81,6 +81,13 @@ dnnl::memory& Operand::read(const void* data) {
   return internal_;
 }
 
+dnnl::memory& Operand::read_into(const void* data, dnnl::memory& target) {
+  user_.set_data_handle(const_cast<void*>(data));
+  if (!reordered_) return user_;
+  reorder_.execute(cpu_stream(), user_, target);
+  return target;
+}
+
 dnnl::memory& Operand::write(void* data) {
   user_.set_data_handle(data);
   return reordered_ ? internal_ : user_;

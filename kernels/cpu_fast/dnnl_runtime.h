@@ -51,6 +51,10 @@ class Operand {
   // An input: points at `data`, converts it into the primitive's layout when needed, returns what the
   // primitive reads.
   dnnl::memory& read(const void* data);
+  // The same into `target` (a buffer of the caller's in the primitive's layout) when a conversion is needed;
+  // else the caller's buffer as read() gives it.
+  dnnl::memory& read_into(const void* data, dnnl::memory& target);
+  bool converts() const { return reordered_; }
   // An output: returns what the primitive writes; finish() converts it into `data` when needed.
   dnnl::memory& write(void* data);
   void finish();

@@ -10,6 +10,13 @@
 namespace engine::ops {
 namespace {
 
+// The kernels' state for the caller's slot: created on first use; null without a slot.
+cpu_fast::ConvSaved* saved_state(Conv2dSaved* slot) {
+  if (slot == nullptr) return nullptr;
+  if (!*slot) *slot = std::make_shared<cpu_fast::ConvSaved>();
+  return slot->get();
+}
+
 // The CUDA path of bf16 autocast is cuDNN's bf16 configuration; our implicit-GEMM convolution is float32.
 void check_bf16_algorithm(const ExecutionContext& ctx) {
   ENGINE_CHECK(ctx.conv_algorithm == ConvAlgorithm::Cudnn,
@@ -20,7 +27,8 @@ void check_bf16_algorithm(const ExecutionContext& ctx) {
 // kernels/ops/autocast_bf16.h: bf16 tensor-core convolutions on CUDA; on the CPU oneDNN's bf16 convolutions
 // where the host has avx512_bf16 (cpu_fast::native_bf16; NHWC transposed), else the exact fp32 emulation.
 void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
-                      const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Layout layout) {
+                      const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Layout layout,
+                      Conv2dSaved* saved) {
   if (x.is_cuda()) {
     if constexpr (kHaveCuda) {
       check_bf16_algorithm(ctx);
@@ -41,7 +49,7 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
     const autocast::RoundedOutput yb(ctx, y, DType::BF16);
     const Tensor y_nchw = nchw.out(yb.get());
     cpu_fast::conv2d_forward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), data_or_null<float>(b),
-                                  y_nchw.data<bfloat16>());
+                                  y_nchw.data<bfloat16>(), saved_state(saved));
     nchw.finish();
     yb.finish();
     return;
@@ -56,7 +64,7 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
 // the bf16 copies of x, w and b, cast up into the fp32 dw and db).
 void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                        const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
-                       const Tensor& w_bf16, Layout layout) {
+                       const Tensor& w_bf16, Layout layout, Conv2dSaved* saved) {
   if (dy.is_cuda()) {
     if constexpr (kHaveCuda) {
       check_bf16_algorithm(ctx);
@@ -78,8 +86,8 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
     const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
     const Tensor dx_nchw = nchw.out(dxb.get());
     cpu_fast::conv2d_backward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
-                                   data_or_null<bfloat16>(dx_nchw), dw.data<float>(),
-                                   data_or_null<float>(db));
+                                   data_or_null<bfloat16>(dx_nchw), dw.data<float>(), data_or_null<float>(db),
+                                   saved_state(saved));
     nchw.finish();
     dxb.finish();
     autocast::round_in_place(ctx, dw);
@@ -113,16 +121,16 @@ bool use_cudnn(const ExecutionContext& ctx, const Conv2dShape& s) {
 }  // namespace
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
-                    const Tensor& bias, const Tensor& y, const Tensor& w_bf16) {
+                    const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Conv2dSaved* saved) {
   const Layout layout = same_layout("conv2d", {{"x", x}, {"y", y}});
   if (ctx.autocast_bf16) {
-    autocast_forward(ctx, s, x, w, bias, y, w_bf16, layout);
+    autocast_forward(ctx, s, x, w, bias, y, w_bf16, layout, saved);
     return;
   }
   check_algorithm_takes_layout("conv2d", ctx, x);
   if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
     NchwFallback nchw(ctx);
-    conv2d_forward(ctx, s, nchw.in(x), w, bias, nchw.out(y));
+    conv2d_forward(ctx, s, nchw.in(x), w, bias, nchw.out(y), Tensor(), saved);
     nchw.finish();
     return;
   }
@@ -136,7 +144,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
         cuda::conv2d_forward_implicit_gemm(cuda_stream(ctx), s, x.data<T>(), w.data<T>(), b, y.data<T>());
       }
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::conv2d_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>());
+      cpu_fast::conv2d_forward(s, x.data<T>(), w.data<T>(), b, y.data<T>(), saved_state(saved));
     } else {
       cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), b, y.data<T>());
     }
@@ -145,16 +153,16 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
 
 void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                      const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
-                     const Tensor& w_bf16) {
+                     const Tensor& w_bf16, Conv2dSaved* saved) {
   const Layout layout = same_layout("conv2d", {{"x", x}, {"dy", dy}, {"dx", dx}});
   if (ctx.autocast_bf16) {
-    autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16, layout);
+    autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16, layout, saved);
     return;
   }
   check_algorithm_takes_layout("conv2d", ctx, dy);
   if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
     NchwFallback nchw(ctx);
-    conv2d_backward(ctx, s, nchw.in(x), w, nchw.in(dy), nchw.out(dx), dw, db);
+    conv2d_backward(ctx, s, nchw.in(x), w, nchw.in(dy), nchw.out(dx), dw, db, Tensor(), saved);
     nchw.finish();
     return;
   }
@@ -170,7 +178,8 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
                                             dx_data, dw.data<T>(), db_data);
       }
     } else if constexpr (P == Path::CpuFast) {
-      cpu_fast::conv2d_backward(s, x.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data);
+      cpu_fast::conv2d_backward(s, x.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data,
+                                saved_state(saved));
     } else {
       cpu::conv2d_backward<T>(s, x.data<T>(), w.data<T>(), dy.data<T>(), dx_data, dw.data<T>(), db_data);
     }
