@@ -9,9 +9,10 @@
 // (conv2d_impl then says "engine:grouped_direct").
 //
 // Same geometry and contract as cpu::conv2d_forward / backward (groups, stride, padding, dilation; outputs
-// overwritten). Each output is one float32 sum in a fixed order (the taps of each input channel of the group
-// in turn), so results repeat bit for bit at any thread count; dw and db sum each sample's float32 plane sum
-// in double. Threads split output planes (forward), input planes (backward-data) and weight slices
+// overwritten). Each forward and backward-data output is one float32 sum in a fixed order (the taps of each
+// channel of the group in turn); dw sums its products in float32 vector lanes over up to 16 samples at a
+// time, then in double, as db sums per-sample float32 plane sums; so results repeat bit for bit at any thread
+// count. Threads split output planes (forward), input planes (backward-data) and weight slices
 // (backward-weights), so no two threads write one value.
 
 #include "kernels/shapes.h"
