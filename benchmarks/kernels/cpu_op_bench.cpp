@@ -6,6 +6,8 @@
 //
 //   cpu_op_bench --list                  the rows' names and shapes
 //   cpu_op_bench --row dwconv7_s1        one row: one JSON line {row, fwd_ms, bwd_ms, isa} (medians)
+//   cpu_op_bench --smoke                 every row once, untimed (ctest label cpu: the rows' buffers and
+//   calls)
 // Threads: OMP_NUM_THREADS.
 
 #include <algorithm>
@@ -202,10 +204,11 @@ double median_ms(const std::function<void()>& f, int warmup, int repeats) {
 
 int main(int argc, char** argv) {
   CLI::App app{"The fast CPU kernels of the zoo's ops, timed at the zoo's shapes (one row a call)"};
-  bool list = false;
+  bool list = false, smoke = false;
   std::string row;
   int warmup = 3, repeats = 21;
   app.add_flag("--list", list, "print the rows");
+  app.add_flag("--smoke", smoke, "run every row once, untimed");
   app.add_option("--row", row, "time this row");
   app.add_option("--warmup", warmup, "untimed runs")->check(CLI::NonNegativeNumber);
   app.add_option("--repeats", repeats, "timed runs (the median is reported)")->check(CLI::PositiveNumber);
@@ -213,6 +216,14 @@ int main(int argc, char** argv) {
   const std::vector<Row> all = rows();
   if (list) {
     for (const Row& r : all) std::printf("%s\t%s\n", r.name.c_str(), r.shape.c_str());
+    return 0;
+  }
+  if (smoke) {
+    for (const Row& r : all) {
+      r.fwd();
+      r.bwd();
+      std::printf("%s: ran\n", r.name.c_str());
+    }
     return 0;
   }
   const auto it = std::find_if(all.begin(), all.end(), [&](const Row& r) { return r.name == row; });
