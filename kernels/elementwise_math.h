@@ -6,13 +6,13 @@
 //
 // Convention: f(x) is the forward value, f(x, dy) the input gradient dy * f'(x) from the forward INPUT x;
 // for Sigmoid and Tanh f(y, dy) from the forward OUTPUT y (activation_backward_reads_output).
-// Every operator() is ENGINE_HOST_DEVICE (core/host_device.h) and computes in float: GELU through libm's
-// erfcf and expf on the host and CUDA's on the device; the activations through exp_float and tanh_float
-// below, one polynomial on both (tests/common/activation_tolerance.h bounds them).
+// Every operator() is ENGINE_HOST_DEVICE (core/host_device.h) and computes in float: GELU through
+// erfc_float and exp_float, the activations through exp_float and tanh_float below: one polynomial on both
+// (tests/common/activation_tolerance.h and gelu_tolerance.h bound them).
 // Written so NaN propagates forward (a comparison with NaN is false, so `x < lo ? lo : x` keeps it).
 
 #include <cstdint>
-#include <math.h>  // erfcf, expf, INFINITY: the same unqualified names nvcc's device library declares
+#include <math.h>  // INFINITY: the same unqualified name nvcc's device library declares
 
 #if !defined(__CUDA_ARCH__)
 #include <bit>
@@ -57,16 +57,6 @@ struct Relu {
   ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
     return pass_if(x > 0.0f, dy);
   }  // 0 at 0, NaN
-};
-
-// GELU, the exact erf form: y = x/2 erfc(-x/sqrt 2), dy (Phi(x) + x phi(x)).
-struct Gelu {
-  static constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  static constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-  ENGINE_HOST_DEVICE float operator()(float x) const { return 0.5f * x * erfcf(-x * kInvSqrt2); }
-  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
-    return dy * (0.5f * erfcf(-x * kInvSqrt2) + x * kInvSqrt2Pi * expf(-0.5f * x * x));
-  }
 };
 
 // y = a x, the double product rounded once (bitwise the reference: one multiplication, nothing to contract).
@@ -122,6 +112,60 @@ ENGINE_HOST_DEVICE float exp_float(float x) {
 }
 
 ENGINE_HOST_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + exp_float(-x)); }
+
+// erfc in float, Cephes' erfcf (ndtrf.c, Moshier): below |a| = 1, 1 - a T(a^2) (erf's odd polynomial);
+// above, e^(-a^2) / |a| times a polynomial in 1/a^2 (one for |a| < 2, another above), and 2 minus that for
+// a < 0. e^(-a^2) is taken as the square of e^(-a^2/2), so that the result stays a (possibly subnormal)
+// float where e^(-a^2) alone would underflow exp_float's range (|a| above 9.3, GELU's x below -13.2). All
+// branches computed and one chosen, so the CPU loop vectorises. NaN gives NaN, erfc(+inf) = 0,
+// erfc(-inf) = 2. tests/common/gelu_tolerance.h bounds GELU through it.
+ENGINE_HOST_DEVICE float erfc_float(float a) {
+  const float x = float_of(bits_of(a) & 0x7fffffffu);  // |a|
+  const float a2 = a * a;
+  float t = 7.853861353153693e-5f;
+  t = t * a2 - 8.010193625184903e-4f;
+  t = t * a2 + 5.188327685732524e-3f;
+  t = t * a2 - 2.685381193529856e-2f;
+  t = t * a2 + 1.128358514861418e-1f;
+  t = t * a2 - 3.761262582423300e-1f;
+  t = t * a2 + 1.128379165726710e+0f;
+  const float small = 1.0f - a * t;
+  const float q = 1.0f / x, y = q * q;
+  float p = 2.326819970068386e-2f;  // 1 <= |a| < 2
+  p = p * y - 1.387039388740657e-1f;
+  p = p * y + 3.687424674597105e-1f;
+  p = p * y - 5.824733027278666e-1f;
+  p = p * y + 6.210004621745983e-1f;
+  p = p * y - 4.944515323274145e-1f;
+  p = p * y + 3.404879937665872e-1f;
+  p = p * y - 2.741127028184656e-1f;
+  p = p * y + 5.638259427386472e-1f;
+  float r = -1.047766399936249e+1f;  // |a| >= 2
+  r = r * y + 1.297719955372516e+1f;
+  r = r * y - 7.495518717768503e+0f;
+  r = r * y + 2.921019019210786e+0f;
+  r = r * y - 1.015265279202700e+0f;
+  r = r * y + 4.218463358204948e-1f;
+  r = r * y - 2.820767439740514e-1f;
+  r = r * y + 5.641895067754075e-1f;
+  const float h = exp_float(-0.5f * a2);
+  const float tail = ((h * q) * choose(x < 2.0f, p, r)) * h;  // erfc(|a|)
+  return choose(x < 1.0f, small, choose(a < 0.0f, 2.0f - tail, tail));
+}
+
+// GELU, the exact erf form: y = x/2 erfc(-x/sqrt 2), dy (Phi(x) + x phi(x)), through erfc_float and
+// exp_float (arithmetic only, so the CPU loop runs 16 lanes wide where libm's erfcf and expf were a call per
+// element). phi's exponential as the square of e^(-x^2/4), as in erfc_float, so that x phi(x) stays a normal
+// float where e^(-x^2/2) alone would not (|x| above 13.2).
+struct Gelu {
+  static constexpr float kInvSqrt2 = 0.70710678118654752440f;
+  static constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+  ENGINE_HOST_DEVICE float operator()(float x) const { return 0.5f * x * erfc_float(-x * kInvSqrt2); }
+  ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
+    const float h = exp_float(-0.25f * x * x);
+    return dy * (0.5f * erfc_float(-x * kInvSqrt2) + x * kInvSqrt2Pi * h * h);
+  }
+};
 
 // tanh in float, Cephes' tanhf: an odd polynomial below |x| = 0.625, 1 - 2 / (e^2|x| + 1) above, sign put
 // back; within 2 ulp. Both branches are computed and one chosen, so the CPU loop vectorises.

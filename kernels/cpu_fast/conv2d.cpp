@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/cpu_fast/conv2d_algo.h"
 #include "kernels/cpu_fast/conv2d_choice.h"
+#include "kernels/cpu_fast/conv2d_grouped.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
 
 namespace engine::cpu_fast {
@@ -228,8 +229,19 @@ long ConvSaved::reuses() const { return impl_->reuses; }
 
 namespace {
 
+// Whether a float32 grouped direction runs the engine's direct loops (kernels/cpu_fast/conv2d_grouped.h)
+// instead of what oneDNN offers: its gemm fallback, where it has no jit kernel for the shape. A grouped
+// direction has one candidate (Winograd is dense only).
+constexpr const char* kGroupedDirect = "engine:grouped_direct";
 template <typename Impl>
-std::string chosen_impl(const Choice<Impl>& c) {
+bool grouped_direct(const Conv2dShape& g, bool bf16, const Choice<Impl>& c) {
+  return !bf16 && g.groups > 1 && c.candidates.size() == 1 &&
+         c.candidates.front().impl.find("gemm") != std::string::npos;
+}
+
+template <typename Impl>
+std::string chosen_impl(const Conv2dShape& g, bool bf16, const Choice<Impl>& c) {
+  if (grouped_direct(g, bf16, c)) return kGroupedDirect;
   return c.chosen < 0 ? std::string() : c.candidates[static_cast<std::size_t>(c.chosen)].impl;
 }
 
@@ -239,6 +251,12 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
   dnnl_rt::run("conv2d_forward", [&] {
     ConvPlan& p = plan_for(g, bias != nullptr, bf16);
+    if (grouped_direct(g, bf16, p.fwd)) {
+      if (saved != nullptr) saved->impl().valid = false;  // nothing kept: backward converts x itself
+      grouped_conv2d_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
+                             static_cast<float*>(y));
+      return;
+    }
     dnnl::stream& s = dnnl_rt::cpu_stream();
     run_choice(p.fwd, [&](Forward& f) {
       memory& x_read = saved != nullptr ? saved->impl().keep(f.x, x) : f.x.read(x);
@@ -264,20 +282,28 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
     prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
     const Operand* dy_operand = nullptr;
-    run_choice(p.bwd_weights, [&](BackwardWeights& b) {
-      memory& dy_blocked = b.dy.read(dy);
-      Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
-                {DNNL_ARG_DIFF_DST, dy_blocked},
-                {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
-      if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
-      b.prim.execute(s, args);
-      b.dw.finish();
-      s.wait();
-      dy_read = &dy_blocked;
-      dy_operand = &b.dy;
-    });
+    if (grouped_direct(g, bf16, p.bwd_weights))
+      grouped_conv2d_backward_weights(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw, db);
+    else
+      run_choice(p.bwd_weights, [&](BackwardWeights& b) {
+        memory& dy_blocked = b.dy.read(dy);
+        Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
+                  {DNNL_ARG_DIFF_DST, dy_blocked},
+                  {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
+        if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
+        b.prim.execute(s, args);
+        b.dw.finish();
+        s.wait();
+        dy_read = &dy_blocked;
+        dy_operand = &b.dy;
+      });
     if (dx != nullptr) {
       prepare_backward_data(p);
+      if (grouped_direct(g, bf16, p.bwd_data)) {
+        grouped_conv2d_backward_data(g, static_cast<const float*>(w), static_cast<const float*>(dy),
+                                     static_cast<float*>(dx));
+        return;
+      }
       run_choice(p.bwd_data, [&](BackwardData& d) {
         // Both backward passes mostly read dy in the same blocked layout: the one reorder above serves both.
         const bool same_dy = dy_operand != nullptr && d.dy.wanted() == dy_operand->wanted();
@@ -344,9 +370,9 @@ std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, 
   if (it == plans().end()) return {};
   const ConvPlan& p = *it->second;
   const std::string d = direction;
-  if (d == "fwd") return chosen_impl(p.fwd);
-  if (d == "bwd_weights") return chosen_impl(p.bwd_weights);
-  if (d == "bwd_data") return chosen_impl(p.bwd_data);
+  if (d == "fwd") return chosen_impl(g, bf16, p.fwd);
+  if (d == "bwd_weights") return chosen_impl(g, bf16, p.bwd_weights);
+  if (d == "bwd_data") return chosen_impl(g, bf16, p.bwd_data);
   ENGINE_FAIL("conv2d_impl: unknown direction '{}' (fwd, bwd_data, bwd_weights)", d);
 }
 

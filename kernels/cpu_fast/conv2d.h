@@ -10,6 +10,8 @@
 // algorithm (direct or Winograd) runs each direction of a 3x3 stride-1 shape: kernels/cpu_fast/conv2d_algo.h.
 // The sums are float32 in oneDNN's blocked order instead of the reference's float64 in loop order, so results
 // differ from the reference by float rounding: about 1e-6 relative per output for these sizes.
+// Grouped directions for which oneDNN offers only its gemm fallback run the engine's direct loops instead
+// (kernels/cpu_fast/conv2d_grouped.h; conv2d_impl says "engine:grouped_direct").
 
 #include <memory>
 #include <string>

@@ -1,5 +1,6 @@
 #pragma once
-// How far a float32 GELU (kernels/cpu_fast/gelu, kernels/cuda/gelu: erfcf and expf in float) may be from the
+// How far a float32 GELU (kernels/cpu_fast/gelu, kernels/cuda/gelu: kernels/elementwise_math.h's erfc_float
+// and exp_float, Cephes' erfcf and expf polynomials, within a few ulp) may be from the
 // double reference (kernels/cpu/gelu), per element. u = 2^-24 is float's unit roundoff; the bounds are stated
 // with eps = 2u for headroom.
 //
@@ -7,7 +8,8 @@
 //   - t rounded (relative u) moves erfc(t) by u |t| |erfc'(t) / erfc(t)| <= u |t| (2|t| + 1.2) = u (x^2 +
 //   0.85|x|):
 //     the function's own condition number (x^2 in the left tail), which any float implementation pays;
-//   - erfcf: 4 ulp on CUDA (CUDA's table; glibc's is smaller), 8u; the product: u (0.5 x is exact).
+//   - erfc_float: a few ulp (Cephes' erfcf; its e^(-t^2) as a square adds 3u), budgeted 8u; the product: u
+//     (0.5 x is exact).
 //   |y - ref| <= (x^2 + |x| + 16) eps |ref|.
 // Backward dx = dy (Phi(x) + x phi(x)): Phi as above; x phi(x) = x k exp(-x^2/2): x^2 rounded moves exp by
 //   (x^2/2) u, expf 2 ulp (4u), three products 3u; the sum and the product with dy, 2u, relative to the sum

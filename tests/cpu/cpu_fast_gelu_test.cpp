@@ -45,6 +45,37 @@ TEST(CpuFastGelu, WithinFloatRoundingOfTheReference) {
   }
 }
 
+// Every 1/64 from -20 to 20, with the branch points of erfc_float (|x/sqrt 2| = 1 and 2) and the tail where
+// e^(-x^2/2) leaves float's normal range (x below -13.2: GELU and x phi(x) still normal or subnormal floats).
+TEST(CpuFastGelu, AcrossTheRangeIntoTheSubnormalTail) {
+  std::vector<float> x;
+  for (int i = -1280; i <= 1280; ++i) x.push_back(static_cast<float>(i) / 64.0f);
+  for (const float b : {1.41421356f, 2.82842712f, 13.2f, 13.25f, 13.5f, 14.0f})
+    for (const float d : {-1e-6f, 0.0f, 1e-6f}) {
+      x.push_back(b + d);
+      x.push_back(-b - d);
+    }
+  const auto n = static_cast<std::int64_t>(x.size());
+  const std::vector<float> dy(x.size(), 1.0f);
+  std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end()), y_ref(x.size()), dx_ref(x.size());
+  cpu::gelu_forward(xd.data(), y_ref.data(), n);
+  cpu::gelu_backward(xd.data(), dyd.data(), dx_ref.data(), n);
+  std::vector<float> y(x.size(), NAN), dx(x.size(), NAN);
+  cpu_fast::gelu_forward(x.data(), y.data(), n);
+  cpu_fast::gelu_backward(x.data(), dy.data(), dx.data(), n);
+  int bad = 0;
+  for (std::size_t i = 0; i < x.size() && bad < 5; ++i) {
+    const double ey = std::fabs(static_cast<double>(y[i]) - y_ref[i]),
+                 edx = std::fabs(static_cast<double>(dx[i]) - dx_ref[i]);
+    if (!(ey <= testing::gelu_forward_tolerance(xd[i], y_ref[i])) ||
+        !(edx <= testing::gelu_backward_tolerance(xd[i], dyd[i]))) {
+      ADD_FAILURE() << "x " << x[i] << ": y " << y[i] << " vs " << y_ref[i] << ", dx " << dx[i] << " vs "
+                    << dx_ref[i];
+      ++bad;
+    }
+  }
+}
+
 TEST(CpuFastGelu, NanAndInfinityAsTheReference) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> x = {nan, inf, -inf};

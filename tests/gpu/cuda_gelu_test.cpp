@@ -1,7 +1,7 @@
 // The CUDA GELU (kernels/cuda/gelu.cu) against the double reference (kernels/cpu/gelu) on odd sizes (945:
 // the scalar path and a tail; 100003 with an offset pointer: the unaligned path), outputs poisoned first.
-// Tolerance per element from float32 (tests/common/gelu_tolerance.h: erfcf 4 ulp, expf 2 ulp, and the
-// function's own condition number x^2 in its left tail). The scale op (airbench's Mul) is bitwise equal.
+// Tolerance per element from float32 (tests/common/gelu_tolerance.h: erfc_float and exp_float, a few ulp, and
+// the function's own condition number x^2 in its left tail). The scale op (airbench's Mul) is bitwise equal.
 
 #include <cmath>
 #include <limits>

@@ -1,0 +1,205 @@
+#include "kernels/cpu_fast/conv2d_grouped.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
+#include "kernels/cpu_fast/parallel.h"
+
+namespace engine::cpu_fast {
+namespace {
+
+using Index = std::int64_t;
+
+// The outputs [lo, hi) along one axis whose tap at `offset` (tap index x dilation - padding) reads inside
+// [0, size): out x stride + offset in [0, size).
+struct Range {
+  int lo, hi;
+};
+
+int ceil_div(int a, int b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+Range valid(int offset, int stride, int size, int outputs) {
+  const int lo = std::max(0, ceil_div(-offset, stride));
+  const int hi = std::min(outputs, floor_div(size - 1 - offset, stride) + 1);
+  return {lo, std::max(lo, hi)};
+}
+
+// Parallel only where the work is worth a team's wake-up (kernels/cpu_fast/parallel.h).
+bool worth_threads(const Conv2dShape& g) {
+  return static_cast<Index>(g.y_size()) * g.c_per_group() * g.r * g.s >= kParallelMinElements;
+}
+
+// y_plane[p, q] += sum over taps of w[r, s] x_plane[p sh - ph + r dh, q sw - pw + s dw].
+ENGINE_CPU_CLONES void accumulate_plane(const Conv2dShape& g, const float* x_plane, const float* w_taps,
+                                        float* y_plane) {
+  const int P = g.p(), Q = g.q();
+  for (int p = 0; p < P; ++p) {
+    float* yrow = y_plane + static_cast<Index>(p) * Q;
+    for (int r = 0; r < g.r; ++r) {
+      const int ih = p * g.stride_h - g.pad_h + r * g.dilation_h;
+      if (ih < 0 || ih >= g.h) continue;
+      const float* xrow = x_plane + static_cast<Index>(ih) * g.w;
+      for (int s = 0; s < g.s; ++s) {
+        const int offset = s * g.dilation_w - g.pad_w;
+        const Range q = valid(offset, g.stride_w, g.w, Q);
+        const float wv = w_taps[r * g.s + s];
+        for (int j = q.lo; j < q.hi; ++j) yrow[j] += wv * xrow[j * g.stride_w + offset];
+      }
+    }
+  }
+}
+
+// dx_plane[p sh - ph + r dh, q sw - pw + s dw] += w[r, s] dy_plane[p, q], over the taps.
+ENGINE_CPU_CLONES void scatter_plane(const Conv2dShape& g, const float* dy_plane, const float* w_taps,
+                                     float* dx_plane) {
+  const int P = g.p(), Q = g.q();
+  for (int p = 0; p < P; ++p) {
+    const float* dyrow = dy_plane + static_cast<Index>(p) * Q;
+    for (int r = 0; r < g.r; ++r) {
+      const int ih = p * g.stride_h - g.pad_h + r * g.dilation_h;
+      if (ih < 0 || ih >= g.h) continue;
+      float* dxrow = dx_plane + static_cast<Index>(ih) * g.w;
+      for (int s = 0; s < g.s; ++s) {
+        const int offset = s * g.dilation_w - g.pad_w;
+        const Range q = valid(offset, g.stride_w, g.w, Q);
+        const float wv = w_taps[r * g.s + s];
+        for (int j = q.lo; j < q.hi; ++j) dxrow[j * g.stride_w + offset] += wv * dyrow[j];
+      }
+    }
+  }
+}
+
+constexpr int kLanes = 16;      // the float32 partial sums of one tap: one AVX-512 vector
+constexpr int kFoldEvery = 16;  // samples whose partials are summed in float32 before they join the double
+
+// lanes[r, s, :] += the products dy_plane[p, q] x_plane[p sh - ph + r dh, q sw - pw + s dw], over p and q.
+// At stride 1 the plane is copied into `padded` (its zero border, rows wp = W + 2 pw wide, zeros after) and
+// dy into `dy_padded` (rows wp wide, zeros past Q and to a whole number of kLanes): each tap's products are
+// then one contiguous run of P wp (the extra ones exact zeros) at offset r dh wp + s dw, summed kLanes wide
+// into the tap's lanes (no per-plane horizontal sum: that chain of adds cost more than the products).
+// Strided shapes sum row by row into lane 0.
+ENGINE_CPU_CLONES void correlate_plane(const Conv2dShape& g, const float* x_plane, const float* dy_plane,
+                                       float* padded, float* dy_padded, float* lanes) {
+  const int P = g.p(), Q = g.q(), wp = g.w + 2 * g.pad_w;
+  for (int i = 0; i < g.h; ++i)
+    std::copy(x_plane + static_cast<Index>(i) * g.w, x_plane + static_cast<Index>(i + 1) * g.w,
+              padded + static_cast<Index>(i + g.pad_h) * wp + g.pad_w);
+  if (g.stride_h == 1 && g.stride_w == 1) {
+    for (int p = 0; p < P; ++p)
+      std::copy(dy_plane + static_cast<Index>(p) * Q, dy_plane + static_cast<Index>(p + 1) * Q,
+                dy_padded + static_cast<Index>(p) * wp);
+    const Index len = (static_cast<Index>(P) * wp + kLanes - 1) / kLanes * kLanes;
+    for (int r = 0; r < g.r; ++r)
+      for (int s = 0; s < g.s; ++s) {
+        const float* xs = padded + static_cast<Index>(r) * g.dilation_h * wp + s * g.dilation_w;
+        float* lane = lanes + static_cast<Index>(r * g.s + s) * kLanes;
+        for (Index i = 0; i < len; i += kLanes)
+#pragma omp simd
+          for (int l = 0; l < kLanes; ++l) lane[l] += dy_padded[i + l] * xs[i + l];
+      }
+    return;
+  }
+  for (int r = 0; r < g.r; ++r)
+    for (int s = 0; s < g.s; ++s) {
+      float sum = 0.0f;
+      for (int p = 0; p < P; ++p) {
+        const float* xrow =
+            padded + static_cast<Index>(p * g.stride_h + r * g.dilation_h) * wp + s * g.dilation_w;
+        const float* dyrow = dy_plane + static_cast<Index>(p) * Q;
+        for (int j = 0; j < Q; ++j) sum += dyrow[j] * xrow[j * g.stride_w];
+      }
+      lanes[static_cast<Index>(r * g.s + s) * kLanes] += sum;
+    }
+}
+
+}  // namespace
+
+void grouped_conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias,
+                            float* y) {
+  g.validate();
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
+               "grouped_conv2d_forward: x, w and y must not be null");
+  const int CG = g.c_per_group(), KG = g.k_per_group(), taps = g.r * g.s;
+  const Index in_plane = static_cast<Index>(g.h) * g.w, out_plane = static_cast<Index>(g.p()) * g.q();
+  const Index planes = static_cast<Index>(g.n) * g.k;
+#pragma omp parallel for if (worth_threads(g)) schedule(static)
+  for (Index i = 0; i < planes; ++i) {
+    const Index n = i / g.k;
+    const int k = static_cast<int>(i % g.k), first_c = k / KG * CG;
+    float* y_plane = y + i * out_plane;
+    std::fill(y_plane, y_plane + out_plane, bias != nullptr ? bias[k] : 0.0f);
+    for (int c = 0; c < CG; ++c)
+      accumulate_plane(g, x + (n * g.c + first_c + c) * in_plane, w + (static_cast<Index>(k) * CG + c) * taps,
+                       y_plane);
+  }
+}
+
+void grouped_conv2d_backward_data(const Conv2dShape& g, const float* w, const float* dy, float* dx) {
+  g.validate();
+  ENGINE_CHECK(w != nullptr && dy != nullptr && dx != nullptr,
+               "grouped_conv2d_backward_data: w, dy and dx must not be null");
+  const int CG = g.c_per_group(), KG = g.k_per_group(), taps = g.r * g.s;
+  const Index in_plane = static_cast<Index>(g.h) * g.w, out_plane = static_cast<Index>(g.p()) * g.q();
+  const Index planes = static_cast<Index>(g.n) * g.c;
+#pragma omp parallel for if (worth_threads(g)) schedule(static)
+  for (Index i = 0; i < planes; ++i) {
+    const Index n = i / g.c;
+    const int c = static_cast<int>(i % g.c), first_k = c / CG * KG, c_in_group = c % CG;
+    float* dx_plane = dx + i * in_plane;
+    std::fill(dx_plane, dx_plane + in_plane, 0.0f);
+    for (int k = first_k; k < first_k + KG; ++k)
+      scatter_plane(g, dy + (n * g.k + k) * out_plane, w + (static_cast<Index>(k) * CG + c_in_group) * taps,
+                    dx_plane);
+  }
+}
+
+void grouped_conv2d_backward_weights(const Conv2dShape& g, const float* x, const float* dy, float* dw,
+                                     float* db) {
+  g.validate();
+  ENGINE_CHECK(x != nullptr && dy != nullptr && dw != nullptr,
+               "grouped_conv2d_backward_weights: x, dy and dw must not be null (db may be)");
+  const int CG = g.c_per_group(), KG = g.k_per_group(), taps = g.r * g.s;
+  const Index in_plane = static_cast<Index>(g.h) * g.w, out_plane = static_cast<Index>(g.p()) * g.q();
+  const Index slices = static_cast<Index>(g.k) * CG;  // dw[k, c, :, :]
+#pragma omp parallel for if (worth_threads(g)) schedule(static)
+  for (Index i = 0; i < slices; ++i) {
+    const int k = static_cast<int>(i / CG), c = k / KG * CG + static_cast<int>(i % CG);
+    std::vector<double> acc(static_cast<std::size_t>(taps), 0.0);
+    // Zero borders written once: each plane's copy fills only the interior. The slack past the last row
+    // covers the contiguous dot products' reads beyond it (multiplied by dy_padded's zeros).
+    const std::size_t wp = static_cast<std::size_t>(g.w + 2 * g.pad_w);
+    std::vector<float> padded(
+        static_cast<std::size_t>(g.h + 2 * g.pad_h) * wp + wp + static_cast<std::size_t>(g.span_w() + kLanes),
+        0.0f),
+        dy_padded(static_cast<std::size_t>(g.p()) * wp + kLanes, 0.0f),
+        lanes(static_cast<std::size_t>(taps) * kLanes, 0.0f);
+    double bias_sum = 0.0;
+    const bool with_bias = db != nullptr && i % CG == 0;
+    for (Index n = 0; n < g.n; ++n) {
+      const float* dy_plane = dy + (n * g.k + k) * out_plane;
+      correlate_plane(g, x + (n * g.c + c) * in_plane, dy_plane, padded.data(), dy_padded.data(),
+                      lanes.data());
+      if (n % kFoldEvery == kFoldEvery - 1 || n == g.n - 1) {
+        for (std::size_t t = 0; t < acc.size(); ++t)
+          for (int l = 0; l < kLanes; ++l) {
+            acc[t] += static_cast<double>(lanes[t * kLanes + static_cast<std::size_t>(l)]);
+            lanes[t * kLanes + static_cast<std::size_t>(l)] = 0.0f;
+          }
+      }
+      if (with_bias) {
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (Index j = 0; j < out_plane; ++j) sum += dy_plane[j];
+        bias_sum += static_cast<double>(sum);
+      }
+    }
+    for (int t = 0; t < taps; ++t) dw[i * taps + t] = static_cast<float>(acc[static_cast<std::size_t>(t)]);
+    if (with_bias) db[k] = static_cast<float>(bias_sum);
+  }
+}
+
+}  // namespace engine::cpu_fast

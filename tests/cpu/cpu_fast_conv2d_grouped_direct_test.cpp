@@ -1,0 +1,126 @@
+// The direct grouped/depthwise loops (kernels/cpu_fast/conv2d_grouped.h) against the float64 reference,
+// forward, backward-data and backward-weights, outputs poisoned with NaN; and conv2d.cpp's choice of them
+// exactly where oneDNN 2.6.3 offers its gemm fallback (the zoo's depthwise 7x7 on a 2x2 map).
+//
+// Bound: every output is a sum of m products of floats, formed in float32 in some order (with or without
+// fused multiply-adds); each product and each addition rounds once, so |fast - exact| <= (m + 1) u sum|terms|
+// with u = 2^-24 (Higham's gamma_m, first order). sum|terms| is the reference run on |inputs|.
+// backward-weights sums float32 plane sums in double: within the same bound with m = one plane's count (P*Q)
+// + 1.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_grouped.h"
+#include "tests/common/test_data.h"
+
+namespace engine {
+namespace {
+
+Conv2dShape grouped(int n, int c, int hw, int k, int r, int stride, int pad, int groups, int dilation) {
+  Conv2dShape g = testing::square_conv(n, c, hw, hw + 1, k, r, stride, pad);
+  g.groups = groups;
+  g.dilation_h = g.dilation_w = dilation;
+  return g;
+}
+
+std::vector<double> wide(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> absolute(const std::vector<float>& v) {
+  std::vector<double> a(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(static_cast<double>(v[i]));
+  return a;
+}
+
+void expect_within(const std::vector<float>& fast, const std::vector<double>& exact,
+                   const std::vector<double>& mag, double terms, const char* what) {
+  ASSERT_EQ(fast.size(), exact.size());
+  const double u = std::ldexp(1.0, -24);
+  int bad = 0;
+  for (std::size_t i = 0; i < fast.size() && bad < 5; ++i) {
+    const double bound = (terms + 1) * u * mag[i] + 1e-30;
+    if (!(std::fabs(static_cast<double>(fast[i]) - exact[i]) <= bound)) {
+      ADD_FAILURE() << what << "[" << i << "]: fast " << fast[i] << ", float64 " << exact[i] << ", bound "
+                    << bound;
+      ++bad;
+    }
+  }
+}
+
+void check(const Conv2dShape& g, bool bias) {
+  SCOPED_TRACE(::testing::Message() << "c " << g.c << " k " << g.k << " groups " << g.groups << " " << g.h
+                                    << "x" << g.w << " kernel " << g.r << " stride " << g.stride_h << " pad "
+                                    << g.pad_h << " dilation " << g.dilation_h << (bias ? " bias" : ""));
+  const auto x = testing::uniform_floats(g.x_size(), 1), w = testing::uniform_floats(g.w_size(), 2);
+  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 3),
+             dy = testing::uniform_floats(g.y_size(), 4);
+  const auto xd = wide(x), wd = wide(w), bd = wide(b), dyd = wide(dy);
+  const auto ax = absolute(x), aw = absolute(w), ab = absolute(b), ady = absolute(dy);
+
+  std::vector<float> y(g.y_size(), NAN);
+  cpu_fast::grouped_conv2d_forward(g, x.data(), w.data(), bias ? b.data() : nullptr, y.data());
+  std::vector<double> y_ref(g.y_size()), y_mag(g.y_size());
+  cpu::conv2d_forward<double>(g, xd.data(), wd.data(), bias ? bd.data() : nullptr, y_ref.data());
+  cpu::conv2d_forward<double>(g, ax.data(), aw.data(), bias ? ab.data() : nullptr, y_mag.data());
+  expect_within(y, y_ref, y_mag, g.c_per_group() * g.r * g.s + 1, "y");
+
+  std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(b.size(), NAN);
+  cpu_fast::grouped_conv2d_backward_data(g, w.data(), dy.data(), dx.data());
+  cpu_fast::grouped_conv2d_backward_weights(g, x.data(), dy.data(), dw.data(), bias ? db.data() : nullptr);
+  std::vector<double> dx_ref(dx.size()), dw_ref(dw.size()), db_ref(db.size());
+  std::vector<double> dx_mag(dx.size()), dw_mag(dw.size()), db_mag(db.size());
+  cpu::conv2d_backward<double>(g, xd.data(), wd.data(), dyd.data(), dx_ref.data(), dw_ref.data(),
+                               db_ref.data());
+  cpu::conv2d_backward<double>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
+                               db_mag.data());
+  expect_within(dx, dx_ref, dx_mag, g.k_per_group() * g.r * g.s, "dx");
+  expect_within(dw, dw_ref, dw_mag, std::min(g.n, 16) * g.p() * g.q() + 1, "dw");
+  if (bias) expect_within(db, db_ref, db_mag, g.p() * g.q() + 1, "db");
+}
+
+TEST(CpuFastConv2dGroupedDirect, MatchesTheFloat64Reference) {
+  check(grouped(3, 7, 9, 7, 7, 1, 3, 7, 1), true);    // depthwise 7x7, odd sizes
+  check(grouped(2, 6, 2, 6, 7, 1, 3, 6, 1), true);    // padding larger than the map (convnext's 2x2 stage)
+  check(grouped(2, 5, 1, 5, 5, 1, 2, 5, 1), false);   // a 1x1 map: only the centre tap reads it
+  check(grouped(2, 12, 9, 12, 3, 2, 1, 3, 1), true);  // grouped 4 -> 4, strided (regnet's)
+  check(grouped(2, 6, 11, 9, 3, 2, 3, 3, 2), false);  // grouped 2 -> 3, strided, dilated
+  check(grouped(1, 4, 8, 8, 5, 3, 2, 4, 1), true);    // depthwise multiplier 2, stride 3
+}
+
+TEST(CpuFastConv2dGroupedDirect, Conv2dTakesItWhereOneDnnOffersItsGemmFallback) {
+  Conv2dShape g = testing::square_conv(4, 16, 2, 2, 16, 7, 1, 3);  // convnext_tiny's depthwise 7x7 on 2x2
+  g.groups = 16;
+  const auto x = testing::uniform_floats(g.x_size(), 5), w = testing::uniform_floats(g.w_size(), 6);
+  const auto b = testing::uniform_floats(16, 7), dy = testing::uniform_floats(g.y_size(), 8);
+  std::vector<float> y(g.y_size(), NAN), dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(16, NAN);
+  cpu_fast::conv2d_forward(g, x.data(), w.data(), b.data(), y.data());
+  cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+  for (const char* d : {"fwd", "bwd_data", "bwd_weights"}) {
+    const std::string impl = cpu_fast::conv2d_impl(g, true, d);
+    EXPECT_EQ(impl.find("gemm"), std::string::npos) << d << " runs " << impl;
+  }
+  // Through conv2d, the same values as the direct loops (the same code, called).
+  std::vector<float> y2(y.size(), NAN), dx2(dx.size(), NAN), dw2(dw.size(), NAN), db2(db.size(), NAN);
+  cpu_fast::grouped_conv2d_forward(g, x.data(), w.data(), b.data(), y2.data());
+  cpu_fast::grouped_conv2d_backward_data(g, w.data(), dy.data(), dx2.data());
+  cpu_fast::grouped_conv2d_backward_weights(g, x.data(), dy.data(), dw2.data(), db2.data());
+  if (cpu_fast::conv2d_impl(g, true, "fwd") == "engine:grouped_direct") {
+    EXPECT_EQ(y, y2);
+  }
+  if (cpu_fast::conv2d_impl(g, true, "bwd_data") == "engine:grouped_direct") {
+    EXPECT_EQ(dx, dx2);
+  }
+  if (cpu_fast::conv2d_impl(g, true, "bwd_weights") == "engine:grouped_direct") {
+    EXPECT_EQ(dw, dw2);
+    EXPECT_EQ(db, db2);
+  }
+}
+
+}  // namespace
+}  // namespace engine
