@@ -23,13 +23,13 @@
 
 #include "kernels/activation_kind.h"
 #include "kernels/broadcast.h"
-#include "kernels/cpu/avgpool.h"
 #include "kernels/cpu_fast/activation.h"
 #include "kernels/cpu_fast/binary.h"
 #include "kernels/cpu_fast/channel_layernorm.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/copy_rows.h"
 #include "kernels/cpu_fast/gelu.h"
+#include "kernels/cpu_fast/global_avgpool.h"
 #include "kernels/cpu_fast/host_probe.h"
 #include "kernels/cpu_fast/softmax.h"
 
@@ -142,8 +142,8 @@ std::vector<Row> rows() {
          y = std::make_shared<Buf>(64 * 144);
     auto dy = std::make_shared<Buf>(filled(64 * 144, 0.6f)), dx = std::make_shared<Buf>(x->size());
     r.push_back({"global_avgpool", act_shape,
-                 [=] { cpu::global_avgpool_forward(64, 144, 8, 8, x->data(), y->data()); },
-                 [=] { cpu::global_avgpool_backward(64, 144, 8, 8, dy->data(), dx->data()); }});
+                 [=] { cpu_fast::global_avgpool_forward(64, 144, 8, 8, x->data(), y->data()); },
+                 [=] { cpu_fast::global_avgpool_backward(64, 144, 8, 8, dy->data(), dx->data()); }});
   }
   {
     const ChannelAffineShape s{64, 96, 64};

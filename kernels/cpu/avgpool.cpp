@@ -5,18 +5,15 @@
 #include "core/error.h"
 
 namespace engine::cpu {
-namespace {
 
-void check_shape(const char* what, int n, int c, int h, int w) {
+void check_global_avgpool_shape(const char* what, int n, int c, int h, int w) {
   ENGINE_CHECK(n > 0 && c > 0 && h > 0 && w > 0, "{}: input sizes must be positive, got n={} c={} h={} w={}",
                what, n, c, h, w);
 }
 
-}  // namespace
-
 template <typename T>
 void global_avgpool_forward(int n, int c, int h, int w, const T* x, T* y) {
-  check_shape("global_avgpool_forward", n, c, h, w);
+  check_global_avgpool_shape("global_avgpool_forward", n, c, h, w);
   const std::int64_t planes = static_cast<std::int64_t>(n) * c;
   const std::int64_t plane_size = static_cast<std::int64_t>(h) * w;
   for (std::int64_t plane = 0; plane < planes; ++plane) {
@@ -28,7 +25,7 @@ void global_avgpool_forward(int n, int c, int h, int w, const T* x, T* y) {
 
 template <typename T>
 void global_avgpool_backward(int n, int c, int h, int w, const T* dy, T* dx) {
-  check_shape("global_avgpool_backward", n, c, h, w);
+  check_global_avgpool_shape("global_avgpool_backward", n, c, h, w);
   const std::int64_t planes = static_cast<std::int64_t>(n) * c;
   const std::int64_t plane_size = static_cast<std::int64_t>(h) * w;
   for (std::int64_t plane = 0; plane < planes; ++plane) {

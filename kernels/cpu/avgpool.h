@@ -6,6 +6,9 @@
 
 namespace engine::cpu {
 
+// Throws engine::Error naming `what` unless n, c, h, w are all positive (the fast path checks the same).
+void check_global_avgpool_shape(const char* what, int n, int c, int h, int w);
+
 // Throws engine::Error unless n, c, h, w are all positive.
 template <typename T>
 void global_avgpool_forward(int n, int c, int h, int w, const T* x, T* y);

@@ -1,6 +1,7 @@
 #include "kernels/ops/global_avgpool.h"
 
 #include "kernels/cpu/avgpool.h"
+#include "kernels/cpu_fast/global_avgpool.h"
 #include "kernels/cuda/avgpool.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
@@ -27,6 +28,8 @@ void global_avgpool_forward(const ExecutionContext& ctx, const Tensor& x, const 
   dispatch_with_bf16("global_avgpool", ctx, x, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::global_avgpool_forward(cuda_stream(ctx), n, c, h, w, x.data<T>(), y.data<T>(), x.layout());
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::global_avgpool_forward(n, c, h, w, x.data<T>(), y.data<T>());
     } else {
       cpu::global_avgpool_forward<T>(n, c, h, w, x.data<T>(), y.data<T>());
     }
@@ -51,6 +54,8 @@ void global_avgpool_backward(const ExecutionContext& ctx, const Tensor& dy, cons
   dispatch_with_bf16("global_avgpool", ctx, dy, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::global_avgpool_backward(cuda_stream(ctx), n, c, h, w, dy.data<T>(), dx.data<T>(), dx.layout());
+    } else if constexpr (P == Path::CpuFast) {
+      cpu_fast::global_avgpool_backward(n, c, h, w, dy.data<T>(), dx.data<T>());
     } else {
       cpu::global_avgpool_backward<T>(n, c, h, w, dy.data<T>(), dx.data<T>());
     }

@@ -1,6 +1,5 @@
 #pragma once
-// Global average pooling: [N, C, H, W] -> [N, C]. No fast float32 CPU kernel: Path::CpuFast runs the
-// reference.
+// Global average pooling: [N, C, H, W] -> [N, C]. Path::CpuFast runs kernels/cpu_fast/global_avgpool.h.
 
 #include "core/execution_context.h"
 #include "core/tensor.h"
