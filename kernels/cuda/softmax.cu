@@ -32,9 +32,9 @@ __global__ void softmax_forward_kernel(const float* x, float* y, std::int64_t ro
     m = warp_max(m);
     float s = 0.0f;
     for (int j = lane; j < k; j += detail::kWarp) s += f.shifted_exp(xr[j], m);
-    s = detail::warp_sum(s);
+    const float inv = f.inverse(detail::warp_sum(s));
     // e_j again rather than parked in y: y may alias x, and the same lane computes the same value.
-    for (int j = lane; j < k; j += detail::kWarp) yr[j] = f(f.shifted_exp(xr[j], m), s);
+    for (int j = lane; j < k; j += detail::kWarp) yr[j] = f(f.shifted_exp(xr[j], m), inv);
   }
 }
 

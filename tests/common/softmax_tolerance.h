@@ -6,8 +6,8 @@
 //   forward   t_j = x_j - m is exact or one rounding (|dt| <= u |t_j|, so e^t moves by u |t_j|
 //             relatively); exp_float within 2 ulp (4u); the sum of k positive terms in any order within
 //             (k - 1) u of the exact sum of the computed e_j (so within (k - 1 + 4 + max|t|) u of the true
-//             one); the division one rounding. Relative to y_j:
-//               |y_j - ref| <= eps |ref| (|t_j| + max_i |t_i| + k + 8).
+//             one); the reciprocal 1 / s and the product e_j (1 / s) one rounding each. Relative to y_j:
+//               |y_j - ref| <= eps |ref| (|t_j| + max_i |t_i| + k + 9).
 //   backward  from the same float y and dy in both: d = sum_j dy_j y_j, k products and k - 1 additions in
 //             any order, within k u S of the exact one (S = sum_j |dy_j y_j|); dy_i - d one rounding; the
 //             product y_i (...) one rounding:
@@ -42,7 +42,7 @@ inline std::vector<double> softmax_forward_tolerance(const std::vector<double>& 
     for (std::int64_t j = 0; j < k; ++j) max_t = std::max(max_t, m - xr[j]);
     for (std::int64_t j = 0; j < k; ++j) {
       const auto i = static_cast<std::size_t>(r * k + j);
-      tol[i] = kSoftmaxEps * std::fabs(ref[i]) * ((m - xr[j]) + max_t + static_cast<double>(k) + 8.0) +
+      tol[i] = kSoftmaxEps * std::fabs(ref[i]) * ((m - xr[j]) + max_t + static_cast<double>(k) + 9.0) +
                kSoftmaxAbsFloor;
     }
   }

@@ -119,6 +119,31 @@ void check_fast(std::int64_t rows, std::int64_t k, bool in_place) {
   EXPECT_EQ(testing::softmax_mismatches(in, y, dx, rows, k), "");
 }
 
+// The fast path's row max runs 16 lanes over the row's first k - k mod 16 values and the rest in order: a NaN
+// in either part makes the row NaN, -inf values give e = +0, and the max may sit in either part.
+TEST(SoftmaxCpuFast, NaNAndInfinitiesInTheVectorBodyAndTheTail) {
+  constexpr std::int64_t k = 37;  // two 16-lane steps and a tail of 5
+  for (const std::int64_t at : {std::int64_t{3}, std::int64_t{20}, std::int64_t{34}}) {
+    SCOPED_TRACE(at);
+    std::vector<float> x(k, 0.0F), y(k, 7.0F);
+    x[static_cast<std::size_t>(at)] = NAN;
+    cpu_fast::softmax_forward(x.data(), y.data(), 1, k);
+    for (const float v : y) EXPECT_TRUE(std::isnan(v));
+    x[static_cast<std::size_t>(at)] = 5.0F;  // the max, then -inf beside it: e = +0 there
+    x[static_cast<std::size_t>((at + 1) % k)] = -INFINITY;
+    std::vector<float> yf(k, NAN);
+    cpu_fast::softmax_forward(x.data(), yf.data(), 1, k);
+    const std::vector<double> xd(x.begin(), x.end());
+    std::vector<double> yd(k, kNaN);
+    cpu::softmax_forward(xd.data(), yd.data(), 1, k);
+    EXPECT_EQ(yf[static_cast<std::size_t>((at + 1) % k)], 0.0F);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const auto i = static_cast<std::size_t>(j);
+      EXPECT_NEAR(yf[i], yd[i], testing::kSoftmaxEps * std::fabs(yd[i]) * (5.0 + 5.0 + k + 9.0)) << j;
+    }
+  }
+}
+
 TEST(SoftmaxCpuFast, WithinFloatRoundingOfTheReference) {
   check_fast(7, 13, false);
   check_fast(3, 1, false);
