@@ -1,7 +1,9 @@
 #pragma once
 // Two-operand elementwise ops with broadcasting in float32 on the host, OpenMP-threaded: each value is the
-// float formula of kernels/broadcast.h (the one the CUDA kernel applies), a gradient's sum over the
-// broadcast axes is accumulated in double in the reduced index order (as the CUDA kernel does), rounded once.
+// float formula of kernels/broadcast.h (the one the CUDA kernel applies), walked by rows of the innermost
+// axis (vector loops where its strides are 0 or 1); a gradient's sum over the broadcast axes is accumulated
+// in double in vector lanes (the CUDA kernel: in the reduced index order; double makes the order's effect
+// negligible beside the float terms' roundings), rounded once.
 
 #include "kernels/broadcast.h"
 

@@ -53,12 +53,13 @@ struct ShapePair {
   Shape a, b;
 };
 const ShapePair kPairs[] = {
-    {{3, 5, 1, 1}, {3, 5, 4, 7}},  // squeeze-excite: [N, C, 1, 1] times [N, C, H, W]
-    {{3, 5, 4, 7}, {3, 5, 4, 7}},  // equal shapes
-    {{3, 5, 4, 7}, {}},            // a scalar
-    {{5, 1, 1}, {3, 5, 4, 7}},     // a per-channel [C, 1, 1]
-    {{3, 5, 4, 7}, {7}},           // a row: one value per column W
-    {{3, 6}, {1, 6}},              // 2-d
+    {{3, 5, 1, 1}, {3, 5, 4, 7}},   // squeeze-excite: [N, C, 1, 1] times [N, C, H, W]
+    {{4, 9, 3, 19}, {4, 9, 1, 1}},  // 36 sums of 3 rows of 19: the fast path's 8 lanes, 16 a block, tails
+    {{3, 5, 4, 7}, {3, 5, 4, 7}},   // equal shapes
+    {{3, 5, 4, 7}, {}},             // a scalar
+    {{5, 1, 1}, {3, 5, 4, 7}},      // a per-channel [C, 1, 1]
+    {{3, 5, 4, 7}, {7}},            // a row: one value per column W
+    {{3, 6}, {1, 6}},               // 2-d
 };
 const BinaryOp kOps[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div};
 
