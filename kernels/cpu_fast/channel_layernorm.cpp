@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/channel_layernorm_math.h"
+#include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
 #include "kernels/cpu_fast/parallel.h"
 
 namespace engine::cpu_fast {
@@ -29,30 +30,39 @@ Block block_of(const ChannelAffineShape& s, std::int64_t b) {
   return {o * s.channels * s.inner + i0, std::min(kBlock, s.inner - i0)};
 }
 
-// The block's pixels' moments, as pixel_moments computes them.
-void block_moments(const ChannelAffineShape& s, double eps, const float* x, const Block& k,
-                   std::array<PixelMoments, kBlock>& m) {
+// The block's pixels' moments, as pixel_moments computes them, into separate arrays of means and 1 / std
+// (a vector load each, where an array of PixelMoments interleaves them). Always inlined: a call would run the
+// baseline (SSE2) code from the vector clones.
+struct BlockMoments {
+  std::array<double, kBlock> mean, rstd;
+  PixelMoments operator[](std::int64_t i) const {
+    return {mean[static_cast<std::size_t>(i)], rstd[static_cast<std::size_t>(i)]};
+  }
+};
+
+[[gnu::always_inline]] inline void block_moments(const ChannelAffineShape& s, double eps, const float* x,
+                                                 const Block& k, BlockMoments& m) {
   std::array<double, kBlock> sum{}, var{};
   for (std::int64_t c = 0; c < s.channels; ++c) {
     const float* xc = x + k.base + c * s.inner;
     for (std::int64_t i = 0; i < k.len; ++i) sum[i] += static_cast<double>(xc[i]);
   }
   const auto n = static_cast<double>(s.channels);
-  for (std::int64_t i = 0; i < k.len; ++i) m[i].mean = sum[i] / n;
+  for (std::int64_t i = 0; i < k.len; ++i) m.mean[i] = sum[i] / n;
   for (std::int64_t c = 0; c < s.channels; ++c) {
     const float* xc = x + k.base + c * s.inner;
     for (std::int64_t i = 0; i < k.len; ++i) {
-      const double d = static_cast<double>(xc[i]) - m[i].mean;
+      const double d = static_cast<double>(xc[i]) - m.mean[i];
       var[i] += d * d;
     }
   }
-  for (std::int64_t i = 0; i < k.len; ++i) m[i].rstd = 1.0 / std::sqrt(var[i] / n + eps);
+  for (std::int64_t i = 0; i < k.len; ++i) m.rstd[i] = 1.0 / std::sqrt(var[i] / n + eps);
 }
 
 }  // namespace
 
-void channel_layernorm_forward(const ChannelAffineShape& s, double eps, const float* x, const float* gamma,
-                               const float* beta, float* y) {
+ENGINE_CPU_CLONES void channel_layernorm_forward(const ChannelAffineShape& s, double eps, const float* x,
+                                                 const float* gamma, const float* beta, float* y) {
   s.validate();
   ENGINE_CHECK(x != nullptr && y != nullptr, "channel_layernorm_forward: null x or y");
   if (s.inner == 1) {  // NHWC, [N, F]: each pixel's channels are contiguous
@@ -64,7 +74,7 @@ void channel_layernorm_forward(const ChannelAffineShape& s, double eps, const fl
 #pragma omp parallel for if (s.numel() >= kParallelMinElements) schedule(static)
   for (std::int64_t b = 0; b < block_count(s); ++b) {
     const Block k = block_of(s, b);
-    std::array<PixelMoments, kBlock> m;
+    BlockMoments m;
     block_moments(s, eps, x, k, m);
     for (std::int64_t c = 0; c < s.channels; ++c) {
       const double g = gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0;
@@ -76,8 +86,9 @@ void channel_layernorm_forward(const ChannelAffineShape& s, double eps, const fl
   }
 }
 
-void channel_layernorm_backward(const ChannelAffineShape& s, double eps, const float* x, const float* gamma,
-                                const float* dy, float* dx, float* dgamma, float* dbeta) {
+ENGINE_CPU_CLONES void channel_layernorm_backward(const ChannelAffineShape& s, double eps, const float* x,
+                                                  const float* gamma, const float* dy, float* dx,
+                                                  float* dgamma, float* dbeta) {
   s.validate();
   ENGINE_CHECK(x != nullptr && dy != nullptr, "channel_layernorm_backward: null x or dy");
   const bool params = dgamma != nullptr || dbeta != nullptr;
@@ -111,16 +122,17 @@ void channel_layernorm_backward(const ChannelAffineShape& s, double eps, const f
 #pragma omp parallel for if (s.numel() >= kParallelMinElements) schedule(static)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const Block k = block_of(s, b);
-    std::array<PixelMoments, kBlock> m;
+    BlockMoments m;
     block_moments(s, eps, x, k, m);
     std::array<double, kBlock> sum_g{}, sum_gx{};
     for (std::int64_t c = 0; c < s.channels; ++c) {
       const double gm = gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0;
       const std::int64_t at = k.base + c * s.inner;
-      double dyx = 0.0, dsum = 0.0;
+      double dyx = 0.0, dsum = 0.0;  // in vector lanes: double sums in any order (the test's 2^-40)
+#pragma omp simd reduction(+ : dyx, dsum)
       for (std::int64_t i = 0; i < k.len; ++i) {
         const double d = static_cast<double>(dy[at + i]);
-        const double xhat = (static_cast<double>(x[at + i]) - m[i].mean) * m[i].rstd;
+        const double xhat = (static_cast<double>(x[at + i]) - m.mean[i]) * m.rstd[i];
         sum_g[i] += d * gm;
         sum_gx[i] += d * gm * xhat;
         dyx += d * xhat;
@@ -138,7 +150,7 @@ void channel_layernorm_backward(const ChannelAffineShape& s, double eps, const f
       const std::int64_t at = k.base + c * s.inner;
       for (std::int64_t i = 0; i < k.len; ++i) {
         const double g = static_cast<double>(dy[at + i]) * gm;
-        const double xhat = (static_cast<double>(x[at + i]) - m[i].mean) * m[i].rstd;
+        const double xhat = (static_cast<double>(x[at + i]) - m.mean[i]) * m.rstd[i];
         dx[at + i] = layernorm_input_grad(g, xhat, m[i], sum_g[i], sum_gx[i], n);
       }
     }
