@@ -5,6 +5,7 @@
 // two passes (mean, then the biased variance), each output rounded once to float:
 //   y[c]  = (x[c] - mean) * rstd * gamma[c] + beta[c],   rstd = 1 / sqrt(var + eps)
 //   dx[c] = rstd * (g[c] - mean(g) - xhat[c] * mean(g * xhat)),   g = dy * gamma,  xhat = (x - mean) * rstd
+//           (the two means divided once per pixel)
 // kernels/cpu/channel_layernorm.h is the float64 reference the tests compare both with. The CUDA threads run
 // a pixel each (pixel_layernorm_*); the CPU runs NCHW's pixels in blocks along the contiguous H*W axis with
 // the same sums in the same order and the same per-element formulas (layernorm_output, layernorm_input_grad).
@@ -39,9 +40,10 @@ ENGINE_HOST_DEVICE float layernorm_output(double x, const PixelMoments& m, doubl
   return static_cast<float>((x - m.mean) * m.rstd * gamma + beta);
 }
 
-ENGINE_HOST_DEVICE float layernorm_input_grad(double g, double xhat, const PixelMoments& m, double sum_g,
-                                              double sum_gx, double n) {
-  return static_cast<float>(m.rstd * (g - sum_g / n - xhat * sum_gx / n));
+// mean_g = sum g / n and mean_gx = sum g xhat / n are the pixel's, divided once per pixel (not per element).
+ENGINE_HOST_DEVICE float layernorm_input_grad(double g, double xhat, const PixelMoments& m, double mean_g,
+                                              double mean_gx) {
+  return static_cast<float>(m.rstd * (g - mean_g - xhat * mean_gx));
 }
 
 // y of one pixel; gamma or beta null: 1 or 0.
@@ -69,12 +71,12 @@ ENGINE_HOST_DEVICE PixelMoments pixel_layernorm_backward(const float* x, const f
     sum_g += g;
     sum_gx += g * (static_cast<double>(x[c * stride]) - m.mean) * m.rstd;
   }
-  const double n = static_cast<double>(channels);
+  const double n = static_cast<double>(channels), mean_g = sum_g / n, mean_gx = sum_gx / n;
   for (std::int64_t c = 0; c < channels; ++c) {
     const double g =
         static_cast<double>(dy[c * stride]) * (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0);
     const double xhat = (static_cast<double>(x[c * stride]) - m.mean) * m.rstd;
-    dx[c * stride] = layernorm_input_grad(g, xhat, m, sum_g, sum_gx, n);
+    dx[c * stride] = layernorm_input_grad(g, xhat, m, mean_g, mean_gx);
   }
   return m;
 }

@@ -145,13 +145,17 @@ ENGINE_CPU_CLONES void channel_layernorm_backward(const ChannelAffineShape& s, d
     }
     if (dx == nullptr) continue;
     const auto n = static_cast<double>(s.channels);
+    for (std::int64_t i = 0; i < k.len; ++i) {  // the pixels' means of g and g xhat, divided once
+      sum_g[i] /= n;
+      sum_gx[i] /= n;
+    }
     for (std::int64_t c = 0; c < s.channels; ++c) {
       const double gm = gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0;
       const std::int64_t at = k.base + c * s.inner;
       for (std::int64_t i = 0; i < k.len; ++i) {
         const double g = static_cast<double>(dy[at + i]) * gm;
         const double xhat = (static_cast<double>(x[at + i]) - m.mean[i]) * m.rstd[i];
-        dx[at + i] = layernorm_input_grad(g, xhat, m[i], sum_g[i], sum_gx[i], n);
+        dx[at + i] = layernorm_input_grad(g, xhat, m[i], sum_g[i], sum_gx[i]);
       }
     }
   }
