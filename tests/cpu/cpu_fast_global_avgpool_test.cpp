@@ -39,7 +39,8 @@ void check(int n, int c, int h, int w) {
   for (std::size_t p = 0; p < planes; ++p) {
     double s = 0.0;
     for (std::size_t i = 0; i < hw; ++i) s += std::fabs(xd[p * hw + i]);
-    const double m = static_cast<double>(hw / 16), rounded = m > 1 ? m - 1 : 0.0;
+    const std::size_t m = hw / 16;  // floats in each lane (floor)
+    const double rounded = m > 1 ? static_cast<double>(m - 1) : 0.0;
     const double bound =
         0x1p-24 * std::fabs(y_ref[p]) + 2.0 * rounded * 0x1p-24 * s / static_cast<double>(hw) + 0x1p-51 * s;
     ASSERT_LE(std::fabs(static_cast<double>(y[p]) - y_ref[p]), bound) << "plane " << p;
