@@ -14,8 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 source scripts/python-env.sh
-python=${PYTHON:-python3}
-if [ -z "${PYTHON:-}" ] && [ -x "$ENGINE_TORCH_VENV/bin/python" ]; then python=$ENGINE_TORCH_VENV/bin/python; fi
+python=$ENGINE_PYTHON
 rounds=${ROUNDS:-3}
 threads=${THREADS:-2}
 bench=$build/benchmarks/cpu_op_bench
