@@ -1,6 +1,6 @@
 #pragma once
-// How far a float32 GELU (kernels/cpu_fast/gelu, kernels/cuda/gelu: kernels/elementwise_math.h's erfc_float
-// and exp_float, Cephes' erfcf and expf polynomials, within a few ulp) may be from the
+// How far a float32 GELU (kernels/cpu_fast/gelu, kernels/cuda/gelu: kernels/elementwise_math.h's erfc_float,
+// Numerical Recipes' erfcc fit through Cephes' expf polynomial, and exp_float) may be from the
 // double reference (kernels/cpu/gelu), per element. u = 2^-24 is float's unit roundoff; the bounds are stated
 // with eps = 2u for headroom.
 //
