@@ -7,9 +7,9 @@
 // Convention: f(x) is the forward value, f(x, dy) the input gradient dy * f'(x) from the forward INPUT x;
 // for Sigmoid and Tanh f(y, dy) from the forward OUTPUT y (activation_backward_reads_output).
 // Every operator() is ENGINE_HOST_DEVICE (core/host_device.h) and computes in float: GELU through
-// erfc_float and exp_float, the activations through exp_float and tanh_float below: one polynomial on both
-// (tests/common/activation_tolerance.h and gelu_tolerance.h bound them).
-// Written so NaN propagates forward (a comparison with NaN is false, so `x < lo ? lo : x` keeps it).
+// normal_tail_float and gaussian_float, the activations through exp_float and tanh_float below: one
+// polynomial on both (tests/common/activation_tolerance.h and gelu_tolerance.h bound them). Written so NaN
+// propagates forward (a comparison with NaN is false, so `x < lo ? lo : x` keeps it).
 
 #include <cstdint>
 #include <math.h>  // INFINITY: the same unqualified name nvcc's device library declares
@@ -96,11 +96,13 @@ ENGINE_HOST_DEVICE float exp_float(float x) {
   constexpr float kRound = 12582912.0f;                               // 1.5 * 2^23
   const float n = (c * 1.44269504088896341f + kRound) - kRound;       // round(c / ln 2)
   const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;       // c - n ln 2, |r| <= ln 2 / 2
-  const float r2 = r * r;  // the same polynomial as exp_float's, by Estrin's scheme (shorter chain)
-  const float p =
-      ((1.9875691500e-4f * r + 1.3981999507e-3f) * r2 + (8.3334519073e-3f * r + 4.1665795894e-2f)) * r2 +
-      (1.6666665459e-1f * r + 5.0000001201e-1f);
-  const float e = (p * r2 + r) + 1.0f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = (p * r * r + r) + 1.0f;
   // 2^n for n in [-126, 128]: n = 128 (only at c = kMax) is split as 2^127 * 2 so the field never overflows.
   const int ni = static_cast<int>(n);
   const bool top = ni > 127;
@@ -111,67 +113,80 @@ ENGINE_HOST_DEVICE float exp_float(float x) {
 
 ENGINE_HOST_DEVICE float sigmoid(float x) { return 1.0f / (1.0f + exp_float(-x)); }
 
-// e^x for x <= 0 (erfc_float's exponential), exp_float's reduction and polynomial without its selects for
-// overflow, infinities and the range's ends: x is raised to -87.3 first (so e^x >= 2^-126; a caller that
-// needs smaller values squares the result, which then underflows as it should), and 2^n is built from the
-// bits of the rounding sum itself (n + 1.5 * 2^23 holds n in its low bits): about half exp_float's vector
-// instructions. Within exp_float's 2 ulp on [-87.3, 0] (1.03 ulp measured against long double, with and
-// without fused multiply-adds); NaN stays NaN.
-ENGINE_HOST_DEVICE float exp_nonpositive_float(float x) {
-  constexpr float kMin = -87.33654475055310f;  // e^kMin ~ FLT_MIN
-  const float c = choose(x < kMin, kMin, x);   // NaN passes (the comparison is false)
-  constexpr float kRound = 12582912.0f;        // 1.5 * 2^23
-  const float m = c * 1.44269504088896341f + kRound;
-  const float n = m - kRound;                                    // round(c / ln 2), in [-126, 0]
-  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;  // c - n ln 2, |r| <= ln 2 / 2
-  const float r2 = r * r;  // the same polynomial as exp_float's, by Estrin's scheme (shorter chain)
-  const float p =
-      ((1.9875691500e-4f * r + 1.3981999507e-3f) * r2 + (8.3334519073e-3f * r + 4.1665795894e-2f)) * r2 +
-      (1.6666665459e-1f * r + 5.0000001201e-1f);
-  const float e = (p * r2 + r) + 1.0f;
-  // The low bits of m are n (two's complement): shifted into the exponent field, plus 127's, they are 2^n.
-  return e * float_of((bits_of(m) << 23) + 0x3f800000u);
+// e^(-x^2/2) in float (normal_tail_float's exponential). With s = x^2 (rounded: relative u x^2/2 in the
+// result), -s/2 = n ln 2 + r, n rounded to nearest by the 1.5 * 2^23 trick and ln 2 split in two (Cody and
+// Waite) as exp_float does, r = -w/2 with w = s + 2n ln 2 formed directly (so -s/2 is never taken), and e^r =
+// 1 + r + r^2 p(r), p of degree 3 fitted here to e^r's relative error on [-ln 2 / 2, ln 2 / 2] (Lawson's
+// reweighted least squares against mpmath: 1.05e-7, 1.8u, with float coefficients), evaluated by Horner in w
+// with the coefficients scaled by powers of -1/2 (exactly). 2^n, n in [-250, 0], as two halves put into the
+// exponent fields by integer additions (n + 1.5 * 2^23 holds n in its low bits), so that a result below
+// float's normal range rounds once to a subnormal instead of flushing: within (x^2/2 + 3.5) u where normal
+// (3.1u measured at x^2/2 up to 86, with and without fused multiply-adds), the subnormal spacing below.
+// Above x^2/2 = 172 (|x| > 18.5, e^-172 = 2^-248), +0; NaN stays NaN. No select but that one: about a third
+// of exp_float's vector instructions.
+ENGINE_HOST_DEVICE float gaussian_float(float x) {
+  const float s = x * x;
+  constexpr float kRound = 12582912.0f;                // 1.5 * 2^23
+  const float m = s * -0.72134752044448170f + kRound;  // -s / (2 ln 2) + kRound
+  const float n = m - kRound;                          // round(-s / (2 ln 2)), in [-250, 0] below the cut
+  const float w = (s + n * 1.38671875f) - n * 4.24388880e-4f;  // s + 2n ln 2 = -2r, |w| <= ln 2
+  float p = 8.3125317469e-03f * -0.03125f;  // the degree-5 polynomial 1 + r + r^2 p(r) in w = -2r
+  p = p * w + 4.1890129447e-02f * 0.0625f;
+  p = p * w + 1.6667114198e-01f * -0.125f;
+  p = p * w + 4.9999231100e-01f * 0.25f;
+  p = p * w - 0.5f;
+  const float e = p * w + 1.0f;                           // e^r, in [0.70, 1.42]
+  const std::uint32_t ni = bits_of(m) - bits_of(kRound);  // n, two's complement
+  const std::uint32_t n2 = static_cast<std::uint32_t>(static_cast<std::int32_t>(ni) >> 1), n1 = ni - n2;
+  const float y = float_of(bits_of(e) + (n1 << 23)) * float_of((n2 + 127u) << 23);  // e 2^n1 2^n2
+  return choose(s > 344.0f, 0.0f, y);
 }
 
-// erfc in float, one expression for every a: Numerical Recipes' erfcc (Press et al., 2nd ed. 6.2, a Chebyshev
-// fit): with z = |a| and t = 1 / (1 + z/2), erfc(z) = t e^(-z^2 + P(t)), P of degree 9, relative error below
-// 1.2e-7 (2u, u = 2^-24) for every z >= 0 in exact arithmetic (1.05e-7 measured against long double's erfcl),
-// and 2 - erfc(z) for a < 0. One branch and no selects but the sign's, so a vector lane computes one
-// division, a polynomial and one exponential where Cephes' erfcf (three polynomials, every one computed per
-// lane to vectorise, and exp_float's selects) took twice the instructions; on Zen 4 the loop is bound by its
-// multiplies and by its longest chain, both now shorter. In float: 2u (the fit), t 2u, P 3u absolute (|P| <=
-// 1.3, |terms| <= 1.5, so relative in the exponential), z^2 and the sum -z^2 + P u z^2 each (absolute, so
-// relative in the exponential: z^2 = x^2/2 at GELU's x), the exponential 2 ulp (4u) taken twice, two products
-// 2u: (2 z^2 + 19) u in all (tests/common/gelu_tolerance.h; the worst measured over [-4, 10.5] every 3e-6 is
-// 0.88 of it without fused multiply-adds, 0.48 with). e^(-z^2 + P) is taken as the square of e^((-z^2 +
-// P)/2), so that the result stays a (possibly subnormal) float where the exponential alone would leave
-// float's normal range (z above 9.3, GELU's x below -13.2). NaN gives NaN, erfc(+inf) = 0, erfc(-inf) = 2.
-ENGINE_HOST_DEVICE float erfc_float(float a) {
-  const float z = float_of(bits_of(a) & 0x7fffffffu);  // |a|
-  const float t = 1.0f / (1.0f + 0.5f * z);
-  // P by Estrin's scheme (pairs, then t^2, t^4, t^8): four multiply-adds deep where Horner's is ten, so the
-  // out-of-order window overlaps more lanes' chains (the loop is latency-bound, not throughput-bound).
-  const float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
-  const float q0 = 1.00002368e+0f * t - 1.26551223e+0f, q1 = 9.678418e-2f * t + 3.7409196e-1f,
-              q2 = 2.7886807e-1f * t - 1.8628806e-1f, q3 = 1.48851587e+0f * t - 1.13520398e+0f,
-              q4 = 1.7087277e-1f * t - 8.2215223e-1f;
-  const float p = ((q0 + q1 * t2) + (q2 + q3 * t2) * t4) + q4 * t8;
-  const float h = exp_nonpositive_float(0.5f * (p - z * z));
-  const float e = (t * h) * h;  // erfc(|a|)
-  return choose(a < 0.0f, 2.0f - e, e);
+// The normal distribution's tail in float: q = Phi(-|x|) (Phi the standard normal CDF, so Phi(x) is q for
+// x < 0 and 1 - q above) and g = e^(-x^2/2), after Numerical Recipes' erfcc (Press et al., 2nd ed. 6.2): with
+// t = 1 / (1 + |x| / (2 sqrt 2)) in (0, 1], q = t R(t) g, R(t) = erfcx(|x| / sqrt 2) / (2t) smooth on [0, 1].
+// R is a degree-8 polynomial fitted here to R's relative error (Lawson's reweighted least squares against
+// mpmath's erfc at 40 digits, 3000 Chebyshev nodes): its float coefficients are within 4.8e-7 (8.0u,
+// u = 2^-24) of R on [0, 1] sampled every 5e-5. Where erfcc takes e^(-z^2 + P(t)), the exponential here hangs
+// on x alone, so it runs beside the division and the polynomial instead of after them, and GELU's backward
+// reuses it for phi. On Zen 4 (AVX-512 executed 256 bits at a time) the loop is bound by its multiplies and
+// multiply-adds: 22 and a division a vector here, where Cephes' erfcf with exp_float took over 60. In float,
+// q: the fit 8.0u; t 3u (the constant's rounding, the sum's, the division's), moving t R(t) by 3u (1 + max t
+// R'/R = 1.26) = 6.8u; R by Horner 4.6u (its first-order running bound without fused multiply-adds, at most
+// over [0, 1]); g (x^2/2 + 3.5) u (gaussian_float); two products 2u: within (x^2/2 + 24.9) u
+// (tests/common/gelu_tolerance.h). NaN gives NaN; q(+-inf) = 0.
+struct NormalTail {
+  float q, g;  // Phi(-|x|), e^(-x^2/2)
+};
+ENGINE_HOST_DEVICE NormalTail normal_tail_float(float x) {
+  const float g = gaussian_float(x);
+  const float ax = float_of(bits_of(x) & 0x7fffffffu);  // |x|
+  const float t = 1.0f / (1.0f + 0.35355339059327376f * ax);
+  float r = -2.192851156e-02f;  // R by Horner's scheme
+  r = r * t + 1.104767919e-01f;
+  r = r * t - 1.885854900e-01f;
+  r = r * t + 8.814460039e-02f;
+  r = r * t + 1.389320195e-02f;
+  r = r * t + 9.286514670e-02f;
+  r = r * t + 1.230276227e-01f;
+  r = r * t + 1.410595328e-01f;
+  r = r * t + 1.410473287e-01f;
+  return {(t * r) * g, g};
 }
 
-// GELU, the exact erf form (PyTorch's default): y = x/2 erfc(-x/sqrt 2), dy (Phi(x) + x phi(x)), through
-// erfc_float and exp_float (arithmetic only, so the CPU loop runs 16 lanes wide where libm's erfcf and expf
-// were a call per element). phi's exponential as the square of e^(-x^2/4), as in erfc_float, so that x phi(x)
-// stays a normal float where e^(-x^2/2) alone would not (|x| above 13.2).
+// GELU, the exact erf form (PyTorch's default): y = x Phi(x), dy (Phi(x) + x phi(x)), through
+// normal_tail_float (arithmetic only, so the CPU loop runs 16 lanes wide where libm's erfcf and expf were a
+// call per element), phi(x) = e^(-x^2/2) / sqrt(2 pi) from the same exponential. For x >= 0, x (1 - q) with
+// q <= 1/2, so q's relative error carries over at most once.
 struct Gelu {
-  static constexpr float kInvSqrt2 = 0.70710678118654752440f;
   static constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-  ENGINE_HOST_DEVICE float operator()(float x) const { return 0.5f * x * erfc_float(-x * kInvSqrt2); }
+  ENGINE_HOST_DEVICE float operator()(float x) const {
+    const float q = normal_tail_float(x).q;
+    return x * choose(x < 0.0f, q, 1.0f - q);
+  }
   ENGINE_HOST_DEVICE float operator()(float x, float dy) const {
-    const float h = exp_float(-0.25f * x * x);
-    return dy * (0.5f * erfc_float(-x * kInvSqrt2) + x * kInvSqrt2Pi * h * h);
+    const NormalTail n = normal_tail_float(x);
+    return dy * (choose(x < 0.0f, n.q, 1.0f - n.q) + (x * kInvSqrt2Pi) * n.g);
   }
 };
 

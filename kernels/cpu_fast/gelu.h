@@ -1,8 +1,8 @@
 #pragma once
-// GELU (exact erf form) in float32 on the host, fast: kernels/elementwise_math.h's Gelu (erfcf, expf, the
-// formula the CUDA kernel applies) in one OpenMP-threaded
-// pass, against the reference's double (kernels/cpu/gelu.h, the oracle, same formulas and NaN/inf rules).
-// Not bitwise equal to it: tests/cpu/cpu_fast_elementwise_test.cpp bounds the difference.
+// GELU (exact erf form) in float32 on the host, fast: kernels/elementwise_math.h's Gelu (normal_tail_float,
+// the formula the CUDA kernel applies) in one OpenMP-threaded pass, against the reference's double
+// (kernels/cpu/gelu.h, the oracle, same formulas and NaN/inf rules). Not bitwise equal to it:
+// tests/cpu/cpu_fast_elementwise_test.cpp bounds the difference.
 
 #include <cstdint>
 

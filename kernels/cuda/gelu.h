@@ -1,7 +1,8 @@
 #pragma once
-// GELU (exact erf form) on the GPU; the rule of kernels/cpu/gelu.h computed in float (erfcf, expf):
-// y = x/2 * erfc(-x/sqrt(2)), dx = dy * (Phi(x) + x * phi(x)). Backward OVERWRITES dx. Not bitwise equal to
-// the double reference: tests/gpu/cuda_gelu_test.cpp bounds the difference.
+// GELU (exact erf form) on the GPU; the rule of kernels/cpu/gelu.h computed in float
+// (kernels/elementwise_math.h's Gelu): y = x/2 * erfc(-x/sqrt(2)), dx = dy * (Phi(x) + x * phi(x)). Backward
+// OVERWRITES dx. Not bitwise equal to the double reference: tests/gpu/cuda_gelu_test.cpp bounds the
+// difference.
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // The fast float32 GELU (kernels/cpu_fast/gelu) against the double reference (kernels/cpu/gelu) on odd sizes
 // (below and above the threading threshold), outputs poisoned with NaN first so a skipped element shows.
 // Tolerance: float arithmetic against double rounded once, per element (tests/common/gelu_tolerance.h has the
-// derivation: (x^2 + |x| + 16) eps relative, x^2 being the function's own condition number in its left tail).
+// derivation: (x^2/4 + 14) eps relative, x^2/2 u being e^(-x^2/2)'s own rounding of x^2 in the left tail).
 
 #include <cmath>
 #include <cstdint>
@@ -45,12 +45,13 @@ TEST(CpuFastGelu, WithinFloatRoundingOfTheReference) {
   }
 }
 
-// Every 1/64 from -20 to 20, with the branch points of erfc_float (|x/sqrt 2| = 1 and 2) and the tail where
-// e^(-x^2/2) leaves float's normal range (x below -13.2: GELU and x phi(x) still normal or subnormal floats).
+// Every 1/64 from -20 to 20, with the branch points of the former Cephes erfc (|x/sqrt 2| = 1 and 2), the
+// tail where e^(-x^2/2) leaves float's normal range (x below -13.2: GELU and x phi(x) still normal or
+// subnormal floats), and gaussian_float's cut to +0 (x^2/2 = 172, |x| = 18.547).
 TEST(CpuFastGelu, AcrossTheRangeIntoTheSubnormalTail) {
   std::vector<float> x;
   for (int i = -1280; i <= 1280; ++i) x.push_back(static_cast<float>(i) / 64.0f);
-  for (const float b : {1.41421356f, 2.82842712f, 13.2f, 13.25f, 13.5f, 14.0f})
+  for (const float b : {1.41421356f, 2.82842712f, 13.2f, 13.25f, 13.5f, 14.0f, 18.547f})
     for (const float d : {-1e-6f, 0.0f, 1e-6f}) {
       x.push_back(b + d);
       x.push_back(-b - d);
