@@ -77,6 +77,13 @@ Row conv_row(const std::string& name, const std::string& model, const Conv2dShap
           }};
 }
 
+// A pointwise (1x1) convolution: convnext_tiny's ChannelLinear, regnet's 1x1 layers.
+Conv2dShape pointwise(int c, int hw, int k) {
+  Conv2dShape g = conv(c, hw, 1, 1);
+  g.k = k;
+  return g;
+}
+
 Row activation_row(const std::string& name, ActivationParams p, std::int64_t n, const std::string& shape) {
   auto x = std::make_shared<Buf>(filled(static_cast<std::size_t>(n), 0.5f)),
        y = std::make_shared<Buf>(x->size());
@@ -94,6 +101,13 @@ std::vector<Row> rows() {
   r.push_back(conv_row("dwconv5_2x2", "efficientnet_b0", conv(672, 2, 5, 672)));
   r.push_back(conv_row("dwconv3_16x16", "efficientnet_b0", conv(32, 16, 3, 32)));
   r.push_back(conv_row("gconv3_2x2", "regnet_y_400mf", conv(208, 2, 3, 26)));
+  r.push_back(conv_row("pw_s1", "convnext_tiny stage 1 ChannelLinear 96->384", pointwise(96, 8, 384)));
+  r.push_back(conv_row("pw_s2", "convnext_tiny stage 2 ChannelLinear 192->768", pointwise(192, 4, 768)));
+  r.push_back(conv_row("pw_s3", "convnext_tiny stage 3 ChannelLinear 384->1536", pointwise(384, 2, 1536)));
+  r.push_back(conv_row("pw_s4", "convnext_tiny stage 4 ChannelLinear 768->3072", pointwise(768, 1, 3072)));
+  r.push_back(conv_row("pw_regnet", "regnet_x_400mf 1x1 400->400 at 1x1", pointwise(400, 1, 400)));
+  r.push_back(conv_row("pw_regnet4", "regnet_x_400mf 1x1 64->64 at 4x4", pointwise(64, 4, 64)));
+  r.push_back(conv_row("pw_r50", "resnet50 1x1 256->64 at 8x8", pointwise(256, 8, 64)));
   const std::int64_t act = 64LL * 144 * 8 * 8;
   const std::string act_shape = "[64,144,8,8]";
   {

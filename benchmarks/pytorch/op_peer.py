@@ -21,6 +21,18 @@ def conv(c, hw, k, groups):
     return (lambda: m(x)), [x, m.weight, m.bias]
 
 
+def pointwise(c, hw, k):  # regnet's and resnet50's 1x1 convolutions
+    m = torch.nn.Conv2d(c, k, 1)
+    x = torch.randn(64, c, hw, hw, requires_grad=True)
+    return (lambda: m(x)), [x, m.weight, m.bias]
+
+
+def channel_linear(c, hw, k):  # convnext_tiny's nn.Linear on its channels-last activations
+    m = torch.nn.Linear(c, k)
+    x = torch.randn(64, hw, hw, c, requires_grad=True)
+    return (lambda: m(x)), [x, m.weight, m.bias]
+
+
 def unary(f, shape=(64, 144, 8, 8)):
     x = torch.randn(*shape, requires_grad=True)
     return (lambda: f(x)), [x]
@@ -51,6 +63,13 @@ ROWS = {
     "dwconv5_2x2": lambda: conv(672, 2, 5, 672),
     "dwconv3_16x16": lambda: conv(32, 16, 3, 32),
     "gconv3_2x2": lambda: conv(208, 2, 3, 26),
+    "pw_s1": lambda: channel_linear(96, 8, 384),
+    "pw_s2": lambda: channel_linear(192, 4, 768),
+    "pw_s3": lambda: channel_linear(384, 2, 1536),
+    "pw_s4": lambda: channel_linear(768, 1, 3072),
+    "pw_regnet": lambda: pointwise(400, 1, 400),
+    "pw_regnet4": lambda: pointwise(64, 4, 64),
+    "pw_r50": lambda: pointwise(256, 8, 64),
     "gelu": lambda: unary(F.gelu, (64, 384, 8, 8)),
     "sigmoid": lambda: unary(torch.sigmoid),
     "silu": lambda: unary(F.silu),

@@ -12,6 +12,7 @@
 #include "kernels/cpu_fast/conv2d_algo.h"
 #include "kernels/cpu_fast/conv2d_choice.h"
 #include "kernels/cpu_fast/conv2d_grouped.h"
+#include "kernels/cpu_fast/conv2d_pointwise.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
 
 namespace engine::cpu_fast {
@@ -249,6 +250,12 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
              ConvSaved* saved) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
+  if (!bf16 && pointwise_gemm(g)) {
+    if (saved != nullptr) saved->impl().valid = false;
+    conv2d_pointwise_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
+                             static_cast<float*>(y));
+    return;
+  }
   dnnl_rt::run("conv2d_forward", [&] {
     ConvPlan& p = plan_for(g, bias != nullptr, bf16);
     if (grouped_direct(g, bf16, p.fwd)) {
@@ -275,6 +282,11 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
+  if (!bf16 && pointwise_gemm(g)) {
+    conv2d_pointwise_backward(g, static_cast<const float*>(x), static_cast<const float*>(w),
+                              static_cast<const float*>(dy), static_cast<float*>(dx), dw, db);
+    return;
+  }
   dnnl_rt::run("conv2d_backward", [&] {
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
     ConvPlan& p = plan_for(g, db != nullptr, bf16);
@@ -366,6 +378,7 @@ void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat1
 }
 
 std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16) {
+  if (!bf16 && pointwise_gemm(g)) return "engine:pointwise_gemm";
   const auto it = plans().find(key_of(g, bias, bf16));
   if (it == plans().end()) return {};
   const ConvPlan& p = *it->second;

@@ -19,6 +19,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_grouped.h"
+#include "tests/common/float_checks.h"
 #include "tests/common/test_data.h"
 
 namespace engine {
@@ -31,28 +32,6 @@ Conv2dShape grouped(int n, int c, int hw, int k, int r, int stride, int pad, int
   return g;
 }
 
-std::vector<double> wide(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-std::vector<double> absolute(const std::vector<float>& v) {
-  std::vector<double> a(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(static_cast<double>(v[i]));
-  return a;
-}
-
-void expect_within(const std::vector<float>& fast, const std::vector<double>& exact,
-                   const std::vector<double>& mag, double terms, const char* what) {
-  ASSERT_EQ(fast.size(), exact.size());
-  const double u = std::ldexp(1.0, -24);
-  int bad = 0;
-  for (std::size_t i = 0; i < fast.size() && bad < 5; ++i) {
-    const double bound = (terms + 1) * u * mag[i] + 1e-30;
-    if (!(std::fabs(static_cast<double>(fast[i]) - exact[i]) <= bound)) {
-      ADD_FAILURE() << what << "[" << i << "]: fast " << fast[i] << ", float64 " << exact[i] << ", bound "
-                    << bound;
-      ++bad;
-    }
-  }
-}
-
 void check(const Conv2dShape& g, bool bias) {
   SCOPED_TRACE(::testing::Message() << "c " << g.c << " k " << g.k << " groups " << g.groups << " " << g.h
                                     << "x" << g.w << " kernel " << g.r << " stride " << g.stride_h << " pad "
@@ -60,15 +39,17 @@ void check(const Conv2dShape& g, bool bias) {
   const auto x = testing::uniform_floats(g.x_size(), 1), w = testing::uniform_floats(g.w_size(), 2);
   const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 3),
              dy = testing::uniform_floats(g.y_size(), 4);
-  const auto xd = wide(x), wd = wide(w), bd = wide(b), dyd = wide(dy);
-  const auto ax = absolute(x), aw = absolute(w), ab = absolute(b), ady = absolute(dy);
+  const auto xd = testing::widened(x), wd = testing::widened(w), bd = testing::widened(b),
+             dyd = testing::widened(dy);
+  const auto ax = testing::magnitudes(x), aw = testing::magnitudes(w), ab = testing::magnitudes(b),
+             ady = testing::magnitudes(dy);
 
   std::vector<float> y(g.y_size(), NAN);
   cpu_fast::grouped_conv2d_forward(g, x.data(), w.data(), bias ? b.data() : nullptr, y.data());
   std::vector<double> y_ref(g.y_size()), y_mag(g.y_size());
   cpu::conv2d_forward<double>(g, xd.data(), wd.data(), bias ? bd.data() : nullptr, y_ref.data());
   cpu::conv2d_forward<double>(g, ax.data(), aw.data(), bias ? ab.data() : nullptr, y_mag.data());
-  expect_within(y, y_ref, y_mag, g.c_per_group() * g.r * g.s + 1, "y");
+  testing::expect_float32_sum(y, y_ref, y_mag, g.c_per_group() * g.r * g.s + 1, "y");
 
   std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(b.size(), NAN);
   cpu_fast::grouped_conv2d_backward_data(g, w.data(), dy.data(), dx.data());
@@ -79,9 +60,9 @@ void check(const Conv2dShape& g, bool bias) {
                                db_ref.data());
   cpu::conv2d_backward<double>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
                                db_mag.data());
-  expect_within(dx, dx_ref, dx_mag, g.k_per_group() * g.r * g.s, "dx");
-  expect_within(dw, dw_ref, dw_mag, std::min(g.n, 16) * g.p() * g.q() + 1, "dw");
-  if (bias) expect_within(db, db_ref, db_mag, g.p() * g.q() + 1, "db");
+  testing::expect_float32_sum(dx, dx_ref, dx_mag, g.k_per_group() * g.r * g.s, "dx");
+  testing::expect_float32_sum(dw, dw_ref, dw_mag, std::min(g.n, 16) * g.p() * g.q() + 1, "dw");
+  if (bias) testing::expect_float32_sum(db, db_ref, db_mag, g.p() * g.q() + 1, "db");
 }
 
 TEST(CpuFastConv2dGroupedDirect, MatchesTheFloat64Reference) {

@@ -1,0 +1,140 @@
+#include "kernels/cpu_fast/conv2d_pointwise.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu_fast/dnnl_runtime.h"
+#include "kernels/cpu_fast/gemm.h"
+
+namespace engine::cpu_fast {
+namespace {
+
+using i64 = std::int64_t;
+
+// NCHW planes <-> pixel rows (NHWC: [N*H*W, C] row-major) through oneDNN's reorder (its jit transposes),
+// one primitive per shape and direction, cached per thread.
+void relayout(const float* src, float* dst, i64 n, i64 c, i64 p, bool to_rows) {
+  using dnnl::memory;
+  using Key = std::tuple<i64, i64, i64, bool>;
+  thread_local std::map<Key, std::pair<memory::desc, memory::desc>> descs;
+  thread_local std::map<Key, dnnl::reorder> reorders;
+  const Key key{n, c, p, to_rows};
+  auto it = reorders.find(key);
+  if (it == reorders.end()) {
+    const memory::dims dims{n, c, p, 1};
+    const memory::desc planes(dims, memory::data_type::f32, memory::format_tag::nchw),
+        rows(dims, memory::data_type::f32, memory::format_tag::nhwc);
+    const auto& [from, to] = descs[key] = to_rows ? std::pair{planes, rows} : std::pair{rows, planes};
+    dnnl_rt::check_room_for_kernels("the pointwise convolution's reorder");
+    it = reorders
+             .emplace(key, dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_rt::cpu_engine(), from,
+                                                                       dnnl_rt::cpu_engine(), to)))
+             .first;
+  }
+  const auto& [from, to] = descs.at(key);
+  memory src_mem(from, dnnl_rt::cpu_engine(), const_cast<float*>(src)),
+      dst_mem(to, dnnl_rt::cpu_engine(), dst);
+  it->second.execute(dnnl_rt::cpu_stream(), src_mem, dst_mem);
+  dnnl_rt::cpu_stream().wait();
+}
+
+// A tensor as pixel rows: itself at 1x1 maps (NCHW is then [N, C]), else transposed into `scratch`.
+const float* as_rows(const float* planes, i64 n, i64 c, i64 p, std::vector<float>& scratch) {
+  if (p == 1) return planes;
+  scratch.resize(static_cast<std::size_t>(n * c * p));
+  relayout(planes, scratch.data(), n, c, p, true);
+  return scratch.data();
+}
+
+// Where a result in pixel rows goes: the output itself at 1x1 maps, else `scratch`, moved by `finish`.
+float* rows_for(float* planes, i64 n, i64 c, i64 p, std::vector<float>& scratch) {
+  if (p == 1) return planes;
+  scratch.resize(static_cast<std::size_t>(n * c * p));
+  return scratch.data();
+}
+void finish(const float* rows, float* planes, i64 n, i64 c, i64 p) {
+  if (p != 1) relayout(rows, planes, n, c, p, false);
+}
+
+// db[k] = the sum of dy's plane k over the batch, in double (as linear.h's bias gradient).
+void bias_grad(const float* dy, i64 n, i64 k, i64 p, float* db) {
+#pragma omp parallel for schedule(static)
+  for (i64 o = 0; o < k; ++o) {
+    double acc = 0.0;
+    for (i64 i = 0; i < n; ++i) {
+      const float* plane = dy + (i * k + o) * p;
+      for (i64 q = 0; q < p; ++q) acc += static_cast<double>(plane[q]);
+    }
+    db[o] = static_cast<float>(acc);
+  }
+}
+
+// Scratch buffers, kept per thread so that a step allocates nothing after its first.
+struct Scratch {
+  std::vector<float> x, y, dy, dx;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+void check_shape(const Conv2dShape& g, const char* op) {
+  g.validate();
+  ENGINE_CHECK(pointwise(g), "{}: not a pointwise shape (1x1 kernel, stride 1, no padding, one group)", op);
+}
+
+}  // namespace
+
+bool pointwise(const Conv2dShape& g) {
+  return g.r == 1 && g.s == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0 &&
+         g.groups == 1 && g.dilation_h == 1 && g.dilation_w == 1;
+}
+
+// Measured (benchmarks/RESULTS.md, one thread, the zoo's shapes at batch 64): the GEMM took 0.32x oneDNN's
+// time at 1x1 maps and 0.78x at 2x2, but 1.15-1.23x at 4x4 and 8x8, where jit_1x1's blocking works.
+bool pointwise_gemm(const Conv2dShape& g) { return pointwise(g) && static_cast<long>(g.h) * g.w <= 4; }
+
+void conv2d_pointwise_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias,
+                              float* y) {
+  check_shape(g, "conv2d_pointwise_forward");
+  ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
+               "conv2d_pointwise_forward: x, w and y must not be null");
+  const i64 n = g.n, c = g.c, k = g.k, p = static_cast<i64>(g.h) * g.w, rows = n * p;
+  dnnl_rt::run("conv2d_pointwise_forward", [&] {
+    Scratch& s = scratch();
+    const float* xr = as_rows(x, n, c, p, s.x);
+    float* yr = rows_for(y, n, k, p, s.y);
+    if (bias != nullptr) {
+      for (i64 r = 0; r < rows; ++r) std::copy(bias, bias + k, yr + r * k);
+    }
+    sgemm(Trans::No, Trans::Yes, rows, k, c, 1.0f, xr, c, w, c, bias != nullptr ? 1.0f : 0.0f, yr, k);
+    finish(yr, y, n, k, p);
+  });
+}
+
+void conv2d_pointwise_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy,
+                               float* dx, float* dw, float* db) {
+  check_shape(g, "conv2d_pointwise_backward");
+  ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
+               "conv2d_pointwise_backward: x, w, dy and dw must not be null (dx and db may be)");
+  const i64 n = g.n, c = g.c, k = g.k, p = static_cast<i64>(g.h) * g.w, rows = n * p;
+  dnnl_rt::run("conv2d_pointwise_backward", [&] {
+    Scratch& s = scratch();
+    const float* dyr = as_rows(dy, n, k, p, s.dy);
+    const float* xr = as_rows(x, n, c, p, s.x);
+    sgemm(Trans::Yes, Trans::No, k, c, rows, 1.0f, dyr, k, xr, c, 0.0f, dw, c);
+    if (dx != nullptr) {
+      float* dxr = rows_for(dx, n, c, p, s.dx);
+      sgemm(Trans::No, Trans::No, rows, c, k, 1.0f, dyr, k, w, c, 0.0f, dxr, c);
+      finish(dxr, dx, n, c, p);
+    }
+  });
+  if (db != nullptr) bias_grad(dy, n, k, p, db);
+}
+
+}  // namespace engine::cpu_fast

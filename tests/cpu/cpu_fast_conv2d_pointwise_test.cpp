@@ -1,0 +1,110 @@
+// Pointwise convolutions as GEMMs over the batch's pixels (kernels/cpu_fast/conv2d_pointwise.h) against the
+// float64 reference, forward, backward-data and backward-weights, outputs poisoned with NaN, odd sizes, maps
+// from 1x1 (NCHW read as rows in place) to 3x5 (through the reorders); and conv2d.h's choice of them exactly
+// for the pointwise shapes on maps of at most 4 pixels.
+//
+// Bound (tests/common/float_checks.h, expect_float32_sum): float32 sums of m products in the GEMM's order:
+// y sums C products and the bias (m = C + 1), dx sums K, dw sums N*H*W; db is summed in double, then rounded
+// once (m = 1 covers it).
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_pointwise.h"
+#include "tests/common/float_checks.h"
+#include "tests/common/test_data.h"
+
+namespace engine {
+namespace {
+
+Conv2dShape pointwise(int n, int c, int h, int w, int k) {
+  return testing::square_conv(n, c, h, w, k, 1, 1, 0);
+}
+
+void check(const Conv2dShape& g, bool bias, bool input_grad) {
+  SCOPED_TRACE(::testing::Message() << "n " << g.n << " c " << g.c << " k " << g.k << " " << g.h << "x" << g.w
+                                    << (bias ? " bias" : "") << (input_grad ? " dx" : ""));
+  const auto x = testing::uniform_floats(g.x_size(), 11), w = testing::uniform_floats(g.w_size(), 12);
+  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 13),
+             dy = testing::uniform_floats(g.y_size(), 14);
+  const auto xd = testing::widened(x), wd = testing::widened(w), bd = testing::widened(b),
+             dyd = testing::widened(dy);
+  const auto ax = testing::magnitudes(x), aw = testing::magnitudes(w), ab = testing::magnitudes(b),
+             ady = testing::magnitudes(dy);
+
+  std::vector<float> y(g.y_size(), NAN);
+  cpu_fast::conv2d_pointwise_forward(g, x.data(), w.data(), bias ? b.data() : nullptr, y.data());
+  std::vector<double> y_ref(y.size()), y_mag(y.size());
+  cpu::conv2d_forward<double>(g, xd.data(), wd.data(), bias ? bd.data() : nullptr, y_ref.data());
+  cpu::conv2d_forward<double>(g, ax.data(), aw.data(), bias ? ab.data() : nullptr, y_mag.data());
+  testing::expect_float32_sum(y, y_ref, y_mag, g.c + 1, "y");
+
+  std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(b.size(), NAN);
+  cpu_fast::conv2d_pointwise_backward(g, x.data(), w.data(), dy.data(), input_grad ? dx.data() : nullptr,
+                                      dw.data(), bias ? db.data() : nullptr);
+  std::vector<double> dx_ref(dx.size()), dw_ref(dw.size()), db_ref(db.size());
+  std::vector<double> dx_mag(dx.size()), dw_mag(dw.size()), db_mag(db.size());
+  cpu::conv2d_backward<double>(g, xd.data(), wd.data(), dyd.data(), dx_ref.data(), dw_ref.data(),
+                               db_ref.data());
+  cpu::conv2d_backward<double>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
+                               db_mag.data());
+  if (input_grad) {
+    testing::expect_float32_sum(dx, dx_ref, dx_mag, g.k, "dx");
+  } else {
+    for (const float v : dx) ASSERT_TRUE(std::isnan(v)) << "dx written though not asked for";
+  }
+  testing::expect_float32_sum(dw, dw_ref, dw_mag, static_cast<double>(g.n) * g.h * g.w, "dw");
+  if (bias) testing::expect_float32_sum(db, db_ref, db_mag, 1, "db");
+}
+
+TEST(CpuFastConv2dPointwise, MatchesTheFloat64Reference) {
+  check(pointwise(5, 7, 1, 1, 9), true, true);      // 1x1 maps: NCHW is already [N, C] rows
+  check(pointwise(3, 13, 2, 2, 11), true, true);    // convnext's 2x2 stage, odd channel counts
+  check(pointwise(3, 5, 3, 5, 7), false, true);     // an odd rectangle, no bias
+  check(pointwise(1, 17, 2, 1, 3), true, false);    // one image, no input gradient (the first layer)
+  check(pointwise(4, 33, 4, 4, 31), false, false);  // larger than conv2d routes here: the kernel takes it
+}
+
+// conv2d.h sends the float32 pointwise shapes on maps of at most 4 pixels here (the same bits as calling the
+// kernel), and every other shape to oneDNN.
+TEST(CpuFastConv2dPointwise, Conv2dTakesItOnMapsOfAtMostFourPixels) {
+  const Conv2dShape small = pointwise(3, 6, 2, 2, 10);
+  EXPECT_TRUE(cpu_fast::pointwise_gemm(small));
+  EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(3, 6, 1, 1, 10)));
+  EXPECT_FALSE(cpu_fast::pointwise_gemm(pointwise(3, 6, 3, 2, 10)));                      // 6 pixels
+  EXPECT_FALSE(cpu_fast::pointwise_gemm(testing::square_conv(3, 6, 2, 2, 10, 1, 2, 0)));  // strided
+  EXPECT_FALSE(cpu_fast::pointwise_gemm(testing::square_conv(3, 6, 2, 2, 10, 3, 1, 1)));  // 3x3
+  Conv2dShape grouped = small;
+  grouped.groups = 2;
+  EXPECT_FALSE(cpu_fast::pointwise_gemm(grouped));
+
+  const auto x = testing::uniform_floats(small.x_size(), 21), w = testing::uniform_floats(small.w_size(), 22);
+  const auto b = testing::uniform_floats(10, 23), dy = testing::uniform_floats(small.y_size(), 24);
+  std::vector<float> y(small.y_size(), NAN), dx(small.x_size(), NAN), dw(small.w_size(), NAN), db(10, NAN);
+  cpu_fast::conv2d_forward(small, x.data(), w.data(), b.data(), y.data());
+  cpu_fast::conv2d_backward(small, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+  for (const char* d : {"fwd", "bwd_data", "bwd_weights"})
+    EXPECT_EQ(cpu_fast::conv2d_impl(small, true, d), "engine:pointwise_gemm") << d;
+  std::vector<float> y2(y.size(), NAN), dx2(dx.size(), NAN), dw2(dw.size(), NAN), db2(db.size(), NAN);
+  cpu_fast::conv2d_pointwise_forward(small, x.data(), w.data(), b.data(), y2.data());
+  cpu_fast::conv2d_pointwise_backward(small, x.data(), w.data(), dy.data(), dx2.data(), dw2.data(),
+                                      db2.data());
+  testing::expect_bitwise(y, y2, "y");
+  testing::expect_bitwise(dx, dx2, "dx");
+  testing::expect_bitwise(dw, dw2, "dw");
+  testing::expect_bitwise(db, db2, "db");
+
+  const Conv2dShape larger = pointwise(3, 6, 4, 4, 10);  // oneDNN's jit_1x1 is the faster here
+  std::vector<float> y3(larger.y_size(), NAN);
+  const auto x3 = testing::uniform_floats(larger.x_size(), 25);
+  cpu_fast::conv2d_forward(larger, x3.data(), w.data(), b.data(), y3.data());
+  EXPECT_NE(cpu_fast::conv2d_impl(larger, true, "fwd"), "engine:pointwise_gemm");
+}
+
+}  // namespace
+}  // namespace engine
