@@ -1,12 +1,12 @@
 // conv2d_weights_bench: a convolution's weight gradient (backward with dx null) at resnet18's CIFAR shapes,
-// batch 64, through oneDNN's backward-weights (conv2d.cpp's path: bf16 on x and dy widened to float32 where
-// bf16_weights_grad_in_f32 says) against the im2col GEMM (kernels/cpu_fast/conv2d_weights_gemm.h), in bf16
-// and float32, the two interleaved call by call. Prints per row the median ms of each and the CPU seconds
-// the process spent per call (which a competing process does not inflate the way it does the wall clock).
-// Correctness is the tests'; this only times.
+// batch 64, through oneDNN's backward-weights (its bf16 kernel for bf16, its direct float32 one for float32)
+// against the im2col GEMM (kernels/cpu_fast/conv2d_weights_gemm.h), in bf16 and float32, the two
+// interleaved call by call (set_weights_gemm forces each way). Prints per row the median ms of each and the
+// CPU seconds the process spent per call (which a competing process does not inflate the way it does the wall
+// clock). Correctness is the tests'; this only times.
 //
 //   conv2d_weights_bench [--reps 15] [--rows A,B,...]
-// Threads: OMP_NUM_THREADS.
+// Threads: OMP_NUM_THREADS; they wait passively, as cnn_train's (kernels/cpu_fast/omp_wait.h).
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +21,7 @@
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_weights_gemm.h"
 #include "kernels/cpu_fast/host_probe.h"
+#include "kernels/cpu_fast/omp_wait.h"
 
 namespace {
 
@@ -67,6 +68,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cpu_fast::prefer_passive_omp_wait(argv);  // as cnn_train and train_bench: their threads wait the same way
   CLI::App app{"conv2d_weights_bench"};
   int reps = 15;
   std::string only;

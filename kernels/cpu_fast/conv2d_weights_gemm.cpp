@@ -111,7 +111,15 @@ void weights_gemm(const Conv2dShape& g, const T* x, const T* dy, float* dw, floa
 
 }  // namespace
 
-// The rule, from benchmarks/RESULTS.md's per-layer timings (batch 64, 2 threads, avx512_core_bf16).
+// The rule, from benchmarks/RESULTS.md's per-layer timings (resnet18's shapes, batch 64, 2 threads,
+// avx512_core_bf16, conv2d_weights_bench): on strided 3x3 convolutions and 3x3 outputs under 8x8, oneDNN
+// 2.6.3's bf16 backward-weights takes 100-500 ms of CPU a call beside other processes (its float32 kernel on
+// widened operands, which ran there before, 25-50 ms; this GEMM 14-28 ms); on stride-1 3x3 of 8x8 and more
+// oneDNN's bf16 kernel holds up and is the faster, loaded or not; 1x1 kernels stay with it too (about 1 ms a
+// call in resnet18's profile: little for a GEMM to win, and the loaded timings were mixed). float32: oneDNN's
+// direct kernel beat the sgemm variant on those same shapes (or tied), so float32 never takes it. A fixed
+// rule of the shape, not a timing, so that runs repeat bit for bit and a quiet moment cannot pick what a
+// loaded machine runs badly.
 bool weights_grad_gemm(const Conv2dShape& g, bool bf16) {
   const WeightsGemm w = g_setting.load(std::memory_order_relaxed);
   if (g.groups != 1 || w == WeightsGemm::Never) return false;
