@@ -7,11 +7,15 @@
 // x and dy, dnnl_sgemm for float32. db (may be null) sums dy per channel: per-sample float32 plane sums in
 // double.
 //
-// Why: oneDNN 2.6.3's backward-weights on strided 3x3 convolutions and on outputs under 8x8 is slow in bf16
-// (and falls apart beside another process), where its float32 kernel on the widened operands took 12-28 ms
-// per call at resnet18's shapes (batch 64; kernels/cpu_fast/conv2d.cpp's bf16_weights_grad_in_f32). A GEMM
-// with K = N P Q (1,024-16,384 terms) runs near the bf16 peak on those shapes; benchmarks/RESULTS.md has the
-// per-layer figures, quiet and loaded, that weights_grad_gemm's rule comes from.
+// Memory: col(x) stays under kColBudgetBytes, dY's copy is K / (C R S) of it; both are kept by the calling
+// thread for its next call.
+//
+// Why: oneDNN 2.6.3's bf16 backward-weights on strided 3x3 convolutions and 3x3 outputs under 8x8 falls apart
+// beside another process, and its float32 kernel on x and dy widened from bf16 (which ran there before) took
+// 1.5-1.9x this GEMM's time at resnet18's shapes (batch 64). weights_grad_gemm's rule comes from the
+// per-layer figures in benchmarks/RESULTS.md (2026-11-29 03:30), quiet and loaded. The float32 variant lost
+// to oneDNN's direct float32 kernel there: only the benchmark runs it (set_weights_gemm), to measure that
+// again.
 
 #include "core/dtype.h"
 #include "kernels/shapes.h"
