@@ -13,6 +13,7 @@
 #include "kernels/cpu_fast/conv2d_choice.h"
 #include "kernels/cpu_fast/conv2d_grouped.h"
 #include "kernels/cpu_fast/conv2d_pointwise.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
 
 namespace engine::cpu_fast {
@@ -42,24 +43,24 @@ struct BackwardData {
 struct BackwardWeights {
   dnnl::convolution_backward_weights prim;
   Operand x, dy, dw;
-  std::string impl;  // a widened bf16 plan's says "jit:avx512_core" (float32), its bf16 kernel "jit_bf16:..."
+  std::string impl;
 };
 
 // The primitives of one convolution shape, built on its first call and reused by every later one: the
 // forward, and (on the first backward) the backward-weights and backward-data. Activations and weights are
 // described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
 // reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
-// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32. Their backward-weights
-// reads x and dy widened to float32 where oneDNN's bf16 kernel is slow (bf16_weights_grad_in_f32).
+// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32. Shapes whose
+// backward-weights oneDNN runs slowly compute dw as an im2col GEMM instead (conv2d_weights_gemm.h).
 struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
   memory::desc x_any, w_any, y_any, dw_any;
   std::vector<dnnl::algorithm> algorithms;  // direct, and Winograd where the setting and the shape allow
-  bool weights_grad_widened = false;        // backward-weights reads x and dy widened from bf16
   Choice<Forward> fwd;
   Choice<BackwardWeights> bwd_weights;
   bool bwd_weights_bias = false;
+  bool weights_gemm = false;  // the last backward's dw ran conv2d_weights_gemm.h (its rule)
   Choice<BackwardData> bwd_data;
 };
 
@@ -85,21 +86,14 @@ void add_candidate(std::vector<Impl>& out, dnnl::algorithm a, Make&& make) {
   }
 }
 
-// The forward's descriptor over activations `x` and `y` (the plan's, or backward-weights' float32 ones,
-// whose primitive takes a forward of the same types as its hint) and weights `w`.
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias,
-                                                     const memory::desc& x, const memory::desc& w,
-                                                     const memory::desc& y) {
-  const auto desc =
-      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x, w, p.b_plain, y,
-                                             p.strides, p.dilates, p.pad_l, p.pad_r)
-           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x, w, y, p.strides,
-                                             p.dilates, p.pad_l, p.pad_r);
-  return {desc, dnnl_rt::cpu_engine()};
-}
-
+// The forward's descriptor (also the backward directions' hint).
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias) {
-  return forward_pd(p, alg, bias, p.x_any, p.w_any, p.y_any);
+  const auto desc =
+      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
+                                             p.b_plain, p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r)
+           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
+                                             p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r);
+  return {desc, dnnl_rt::cpu_engine()};
 }
 
 // Builds a direction's candidates, one per algorithm the plan allows; when oneDNN declines all of them
@@ -126,7 +120,6 @@ ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
   p.w_any = memory::desc(w, act, Tag::any);
   p.dw_any = memory::desc(w, kF32, Tag::any);
   p.y_any = memory::desc(y, act, Tag::any);
-  p.weights_grad_widened = bf16 && bf16_weights_grad_in_f32(g);
   p.strides = {g.stride_h, g.stride_w};
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
@@ -149,18 +142,14 @@ void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
   if (!p.bwd_weights.candidates.empty() && p.bwd_weights_bias == with_bias_grad) return;
   dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
   p.bwd_weights = {};
-  const bool widened = p.weights_grad_widened;
   build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
-    const memory::desc x = widened ? memory::desc(p.x_any.dims(), kF32, Tag::any) : p.x_any;
-    const memory::desc y = widened ? memory::desc(p.y_any.dims(), kF32, Tag::any) : p.y_any;
-    const auto desc = with_bias_grad
-                          ? dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, p.b_plain, y,
-                                                                     p.strides, p.dilates, p.pad_l, p.pad_r)
-                          : dnnl::convolution_backward_weights::desc(alg, x, p.dw_any, y, p.strides,
-                                                                     p.dilates, p.pad_l, p.pad_r);
-    const memory::desc w = memory::desc(p.w_any.dims(), x.data_type(), Tag::any);
+    const auto desc =
+        with_bias_grad ? dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.b_plain, p.y_any,
+                                                                  p.strides, p.dilates, p.pad_l, p.pad_r)
+                       : dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.y_any, p.strides,
+                                                                  p.dilates, p.pad_l, p.pad_r);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
-                                                                forward_pd(p, alg, with_bias_grad, x, w, y));
+                                                                forward_pd(p, alg, with_bias_grad));
     return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
                            Operand(p.y_plain, pd.diff_dst_desc(), true),
                            Operand(p.dw_plain, pd.diff_weights_desc(), false), pd.impl_info_str()};
@@ -240,6 +229,8 @@ bool grouped_direct(const Conv2dShape& g, bool bf16, const Choice<Impl>& c) {
          c.candidates.front().impl.find("gemm") != std::string::npos;
 }
 
+constexpr const char* kWeightsGemm = "engine:im2col_gemm";
+
 template <typename Impl>
 std::string chosen_impl(const Conv2dShape& g, bool bf16, const Choice<Impl>& c) {
   if (grouped_direct(g, bf16, c)) return kGroupedDirect;
@@ -291,10 +282,15 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
     ConvPlan& p = plan_for(g, db != nullptr, bf16);
     dnnl::stream& s = dnnl_rt::cpu_stream();
-    prepare_backward_weights(p, db != nullptr);
+    p.weights_gemm = weights_grad_gemm(g, bf16);
+    if (!p.weights_gemm) prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
     const Operand* dy_operand = nullptr;
-    if (grouped_direct(g, bf16, p.bwd_weights))
+    if (p.weights_gemm && bf16)
+      conv2d_weights_gemm(g, static_cast<const bfloat16*>(x), static_cast<const bfloat16*>(dy), dw, db);
+    else if (p.weights_gemm)
+      conv2d_weights_gemm(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw, db);
+    else if (grouped_direct(g, bf16, p.bwd_weights))
       grouped_conv2d_backward_weights(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw, db);
     else
       run_choice(p.bwd_weights, [&](BackwardWeights& b) {
@@ -332,23 +328,6 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
 
 }  // namespace
 
-// Whether a bf16 convolution computes its weight gradient with the float32 kernel, on x and dy widened from
-// bf16 (exactly: a bf16 value is a float32 one, and the products of two are exact in float32, so both kernels
-// sum the same products in float32, as the bf16 contract says). oneDNN 2.6.3's jit_bf16 backward-weights on
-// strided 3x3 convolutions and on outputs under 8x8 falls apart when another process takes a core (resnet18,
-// batch 64, 2 threads, avx512_core_bf16 host at load 7-13: 680-870 ms against the float32 kernel's 30-141
-// ms), while quiet it is the faster (7-13 ms against 12-27 ms). Measured whole, resnet18 bf16: 76-77 img/s
-// with this rule against 80 without on the quiet machine, 44 against 37 beside one busy process (issue 43's
-// shared-machine aim: half the quiet speed or more). Its 1x1 kernel and the stride-1 3x3 kernels of 8x8 and
-// more hold up. A fixed rule, not a timing, so that runs repeat bit for bit, and because a timing would not
-// hold: timed on the first step (as --cpu-conv-algo auto times Winograd), resnet18 bf16 at load 7.5 kept
-// the bf16 kernel where a quiet moment favoured it, and a 1 + 6 step run then took 17.6 CPU-s against the
-// rule's 10.2 (2026-11-29, benchmarks/RESULTS.md).
-bool bf16_weights_grad_in_f32(const Conv2dShape& g) {
-  const bool one_by_one = g.r == 1 && g.s == 1;
-  return !one_by_one && (g.stride_h > 1 || g.stride_w > 1 || g.p() * g.q() < 64);
-}
-
 void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
                     ConvSaved* saved) {
   forward(g, false, x, w, bias, y, saved);
@@ -384,7 +363,7 @@ std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, 
   const ConvPlan& p = *it->second;
   const std::string d = direction;
   if (d == "fwd") return chosen_impl(g, bf16, p.fwd);
-  if (d == "bwd_weights") return chosen_impl(g, bf16, p.bwd_weights);
+  if (d == "bwd_weights") return p.weights_gemm ? kWeightsGemm : chosen_impl(g, bf16, p.bwd_weights);
   if (d == "bwd_data") return chosen_impl(g, bf16, p.bwd_data);
   ENGINE_FAIL("conv2d_impl: unknown direction '{}' (fwd, bwd_data, bwd_weights)", d);
 }

@@ -63,10 +63,6 @@ void conv2d_forward_bf16(const Conv2dShape& shape, const bfloat16* x, const bflo
                          bfloat16* y, ConvSaved* saved = nullptr);
 void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
                           bfloat16* dx, float* dw, float* db, ConvSaved* saved = nullptr);
-// Whether conv2d_backward_bf16 computes dw with oneDNN's float32 kernel on x and dy widened from bf16 (the
-// same products, exact in float32, summed in float32): the shapes where oneDNN's bf16 kernel falls apart
-// beside another process (kernels/cpu_fast/conv2d.cpp has the figures, quiet and busy). A fixed rule of the
-// shape.
-bool bf16_weights_grad_in_f32(const Conv2dShape& shape);
+// Where oneDNN's bf16 backward-weights is slow, dw is an im2col GEMM instead: conv2d_weights_gemm.h.
 
 }  // namespace engine::cpu_fast

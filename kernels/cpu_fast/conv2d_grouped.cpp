@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu_fast/conv2d_taps.h"
 #include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
 #include "kernels/cpu_fast/parallel.h"
 
@@ -13,20 +14,8 @@ namespace {
 
 using Index = std::int64_t;
 
-// The outputs [lo, hi) along one axis whose tap at `offset` (tap index x dilation - padding) reads inside
-// [0, size): out x stride + offset in [0, size).
-struct Range {
-  int lo, hi;
-};
-
-int ceil_div(int a, int b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-Range valid(int offset, int stride, int size, int outputs) {
-  const int lo = std::max(0, ceil_div(-offset, stride));
-  const int hi = std::min(outputs, floor_div(size - 1 - offset, stride) + 1);
-  return {lo, std::max(lo, hi)};
-}
+using conv_taps::Range;
+using conv_taps::valid;
 
 // Parallel only where the work is worth a team's wake-up (kernels/cpu_fast/parallel.h).
 bool worth_threads(const Conv2dShape& g) {

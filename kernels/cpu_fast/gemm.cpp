@@ -15,7 +15,7 @@ namespace {
 std::atomic<bool> g_gemm_kernels_ready{false};
 
 using Dims = dnnl::memory::dims;
-using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool>;
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>;
 
 // A row-major rows x cols operand, stored transposed (cols x rows) when `trans`.
 dnnl::memory::desc bf16_operand(std::int64_t rows, std::int64_t cols, Trans trans) {
@@ -26,19 +26,26 @@ dnnl::memory::desc bf16_operand(std::int64_t rows, std::int64_t cols, Trans tran
 }  // namespace
 
 void gemm_bf16(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-               const bfloat16* a, const bfloat16* b, float* c) {
+               const bfloat16* a, const bfloat16* b, float* c, bool accumulate) {
   ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm_bf16: negative size m {}, n {}, k {}", m, n, k);
   ENGINE_CHECK(a != nullptr && b != nullptr && c != nullptr, "gemm_bf16: a, b and c must not be null");
   if (m == 0 || n == 0) return;
   dnnl_rt::run("gemm_bf16", [&] {
     thread_local std::map<Key, dnnl::matmul> plans;
-    const Key key{m, n, k, trans_a == Trans::Yes, trans_b == Trans::Yes};
+    const Key key{m, n, k, trans_a == Trans::Yes, trans_b == Trans::Yes, accumulate};
     const dnnl::memory::desc a_md = bf16_operand(m, k, trans_a), b_md = bf16_operand(k, n, trans_b);
     const dnnl::memory::desc c_md(Dims{m, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
     auto it = plans.find(key);
     if (it == plans.end()) {
       dnnl_rt::check_room_for_kernels("a bf16 matmul");
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), dnnl_rt::cpu_engine());
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr,
+                                            dnnl_rt::cpu_engine());
       it = plans.emplace(key, dnnl::matmul(pd)).first;
     }
     dnnl::engine& e = dnnl_rt::cpu_engine();

@@ -19,10 +19,11 @@ void sgemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::in
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
            std::int64_t ldc);
 
-// C = op(A) * op(B) on dense row-major bf16 operands (lda, ldb, ldc the natural ones), products accumulated
-// in float32, C float32: oneDNN's bf16 matmul (one primitive per shape and transposition, cached per
-// thread). For hosts that run bf16 natively (conv2d.h's native_bf16); elsewhere oneDNN emulates or refuses.
+// C = op(A) * op(B) (C += op(A) * op(B) when `accumulate`) on dense row-major bf16 operands (lda, ldb, ldc
+// the natural ones), products accumulated in float32, C float32: oneDNN's bf16 matmul (one primitive per
+// shape, transposition and accumulate, cached per thread; accumulate is its sum post-op). For hosts that run
+// bf16 natively (conv2d.h's native_bf16); elsewhere oneDNN emulates or refuses.
 void gemm_bf16(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-               const bfloat16* a, const bfloat16* b, float* c);
+               const bfloat16* a, const bfloat16* b, float* c, bool accumulate = false);
 
 }  // namespace engine::cpu_fast

@@ -27,6 +27,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/linear.h"
 #include "layers/models.h"
@@ -118,10 +119,15 @@ TEST_P(Bf16Conv2d, ForwardAndBackwardAreTheReferenceOnRoundedOperands) {
   if (cpu_fast::native_bf16()) {
     for (const char* d : {"fwd", "bwd_data", "bwd_weights"})
       EXPECT_FALSE(cpu_fast::conv2d_impl(s, with_bias, d, true).empty()) << d;
-    // dw: oneDNN's bf16 kernel, or its float32 one on the widened operands where the rule says (both sum the
-    // same exact products in float32, so the bound above covers both; the cases below take each way).
+    // dw: oneDNN's bf16 kernel, or the im2col GEMM (kernels/cpu_fast/conv2d_weights_gemm.h: oneDNN's bf16
+    // matmul) where the rule says (both sum the same exact products in float32, so the bound above covers
+    // both; the cases below take each way).
     const std::string dw_impl = cpu_fast::conv2d_impl(s, with_bias, "bwd_weights", true);
-    EXPECT_EQ(dw_impl.find("bf16") == std::string::npos, cpu_fast::bf16_weights_grad_in_f32(s)) << dw_impl;
+    const bool gemm = cpu_fast::weights_grad_gemm(s, true);
+    EXPECT_EQ(dw_impl == "engine:im2col_gemm", gemm) << dw_impl;
+    if (!gemm) {
+      EXPECT_NE(dw_impl.find("bf16"), std::string::npos) << dw_impl;
+    }
   }
 }
 
@@ -130,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::make_tuple(testing::square_conv(3, 5, 9, 7, 6, 3, 2, 1), true),
                       std::make_tuple(testing::square_conv(2, 3, 5, 6, 4, 1, 1, 0), false),
                       std::make_tuple(testing::square_conv(2, 17, 11, 13, 9, 3, 1, 1), true),
-                      // 3x3 stride 1 on a 6x5 output: dw through the float32 kernel (outputs under 8x8)
+                      // 3x3 stride 1 on a 6x5 output: dw through the im2col GEMM (outputs under 8x8)
                       std::make_tuple(testing::square_conv(2, 16, 6, 5, 8, 3, 1, 1), false)));
 
 class Bf16Linear : public ::testing::TestWithParam<std::tuple<LinearShape, bool>> {};

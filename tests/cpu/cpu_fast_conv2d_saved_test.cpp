@@ -19,6 +19,7 @@
 #include "core/dtype.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
 #include "tests/common/test_data.h"
 
 namespace engine {
@@ -124,10 +125,10 @@ TEST(CpuFastConv2dSaved, TwoLayersOfOneShapeKeepTheirOwnInputsFloat32) {
 
 TEST(CpuFastConv2dSaved, TwoLayersOfOneShapeKeepTheirOwnInputsBf16) {
   if (!cpu_fast::native_bf16()) GTEST_SKIP() << "this host runs no native bf16 convolutions (avx512_bf16)";
-  // Stride 1, a 9x9 output: backward-weights on oneDNN's bf16 kernel (bf16_weights_grad_in_f32 is false),
+  // Stride 1, a 9x9 output: backward-weights on oneDNN's bf16 kernel (weights_grad_gemm is false),
   // which reads x in the forward's layout.
   const Conv2dShape g = testing::square_conv(2, 16, 9, 9, 32, 3, 1, 1);
-  ASSERT_FALSE(cpu_fast::bf16_weights_grad_in_f32(g));
+  ASSERT_FALSE(cpu_fast::weights_grad_gemm(g, true));
   check_two_layers<bfloat16>(g);
 }
 

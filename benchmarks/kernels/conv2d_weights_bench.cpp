@@ -1,0 +1,133 @@
+// conv2d_weights_bench: a convolution's weight gradient (backward with dx null) at resnet18's CIFAR shapes,
+// batch 64, through oneDNN's backward-weights (its bf16 kernel for bf16, its direct float32 one for float32)
+// against the im2col GEMM (kernels/cpu_fast/conv2d_weights_gemm.h), in bf16 and float32, the two
+// interleaved call by call (set_weights_gemm forces each way). Prints per row the median ms of each and the
+// CPU seconds the process spent per call (which a competing process does not inflate the way it does the wall
+// clock). Correctness is the tests'; this only times.
+//
+//   conv2d_weights_bench [--reps 15] [--rows A,B,...]
+// Threads: OMP_NUM_THREADS; they wait passively, as cnn_train's (kernels/cpu_fast/omp_wait.h).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "kernels/cpu/cast.h"
+#include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
+#include "kernels/cpu_fast/host_probe.h"
+#include "kernels/cpu_fast/omp_wait.h"
+
+namespace {
+
+using namespace engine;
+
+Conv2dShape conv(int c, int hw, int k, int r, int stride) {
+  Conv2dShape g;
+  g.n = 64;
+  g.c = c;
+  g.k = k;
+  g.h = g.w = hw;
+  g.r = g.s = r;
+  g.stride_h = g.stride_w = stride;
+  g.pad_h = g.pad_w = r / 2;
+  return g;
+}
+
+struct Row {
+  const char* name;
+  Conv2dShape g;
+};
+
+std::vector<float> filled(std::size_t n, float base) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = base + 0.001f * static_cast<float>(i % 1997) - 1.0f;
+  return v;
+}
+
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+struct Timing {
+  std::vector<double> wall, cpu;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cpu_fast::prefer_passive_omp_wait(argv);  // as cnn_train and train_bench: their threads wait the same way
+  CLI::App app{"conv2d_weights_bench"};
+  int reps = 15;
+  std::string only;
+  app.add_option("--reps", reps, "timed calls of each (after one untimed)");
+  app.add_option("--rows", only, "comma-separated row names (default all)");
+  CLI11_PARSE(app, argc, argv);
+  const std::vector<Row> rows = {
+      {"s2_64_32", conv(64, 32, 128, 3, 2)},       {"s2_128_16", conv(128, 16, 256, 3, 2)},
+      {"s2_256_8", conv(256, 8, 512, 3, 2)},       {"s1_512_4", conv(512, 4, 512, 3, 1)},
+      {"s1_256_8", conv(256, 8, 256, 3, 1)},       {"s1_128_16", conv(128, 16, 128, 3, 1)},
+      {"s1_64_32", conv(64, 32, 64, 3, 1)},        {"1x1_s2_64_32", conv(64, 32, 128, 1, 2)},
+      {"1x1_s2_128_16", conv(128, 16, 256, 1, 2)}, {"1x1_s2_256_8", conv(256, 8, 512, 1, 2)},
+  };
+  std::printf("isa %s, batch 64\n", cpu_fast::onednn_isa());
+  std::printf("%-14s %-5s %10s %10s %10s %10s  %s\n", "row", "type", "onednn_ms", "gemm_ms", "onednn_cpu",
+              "gemm_cpu", "onednn impl");
+  for (const Row& row : rows) {
+    if (!only.empty() && ("," + only + ",").find("," + std::string(row.name) + ",") == std::string::npos)
+      continue;
+    const Conv2dShape& g = row.g;
+    const std::vector<float> x = filled(g.x_size(), 0.3f), w = filled(g.w_size(), 0.1f),
+                             dy = filled(g.y_size(), 0.2f);
+    std::vector<bfloat16> xb(x.size()), wb(w.size()), dyb(dy.size());
+    cpu::cast_f32_to_bf16(x.data(), xb.data(), static_cast<std::int64_t>(x.size()));
+    cpu::cast_f32_to_bf16(w.data(), wb.data(), static_cast<std::int64_t>(w.size()));
+    cpu::cast_f32_to_bf16(dy.data(), dyb.data(), static_cast<std::int64_t>(dy.size()));
+    std::vector<float> dw(g.w_size());
+    for (const bool bf16 : {true, false}) {
+      if (bf16 && !cpu_fast::native_bf16()) continue;
+      Timing t[2];
+      for (int i = 0; i <= reps; ++i) {
+        for (int m = 0; m < 2; ++m) {
+          const int mode = i % 2 == 0 ? m : 1 - m;  // alternate which runs first
+          cpu_fast::set_weights_gemm(mode == 0 ? cpu_fast::WeightsGemm::Never
+                                               : cpu_fast::WeightsGemm::Always);
+          const auto w0 = std::chrono::steady_clock::now();
+          const double c0 = cpu_seconds();
+          if (bf16)
+            cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr);
+          else
+            cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr);
+          const double c1 = cpu_seconds();
+          const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+          if (i > 0) {
+            t[mode].wall.push_back(1e3 * wall);
+            t[mode].cpu.push_back(1e3 * (c1 - c0));
+          }
+        }
+      }
+      cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Never);  // oneDNN's, for its name below
+      if (bf16)
+        cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr);
+      else
+        cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr);
+      std::printf("%-14s %-5s %10.2f %10.2f %10.2f %10.2f  %s\n", row.name, bf16 ? "bf16" : "fp32",
+                  median(t[0].wall), median(t[1].wall), median(t[0].cpu), median(t[1].cpu),
+                  cpu_fast::conv2d_impl(g, false, "bwd_weights", bf16).c_str());
+    }
+  }
+  cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Rule);
+  return 0;
+}

@@ -1,0 +1,145 @@
+// kernels/cpu_fast/conv2d_weights_gemm.h: a convolution's dw (and db) as im2col GEMMs, against the float64
+// reference (kernels/cpu/conv2d.h) on odd sizes, strides 1 and 2, padding, dilation, 4x4 maps, 1x1 and 3x3
+// kernels, dw and db poisoned with NaN first; with the batch in one chunk and split into several (a small
+// column budget: the chunks' products are summed in float32 by the GEMM).
+//
+// Tolerances (tests/common/bf16_tolerance.h): each dw is a float32 sum of L = N P Q products, within
+// (L + 2) 2^-24 |x| |dy| of the float64 sum on the same operands. bf16: the operands are bf16 values, their
+// products exact in float32, the reference run on the bf16-rounded inputs. float32: each product rounds
+// once more, which the same bound covers (the inner product's gamma_L). db: float32 plane sums in double.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/cpu/cast.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu_fast/conv2d.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
+#include "tests/common/bf16_tolerance.h"
+#include "tests/common/test_data.h"
+
+namespace engine {
+namespace {
+
+using testing::abs_values;
+using testing::bf16_matches;
+using testing::bf16_rounded;
+using testing::random_floats;
+
+std::vector<double> widened(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+std::vector<bfloat16> to_bf16(const std::vector<float>& v) {
+  std::vector<bfloat16> out(v.size());
+  cpu::cast_f32_to_bf16(v.data(), out.data(), static_cast<std::int64_t>(v.size()));
+  return out;
+}
+
+// One sample's column bytes: a budget of `samples` of them splits the batch into chunks of that many.
+long budget_of(const Conv2dShape& g, int samples, std::size_t element) {
+  return static_cast<long>(samples) * g.c * g.r * g.s * g.p() * g.q() * static_cast<long>(element);
+}
+
+class WeightsGemm : public ::testing::TestWithParam<std::tuple<Conv2dShape, int>> {
+ protected:
+  // Runs `bf16` or float32 on the same random x and dy, with and without a bias gradient, and checks both.
+  void check(bool bf16) {
+    const auto [g, chunk_samples] = GetParam();
+    const std::vector<float> x = random_floats(g.x_size(), 31), dy = random_floats(g.y_size(), 32),
+                             w = random_floats(g.w_size(), 33);
+    const std::vector<double> xr = bf16 ? bf16_rounded(x) : widened(x),
+                              dyr = bf16 ? bf16_rounded(dy) : widened(dy), wr = widened(w);
+    const std::vector<double> xa = abs_values(xr), dya = abs_values(dyr);
+    const auto k = static_cast<std::size_t>(g.k);
+    std::vector<double> dw_ref(g.w_size()), dw_mag(g.w_size()), db_ref(k), db_mag(k);
+    cpu::conv2d_backward<double>(g, xr.data(), wr.data(), dyr.data(), nullptr, dw_ref.data(), db_ref.data());
+    cpu::conv2d_backward<double>(g, xa.data(), wr.data(), dya.data(), nullptr, dw_mag.data(), db_mag.data());
+    const long budget =
+        chunk_samples > 0 ? budget_of(g, chunk_samples, bf16 ? 2 : 4) : cpu_fast::kColBudgetBytes;
+    const std::int64_t terms = static_cast<std::int64_t>(g.n) * g.p() * g.q();
+    for (const bool with_bias : {true, false}) {
+      std::vector<float> dw(g.w_size(), std::nanf("")), db(k, std::nanf(""));
+      float* db_ptr = with_bias ? db.data() : nullptr;
+      if (bf16) {
+        const std::vector<bfloat16> xb = to_bf16(x), dyb = to_bf16(dy);
+        cpu_fast::conv2d_weights_gemm(g, xb.data(), dyb.data(), dw.data(), db_ptr, budget);
+      } else {
+        cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), db_ptr, budget);
+      }
+      EXPECT_TRUE(bf16_matches(dw, dw_ref, dw_mag, terms, false)) << "dw, bias " << with_bias;
+      if (with_bias) {
+        EXPECT_TRUE(bf16_matches(db, db_ref, db_mag, terms, false)) << "db";
+      } else {
+        for (const float v : db) EXPECT_TRUE(std::isnan(v)) << "db written without a bias";
+      }
+    }
+  }
+};
+
+TEST_P(WeightsGemm, Float32IsTheReference) { check(false); }
+
+TEST_P(WeightsGemm, Bf16IsTheReferenceOnRoundedOperands) {
+  if (!cpu_fast::native_bf16()) GTEST_SKIP() << "this host runs no native bf16 GEMM (avx512_bf16)";
+  check(true);
+}
+
+Conv2dShape dilated(Conv2dShape g) {
+  g.dilation_h = 2;
+  g.dilation_w = 2;
+  return g;
+}
+
+Conv2dShape rectangular(Conv2dShape g) {
+  g.stride_w = 1;
+  g.pad_w = 0;
+  g.w += 2;
+  return g;
+}
+
+// (shape, samples per chunk: 0 the default budget, one chunk at these sizes)
+INSTANTIATE_TEST_SUITE_P(
+    OddSizes, WeightsGemm,
+    ::testing::Values(std::make_tuple(testing::square_conv(3, 5, 9, 7, 6, 3, 2, 1), 0),
+                      std::make_tuple(testing::square_conv(5, 7, 9, 9, 11, 3, 2, 1), 2),
+                      std::make_tuple(testing::square_conv(5, 17, 4, 4, 9, 3, 1, 1), 0),
+                      std::make_tuple(testing::square_conv(7, 17, 4, 4, 9, 3, 1, 1), 3),
+                      std::make_tuple(testing::square_conv(3, 9, 7, 5, 13, 3, 1, 2), 1),
+                      std::make_tuple(testing::square_conv(5, 7, 9, 11, 5, 1, 2, 0), 2),
+                      std::make_tuple(testing::square_conv(3, 5, 5, 7, 3, 1, 1, 0), 0),
+                      std::make_tuple(testing::square_conv(3, 6, 11, 9, 5, 5, 3, 2), 2),
+                      std::make_tuple(dilated(testing::square_conv(3, 5, 9, 9, 7, 3, 1, 1)), 2),
+                      std::make_tuple(rectangular(testing::square_conv(3, 5, 9, 7, 7, 3, 2, 1)), 1)));
+
+TEST(WeightsGemmInput, GroupedAndNullAreRefused) {
+  Conv2dShape g = testing::square_conv(2, 4, 5, 5, 4, 3, 1, 1);
+  std::vector<float> x(g.x_size(), 1.0f), dy(g.y_size(), 1.0f), dw(g.w_size());
+  EXPECT_THROW(cpu_fast::conv2d_weights_gemm(g, x.data(), nullptr, dw.data(), nullptr), Error);
+  EXPECT_THROW(cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), nullptr, 0), Error);
+  g.groups = 2;
+  try {
+    cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), nullptr);
+    ADD_FAILURE() << "a grouped convolution was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("groups 2"), std::string::npos) << e.what();
+  }
+}
+
+// The rule: bf16 strided 3x3 and 3x3 under 8x8 outputs (and the shapes it leaves to oneDNN).
+TEST(WeightsGemmRule, TakesTheShapesOneDnnRunsSlowly) {
+  EXPECT_TRUE(cpu_fast::weights_grad_gemm(testing::square_conv(64, 64, 32, 32, 128, 3, 2, 1), true));
+  EXPECT_TRUE(cpu_fast::weights_grad_gemm(testing::square_conv(64, 512, 4, 4, 512, 3, 1, 1), true));
+  EXPECT_FALSE(cpu_fast::weights_grad_gemm(testing::square_conv(64, 256, 8, 8, 256, 3, 1, 1), true));
+  EXPECT_FALSE(cpu_fast::weights_grad_gemm(testing::square_conv(64, 64, 32, 32, 128, 3, 2, 1), false));
+  Conv2dShape grouped = testing::square_conv(64, 64, 32, 32, 128, 3, 2, 1);
+  grouped.groups = 2;
+  EXPECT_FALSE(cpu_fast::weights_grad_gemm(grouped, true));
+}
+
+}  // namespace
+}  // namespace engine
