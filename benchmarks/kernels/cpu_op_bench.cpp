@@ -94,6 +94,8 @@ std::vector<Row> rows() {
   r.push_back(conv_row("dwconv5_2x2", "efficientnet_b0", conv(672, 2, 5, 672)));
   r.push_back(conv_row("dwconv3_16x16", "efficientnet_b0", conv(32, 16, 3, 32)));
   r.push_back(conv_row("gconv3_2x2", "regnet_y_400mf", conv(208, 2, 3, 26)));
+  r.push_back(conv_row("gconv3_4x4", "regnet_y_400mf", conv(104, 4, 3, 13)));
+  r.push_back(conv_row("gconv3_8x8", "regnet_y_400mf", conv(48, 8, 3, 6)));
   const std::int64_t act = 64LL * 144 * 8 * 8;
   const std::string act_shape = "[64,144,8,8]";
   {

@@ -51,6 +51,8 @@ ROWS = {
     "dwconv5_2x2": lambda: conv(672, 2, 5, 672),
     "dwconv3_16x16": lambda: conv(32, 16, 3, 32),
     "gconv3_2x2": lambda: conv(208, 2, 3, 26),
+    "gconv3_4x4": lambda: conv(104, 4, 3, 13),
+    "gconv3_8x8": lambda: conv(48, 8, 3, 6),
     "gelu": lambda: unary(F.gelu, (64, 384, 8, 8)),
     "sigmoid": lambda: unary(torch.sigmoid),
     "silu": lambda: unary(F.silu),
