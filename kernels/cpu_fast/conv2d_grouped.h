@@ -15,9 +15,9 @@
 // count. Planes under 16 outputs with several channels a group (regnet_y_400mf's 2x2 and 1x1 stages) take
 // dw in a column form instead: per sample the group's input as columns [pixel, channel x tap], each output
 // channel's weights one vector run per pixel, each weight a float32 sum in order over up to 16 samples, then
-// double (10x faster there: the plane form spent its time on per-slice copies for 4 products). Threads split
-// output planes (forward), input planes (backward-data) and weight slices or groups (backward-weights), so
-// no two threads write one value.
+// double (8x faster there at one thread: the plane form spent its time on per-slice copies for 4 products).
+// Threads split output planes (forward), input planes (backward-data) and weight slices or groups
+// (backward-weights), so no two threads write one value.
 
 #include "kernels/shapes.h"
 
