@@ -101,6 +101,8 @@ std::vector<Row> rows() {
   r.push_back(conv_row("dwconv5_2x2", "efficientnet_b0", conv(672, 2, 5, 672)));
   r.push_back(conv_row("dwconv3_16x16", "efficientnet_b0", conv(32, 16, 3, 32)));
   r.push_back(conv_row("gconv3_2x2", "regnet_y_400mf", conv(208, 2, 3, 26)));
+  r.push_back(conv_row("gconv3_4x4", "regnet_y_400mf", conv(104, 4, 3, 13)));
+  r.push_back(conv_row("gconv3_8x8", "regnet_y_400mf", conv(48, 8, 3, 6)));
   r.push_back(conv_row("pw_s1", "convnext_tiny stage 1 ChannelLinear 96->384", pointwise(96, 8, 384)));
   r.push_back(conv_row("pw_s2", "convnext_tiny stage 2 ChannelLinear 192->768", pointwise(192, 4, 768)));
   r.push_back(conv_row("pw_s3", "convnext_tiny stage 3 ChannelLinear 384->1536", pointwise(384, 2, 1536)));

@@ -63,6 +63,8 @@ ROWS = {
     "dwconv5_2x2": lambda: conv(672, 2, 5, 672),
     "dwconv3_16x16": lambda: conv(32, 16, 3, 32),
     "gconv3_2x2": lambda: conv(208, 2, 3, 26),
+    "gconv3_4x4": lambda: conv(104, 4, 3, 13),
+    "gconv3_8x8": lambda: conv(48, 8, 3, 6),
     "pw_s1": lambda: channel_linear(96, 8, 384),
     "pw_s2": lambda: channel_linear(192, 4, 768),
     "pw_s3": lambda: channel_linear(384, 2, 1536),

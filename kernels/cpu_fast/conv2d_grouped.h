@@ -12,7 +12,11 @@
 // overwritten). Each forward and backward-data output is one float32 sum in a fixed order (the taps of each
 // channel of the group in turn); dw sums its products in float32 vector lanes over up to 16 samples at a
 // time, then in double, as db sums per-sample float32 plane sums; so results repeat bit for bit at any thread
-// count. Threads split output planes (forward), input planes (backward-data) and weight slices
+// count. Planes under 16 outputs with several channels a group (regnet_y_400mf's 2x2 and 1x1 stages) take
+// dw in a column form instead: per sample the group's input as columns [pixel, channel x tap], each output
+// channel's weights one vector run per pixel, each weight a float32 sum in order over up to 16 samples, then
+// double (8x faster there at one thread: the plane form spent its time on per-slice copies for 4 products).
+// Threads split output planes (forward), input planes (backward-data) and weight slices or groups
 // (backward-weights), so no two threads write one value.
 
 #include "kernels/shapes.h"

@@ -5,8 +5,9 @@
 // Bound: every output is a sum of m products of floats, formed in float32 in some order (with or without
 // fused multiply-adds); each product and each addition rounds once, so |fast - exact| <= (m + 1) u sum|terms|
 // with u = 2^-24 (Higham's gamma_m, first order). sum|terms| is the reference run on |inputs|.
-// backward-weights sums float32 plane sums in double: within the same bound with m = one plane's count (P*Q)
-// + 1.
+// backward-weights sums in float32 over up to 16 samples (per vector lane on large planes, in order per
+// weight in the column form of planes under 16 outputs), then in double: within the same bound with m = 16
+// planes' count (16 P Q) + 1.
 
 #include <algorithm>
 #include <cmath>
@@ -72,6 +73,11 @@ TEST(CpuFastConv2dGroupedDirect, MatchesTheFloat64Reference) {
   check(grouped(2, 12, 9, 12, 3, 2, 1, 3, 1), true);  // grouped 4 -> 4, strided (regnet's)
   check(grouped(2, 6, 11, 9, 3, 2, 3, 3, 2), false);  // grouped 2 -> 3, strided, dilated
   check(grouped(1, 4, 8, 8, 5, 3, 2, 4, 1), true);    // depthwise multiplier 2, stride 3
+  // Planes under 16 outputs with several channels a group: backward-weights' column form, over more than 16
+  // samples (a fold into double between them).
+  check(grouped(20, 16, 2, 16, 3, 1, 1, 2, 1), true);  // groups of 8 -> 8 on 2x3 (regnet_y_400mf's 2x2)
+  check(grouped(17, 6, 5, 9, 3, 2, 2, 3, 2), false);   // 2 -> 3, strided, dilated, 3x3 outputs
+  check(grouped(18, 16, 1, 32, 3, 1, 1, 4, 1), true);  // 4 -> 8 on 1x2 (regnet_y_400mf's 1x1)
 }
 
 TEST(CpuFastConv2dGroupedDirect, Conv2dTakesItWhereOneDnnOffersItsGemmFallback) {

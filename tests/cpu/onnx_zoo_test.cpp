@@ -39,6 +39,19 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+// An integer >= lo from the environment variable `name`, or `fallback` where it is unset.
+int env_int(const char* name, int fallback, int lo) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*v == '\0' || *end != '\0' || n < lo || n > 1000000) {
+    ADD_FAILURE() << name << "='" << v << "': expected an integer from " << lo << " to 1000000";
+    return fallback;
+  }
+  return static_cast<int>(n);
+}
+
 // The engine's side for one model: DIR/M.safetensors and DIR/M.back.onnx, or DIR/M.refused with the reason.
 bool run_engine(const std::string& dir, const std::string& name) {
   const std::string base = dir + "/" + name;
@@ -47,9 +60,12 @@ bool run_engine(const std::string& dir, const std::string& name) {
     options.num_classes = 10;
     Model m = onnx::import_model(base + ".onnx", options);
     m.finalize(testing::cpu_context(DType::F32), 1);
-    const char* batch = std::getenv("ENGINE_ZOO_BATCH");
-    engine::testing::record_two_sgd_steps(m, m.sample_shape(), 10, base + ".safetensors",
-                                          batch != nullptr ? std::atoi(batch) : 4);
+    // ENGINE_ZOO_BATCH, ENGINE_ZOO_STEPS and ENGINE_ZOO_MOVE (a seed: the batch moved by one ulp per value)
+    // are for studying one model's conditioning by hand (docs/ZOO.md's notes); scripts/zoo_table.py sets
+    // none.
+    engine::testing::record_two_sgd_steps(
+        m, m.sample_shape(), 10, base + ".safetensors", env_int("ENGINE_ZOO_BATCH", 4, 1),
+        env_int("ENGINE_ZOO_STEPS", 2, 1), env_int("ENGINE_ZOO_MOVE", -1, 0));
     onnx::export_model(m, base + ".back.onnx");
     std::printf("zoo: %s: imported, trained, exported\n", name.c_str());
     return true;
