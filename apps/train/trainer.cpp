@@ -164,7 +164,8 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_options.device = device;
   test_options.gpu_resident = device.is_cuda() && c.gpu_resident_data;
   test_options.stream = stream;
-  test_options.image_layout = c.layout;  // batches as the model takes them (no transpose at its entry)
+  // Batches as the model takes them (no transpose at its entry); a blocked model's images (3 channels) NCHW.
+  test_options.image_layout = c.layout == Layout::NHWC ? Layout::NHWC : Layout::NCHW;
   test_options.transform = data::TransformConfig::eval(data_.mean, data_.std);
   test_loader_ = std::make_unique<data::Loader>(
       data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank),

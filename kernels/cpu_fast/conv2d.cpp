@@ -62,12 +62,13 @@ struct ConvPlan {
   Choice<BackwardData> bwd_data;
 };
 
-using Key =
-    std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, ConvAlgo>;
+using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, bool,
+                       ConvAlgo, Layout, Layout>;
 
-Key key_of(const Conv2dShape& g, bool bias, bool bf16) {
-  return {g.n,     g.c,     g.h,      g.w,          g.k,          g.r,  g.s,  g.stride_h, g.stride_w,
-          g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias, bf16, conv_algo()};
+Key key_of(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts l) {
+  return {g.n,        g.c,        g.h,         g.w,     g.k,      g.r,          g.s,
+          g.stride_h, g.stride_w, g.pad_h,     g.pad_w, g.groups, g.dilation_h, g.dilation_w,
+          bias,       bf16,       conv_algo(), l.x,     l.y};
 }
 
 // Builds one candidate with `make`; a Winograd candidate oneDNN declines (dnnl_unimplemented) is skipped.
@@ -109,17 +110,19 @@ void build_candidates(const ConvPlan& p, std::vector<Impl>& out, Make&& make) {
   if (out.empty()) out.push_back(make(dnnl::algorithm::convolution_direct));
 }
 
-ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
+ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts layouts) {
   ConvPlan p;
   const auto act = bf16 ? kBf16 : kF32;
   // Grouped: oneDNN's 5-d weights [G, K/G, C/G, R, S] (goihw), the same bytes as the engine's [K, C/G, R, S].
   const memory::dims x{g.n, g.c, g.h, g.w}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
   const memory::dims w = g.groups == 1 ? memory::dims{g.k, g.c, g.r, g.s}
                                        : memory::dims{g.groups, g.k_per_group(), g.c_per_group(), g.r, g.s};
-  p.x_plain = memory::desc(x, act, Tag::nchw);
+  ENGINE_CHECK(g.groups == 1 || (layouts.x == Layout::NCHW && layouts.y == Layout::NCHW),
+               "conv2d: a grouped convolution's activations are NCHW (kernels/ops converts blocked ones)");
+  p.x_plain = memory::desc(x, act, dnnl_rt::activation_tag(layouts.x));
   p.w_plain = memory::desc(w, act, g.groups == 1 ? Tag::oihw : Tag::goihw);
   p.dw_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
-  p.y_plain = memory::desc(y, act, Tag::nchw);
+  p.y_plain = memory::desc(y, act, dnnl_rt::activation_tag(layouts.y));
   p.b_plain = memory::desc(b, kF32, Tag::x);
   p.x_any = memory::desc(x, act, Tag::any);
   p.w_any = memory::desc(w, act, Tag::any);
@@ -190,11 +193,11 @@ PlanMap& plans() {
   return map;
 }
 
-ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16) {
-  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias, bf16)];
+ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts layouts) {
+  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias, bf16, layouts)];
   if (!slot) {
     dnnl_rt::check_room_for_kernels("a convolution's forward");
-    slot = std::make_unique<ConvPlan>(make_plan(g, bias, bf16));
+    slot = std::make_unique<ConvPlan>(make_plan(g, bias, bf16, layouts));
   }
   return *slot;
 }
@@ -246,11 +249,11 @@ std::string chosen_impl(const Conv2dShape& g, bool bf16, const Choice<Impl>& c) 
 }
 
 void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const float* bias, void* y,
-             ConvSaved* saved) {
+             ConvSaved* saved, ConvLayouts layouts) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
   dnnl_rt::run("conv2d_forward", [&] {
-    ConvPlan& p = plan_for(g, bias != nullptr, bf16);
+    ConvPlan& p = plan_for(g, bias != nullptr, bf16, layouts);
     if (grouped_direct(g, bf16, p.fwd)) {
       if (saved != nullptr) saved->impl().valid = false;  // nothing kept: backward converts x itself
       grouped_conv2d_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
@@ -271,32 +274,34 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
 }
 
 void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx,
-              float* dw, float* db, ConvSaved* saved) {
+              float* dw, float* db, ConvSaved* saved, ConvLayouts layouts) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
   dnnl_rt::run("conv2d_backward", [&] {
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
-    ConvPlan& p = plan_for(g, db != nullptr, bf16);
+    ConvPlan& p = plan_for(g, db != nullptr, bf16, layouts);
     dnnl::stream& s = dnnl_rt::cpu_stream();
     prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
     const Operand* dy_operand = nullptr;
-    if (grouped_direct(g, bf16, p.bwd_weights))
-      grouped_conv2d_backward_weights(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw, db);
-    else
-      run_choice(p.bwd_weights, [&](BackwardWeights& b) {
-        memory& dy_blocked = b.dy.read(dy);
-        Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
-                  {DNNL_ARG_DIFF_DST, dy_blocked},
-                  {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
-        if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
-        b.prim.execute(s, args);
-        b.dw.finish();
-        s.wait();
-        dy_read = &dy_blocked;
-        dy_operand = &b.dy;
-      });
+    if (grouped_direct(g, bf16, p.bwd_weights) || grouped_direct(g, bf16, p.bwd_data))
+      if (grouped_direct(g, bf16, p.bwd_weights))
+        grouped_conv2d_backward_weights(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw,
+                                        db);
+      else
+        run_choice(p.bwd_weights, [&](BackwardWeights& b) {
+          memory& dy_blocked = b.dy.read(dy);
+          Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
+                    {DNNL_ARG_DIFF_DST, dy_blocked},
+                    {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
+          if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
+          b.prim.execute(s, args);
+          b.dw.finish();
+          s.wait();
+          dy_read = &dy_blocked;
+          dy_operand = &b.dy;
+        });
     if (dx != nullptr) {
       prepare_backward_data(p);
       if (grouped_direct(g, bf16, p.bwd_data)) {
@@ -338,13 +343,13 @@ bool bf16_weights_grad_in_f32(const Conv2dShape& g) {
 }
 
 void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
-                    ConvSaved* saved) {
-  forward(g, false, x, w, bias, y, saved);
+                    ConvSaved* saved, ConvLayouts layouts) {
+  forward(g, false, x, w, bias, y, saved, layouts);
 }
 
 void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db, ConvSaved* saved) {
-  backward(g, false, x, w, dy, dx, dw, db, saved);
+                     float* dw, float* db, ConvSaved* saved, ConvLayouts layouts) {
+  backward(g, false, x, w, dy, dx, dw, db, saved, layouts);
 }
 
 bool native_bf16() {
@@ -356,17 +361,18 @@ bool native_bf16() {
 }
 
 void conv2d_forward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const float* bias,
-                         bfloat16* y, ConvSaved* saved) {
-  forward(g, true, x, w, bias, y, saved);
+                         bfloat16* y, ConvSaved* saved, ConvLayouts layouts) {
+  forward(g, true, x, w, bias, y, saved, layouts);
 }
 
 void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
-                          bfloat16* dx, float* dw, float* db, ConvSaved* saved) {
-  backward(g, true, x, w, dy, dx, dw, db, saved);
+                          bfloat16* dx, float* dw, float* db, ConvSaved* saved, ConvLayouts layouts) {
+  backward(g, true, x, w, dy, dx, dw, db, saved, layouts);
 }
 
-std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16) {
-  const auto it = plans().find(key_of(g, bias, bf16));
+std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16,
+                        ConvLayouts layouts) {
+  const auto it = plans().find(key_of(g, bias, bf16, layouts));
   if (it == plans().end()) return {};
   const ConvPlan& p = *it->second;
   const std::string d = direction;
