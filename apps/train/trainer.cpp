@@ -50,6 +50,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   seed_ = c.seed;
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
                                           rank_dropout_seed(c.seed, c.rank));
+  ENGINE_CHECK(!is_blocked(c.layout) || !device_->is_cuda(),
+               "--layout {}: the blocked layouts are the CPU's (oneDNN's nChw8c/nChw16c); on a GPU use nchw "
+               "or nhwc",
+               layout_name(c.layout));
   device_->set_layout(c.layout);
   if (!device_->is_cuda()) cpu_fast::set_conv_algo(effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
