@@ -135,12 +135,7 @@ template <typename T>
 void forward_training(const BatchNorm2dShape& g, const T* x, const float* gamma, const float* beta, T* y,
                       float* save_mean, float* save_invstd, float* running_mean, float* running_var,
                       double momentum, double eps, bool relu, const float* running_mean_shift) {
-  g.validate_training(momentum, eps);
-  ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
-               "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
-  ENGINE_CHECK(
-      (running_mean == nullptr) == (running_var == nullptr),
-      "batchnorm2d_forward_training: running_mean and running_var must both be given or both be null");
+  bn_parts::check_forward_training(g, momentum, eps, x, y, save_mean, save_invstd, running_mean, running_var);
   const int64_t hw = static_cast<int64_t>(g.h) * g.w;
   const int64_t channel_stride = hw * g.c;
   const double m = static_cast<double>(g.count());

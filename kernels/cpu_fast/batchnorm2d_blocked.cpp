@@ -214,12 +214,7 @@ void batchnorm2d_forward_training_blocked(int block, const BatchNorm2dShape& g, 
                                           float* save_invstd, float* running_mean, float* running_var,
                                           double momentum, double eps, bool relu,
                                           const float* running_mean_shift) {
-  g.validate_training(momentum, eps);
-  ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
-               "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
-  ENGINE_CHECK(
-      (running_mean == nullptr) == (running_var == nullptr),
-      "batchnorm2d_forward_training: running_mean and running_var must both be given or both be null");
+  bn_parts::check_forward_training(g, momentum, eps, x, y, save_mean, save_invstd, running_mean, running_var);
   with_block(block, [&]<int B>() {
     forward_training<B>(g, x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, momentum,
                         eps, relu, running_mean_shift);

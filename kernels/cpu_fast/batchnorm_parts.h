@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "core/error.h"
+#include "kernels/cpu/batchnorm2d.h"
 #include "kernels/cpu_fast/bf16_io.h"
 
 namespace engine::cpu_fast::bn_parts {
@@ -37,6 +39,18 @@ inline void update_running(int c, double mean, double sq, double m, double momen
       static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * shifted);
   running_var[c] =
       static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * sq / (m - 1.0));
+}
+
+// The training forward's argument checks (both layouts' kernels).
+inline void check_forward_training(const BatchNorm2dShape& g, double momentum, double eps, const void* x,
+                                   const void* y, const float* save_mean, const float* save_invstd,
+                                   const float* running_mean, const float* running_var) {
+  g.validate_training(momentum, eps);
+  ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
+               "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
+  ENGINE_CHECK(
+      (running_mean == nullptr) == (running_var == nullptr),
+      "batchnorm2d_forward_training: running_mean and running_var must both be given or both be null");
 }
 
 }  // namespace engine::cpu_fast::bn_parts
