@@ -285,23 +285,21 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
     prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
     const Operand* dy_operand = nullptr;
-    if (grouped_direct(g, bf16, p.bwd_weights) || grouped_direct(g, bf16, p.bwd_data))
-      if (grouped_direct(g, bf16, p.bwd_weights))
-        grouped_conv2d_backward_weights(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw,
-                                        db);
-      else
-        run_choice(p.bwd_weights, [&](BackwardWeights& b) {
-          memory& dy_blocked = b.dy.read(dy);
-          Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
-                    {DNNL_ARG_DIFF_DST, dy_blocked},
-                    {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
-          if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
-          b.prim.execute(s, args);
-          b.dw.finish();
-          s.wait();
-          dy_read = &dy_blocked;
-          dy_operand = &b.dy;
-        });
+    if (grouped_direct(g, bf16, p.bwd_weights))
+      grouped_conv2d_backward_weights(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw, db);
+    else
+      run_choice(p.bwd_weights, [&](BackwardWeights& b) {
+        memory& dy_blocked = b.dy.read(dy);
+        Args args{{DNNL_ARG_SRC, saved != nullptr ? saved->impl().reuse(b.x, x) : b.x.read(x)},
+                  {DNNL_ARG_DIFF_DST, dy_blocked},
+                  {DNNL_ARG_DIFF_WEIGHTS, b.dw.write(dw)}};
+        if (db != nullptr) args.emplace(DNNL_ARG_DIFF_BIAS, memory(p.b_plain, dnnl_rt::cpu_engine(), db));
+        b.prim.execute(s, args);
+        b.dw.finish();
+        s.wait();
+        dy_read = &dy_blocked;
+        dy_operand = &b.dy;
+      });
     if (dx != nullptr) {
       prepare_backward_data(p);
       if (grouped_direct(g, bf16, p.bwd_data)) {
