@@ -143,9 +143,10 @@ TEST(BlockedLayout, ReluAndResidualAdd) {
 
 TEST(BlockedLayout, OpsAddressingByStridesRefuseIt) {
   const Env e = cpu(DType::F32, Layout::NCHW16c, 16);
-  const Tensor a = input(e, {2, 16, 3, 3}, 1), bias = parameter(e, {1, 16, 1, 1}, 2);
+  // A per-channel constant [1, C, 1, 1] beside the activation, both blocked (layers/graph.cpp's constants).
+  const Tensor a = input(e, {2, 16, 3, 3}, 1), bias = input(e, {1, 16, 1, 1}, 2);
   const Tensor y = poisoned(e, {2, 16, 3, 3});
-  const std::string message = error_of([&] { ops::binary_forward(e.ctx, ops::BinaryOp::Add, a, bias, y); });
+  const std::string message = error_of([&] { ops::binary_forward(e.ctx, BinaryOp::Add, a, bias, y); });
   EXPECT_NE(message.find("blocked nChw16c layout, which this op does not take"), std::string::npos)
       << message;
 }
