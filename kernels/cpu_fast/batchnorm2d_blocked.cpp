@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/cpu_fast/batchnorm_parts.h"
 #include "kernels/cpu_fast/bf16_io.h"
+#include "kernels/cpu_fast/channel_block.h"
 #include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
 #include "kernels/cpu_fast/parallel.h"
 
@@ -25,12 +26,8 @@ struct Blocks {
   int64_t at(int n, int64_t cb, int b) const { return (n * count + cb) * hw * b; }
 };
 
-template <int B>
+template <int B>  // with_channel_block checked that C is a multiple of B
 Blocks blocks_of(const BatchNorm2dShape& g) {
-  ENGINE_CHECK(g.c % B == 0,
-               "batchnorm2d: the blocked layout of {} channels a block needs C a multiple of it, "
-               "not {}",
-               B, g.c);
   return {static_cast<int64_t>(g.h) * g.w, g.c / B};
 }
 
@@ -196,16 +193,6 @@ void backward_any(const BatchNorm2dShape& g, const T* x, const float* gamma, Sta
   }
 }
 
-// Calls fn.template operator()<B>() for the block size.
-template <typename Fn>
-void with_block(int block, Fn&& fn) {
-  switch (block) {
-    case 8: fn.template operator()<8>(); return;
-    case 16: fn.template operator()<16>(); return;
-    default: ENGINE_FAIL("batchnorm2d: blocks of 8 or 16 channels (nChw8c, nChw16c), not {}", block);
-  }
-}
-
 }  // namespace
 
 template <typename T>
@@ -215,7 +202,7 @@ void batchnorm2d_forward_training_blocked(int block, const BatchNorm2dShape& g, 
                                           double momentum, double eps, bool relu,
                                           const float* running_mean_shift) {
   bn_parts::check_forward_training(g, momentum, eps, x, y, save_mean, save_invstd, running_mean, running_var);
-  with_block(block, [&]<int B>() {
+  with_channel_block("batchnorm2d", block, g.c, [&]<int B>() {
     forward_training<B>(g, x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, momentum,
                         eps, relu, running_mean_shift);
   });
@@ -229,8 +216,9 @@ void batchnorm2d_forward_eval_blocked(int block, const BatchNorm2dShape& g, cons
   BatchNorm2dShape::validate_eps(eps);
   ENGINE_CHECK(x != nullptr && y != nullptr && running_mean != nullptr && running_var != nullptr,
                "batchnorm2d_forward_eval: x, y, running_mean and running_var must not be null");
-  with_block(block,
-             [&]<int B>() { forward_eval<B>(g, x, gamma, beta, running_mean, running_var, y, eps, relu); });
+  with_channel_block("batchnorm2d", block, g.c, [&]<int B>() {
+    forward_eval<B>(g, x, gamma, beta, running_mean, running_var, y, eps, relu);
+  });
 }
 
 template <typename T>
@@ -245,7 +233,7 @@ void batchnorm2d_backward_training_blocked(int block, const BatchNorm2dShape& g,
     mean = static_cast<double>(save_mean[c]);
     invstd = static_cast<double>(save_invstd[c]);
   };
-  with_block(block, [&]<int B>() {
+  with_channel_block("batchnorm2d", block, g.c, [&]<int B>() {
     backward_any<B>(g, x, gamma, stats, dy, relu_y, dx, dgamma, dbeta, /*batch_terms=*/true);
   });
 }
@@ -262,7 +250,7 @@ void batchnorm2d_backward_eval_blocked(int block, const BatchNorm2dShape& g, con
     mean = static_cast<double>(running_mean[c]);
     invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
   };
-  with_block(block, [&]<int B>() {
+  with_channel_block("batchnorm2d", block, g.c, [&]<int B>() {
     backward_any<B>(g, x, gamma, stats, dy, relu_y, dx, dgamma, dbeta, /*batch_terms=*/false);
   });
 }

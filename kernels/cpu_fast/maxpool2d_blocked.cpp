@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_fast/bf16_io.h"
+#include "kernels/cpu_fast/channel_block.h"
 #include "kernels/cpu_fast/parallel.h"
 
 namespace engine::cpu_fast {
@@ -103,29 +104,19 @@ void backward(const Pool2dShape& s, const T* dy, const std::int32_t* argmax, T* 
                cells_in);
 }
 
-template <typename Fn>
-void with_block(int block, const Pool2dShape& s, Fn&& fn) {
-  s.validate();
-  ENGINE_CHECK(block > 0 && s.c % block == 0, "maxpool2d: a blocked layout of {} channels a block and C = {}",
-               block, s.c);
-  switch (block) {
-    case 8: fn.template operator()<8>(); return;
-    case 16: fn.template operator()<16>(); return;
-    default: ENGINE_FAIL("maxpool2d: blocks of 8 or 16 channels (nChw8c, nChw16c), not {}", block);
-  }
-}
-
 }  // namespace
 
 template <typename T>
 void maxpool2d_forward_blocked(int block, const Pool2dShape& s, const T* x, T* y, std::int32_t* argmax) {
-  with_block(block, s, [&]<int B>() { forward<B>(s, x, y, argmax); });
+  s.validate();
+  with_channel_block("maxpool2d", block, s.c, [&]<int B>() { forward<B>(s, x, y, argmax); });
 }
 
 template <typename T>
 void maxpool2d_backward_blocked(int block, const Pool2dShape& s, const T* dy, const std::int32_t* argmax,
                                 T* dx) {
-  with_block(block, s, [&]<int B>() { backward<B>(s, dy, argmax, dx); });
+  s.validate();
+  with_channel_block("maxpool2d", block, s.c, [&]<int B>() { backward<B>(s, dy, argmax, dx); });
 }
 
 template void maxpool2d_forward_blocked<float>(int, const Pool2dShape&, const float*, float*, std::int32_t*);
