@@ -255,21 +255,34 @@ void batchnorm2d_backward_eval_blocked(int block, const BatchNorm2dShape& g, con
   });
 }
 
-#define ENGINE_BN_BLOCKED(T)                                                                                 \
-  template void batchnorm2d_forward_training_blocked<T>(int, const BatchNorm2dShape&, const T*,              \
-                                                        const float*, const float*, T*, float*, float*,      \
-                                                        float*, float*, double, double, bool, const float*); \
-  template void batchnorm2d_forward_eval_blocked<T>(int, const BatchNorm2dShape&, const T*, const float*,    \
-                                                    const float*, const float*, const float*, T*, double,    \
-                                                    bool);                                                   \
-  template void batchnorm2d_backward_training_blocked<T>(int, const BatchNorm2dShape&, const T*,             \
-                                                         const float*, const float*, const float*, const T*, \
-                                                         T*, float*, float*, const T*);                      \
-  template void batchnorm2d_backward_eval_blocked<T>(int, const BatchNorm2dShape&, const T*, const float*,   \
-                                                     const float*, const float*, const T*, T*, float*,       \
-                                                     float*, double, const T*);
-ENGINE_BN_BLOCKED(float)
-ENGINE_BN_BLOCKED(bfloat16)
-#undef ENGINE_BN_BLOCKED
+template void batchnorm2d_forward_training_blocked<float>(int, const BatchNorm2dShape&, const float*,
+                                                          const float*, const float*, float*, float*, float*,
+                                                          float*, float*, double, double, bool, const float*);
+template void batchnorm2d_forward_eval_blocked<float>(int, const BatchNorm2dShape&, const float*,
+                                                      const float*, const float*, const float*, const float*,
+                                                      float*, double, bool);
+template void batchnorm2d_backward_training_blocked<float>(int, const BatchNorm2dShape&, const float*,
+                                                           const float*, const float*, const float*,
+                                                           const float*, float*, float*, float*,
+                                                           const float*);
+template void batchnorm2d_backward_eval_blocked<float>(int, const BatchNorm2dShape&, const float*,
+                                                       const float*, const float*, const float*, const float*,
+                                                       float*, float*, float*, double, const float*);
+
+template void batchnorm2d_forward_training_blocked<bfloat16>(int, const BatchNorm2dShape&, const bfloat16*,
+                                                             const float*, const float*, bfloat16*, float*,
+                                                             float*, float*, float*, double, double, bool,
+                                                             const float*);
+template void batchnorm2d_forward_eval_blocked<bfloat16>(int, const BatchNorm2dShape&, const bfloat16*,
+                                                         const float*, const float*, const float*,
+                                                         const float*, bfloat16*, double, bool);
+template void batchnorm2d_backward_training_blocked<bfloat16>(int, const BatchNorm2dShape&, const bfloat16*,
+                                                              const float*, const float*, const float*,
+                                                              const bfloat16*, bfloat16*, float*, float*,
+                                                              const bfloat16*);
+template void batchnorm2d_backward_eval_blocked<bfloat16>(int, const BatchNorm2dShape&, const bfloat16*,
+                                                          const float*, const float*, const float*,
+                                                          const bfloat16*, bfloat16*, float*, float*, double,
+                                                          const bfloat16*);
 
 }  // namespace engine::cpu_fast
