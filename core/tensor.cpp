@@ -32,10 +32,16 @@ void check_shape(const Shape& shape) {
   for (std::int64_t d : shape) ENGINE_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
 }
 
-void check_layout(const Shape& shape, Layout layout) {
+void check_layout(const Shape& shape, Layout layout, Device device) {
   ENGINE_CHECK(layout == Layout::NCHW || shape.size() == 4,
                "the {} layout is for 4-d tensors [N, C, H, W], not shape {}", layout_name(layout),
                shape_str(shape));
+  if (!is_blocked(layout)) return;
+  ENGINE_CHECK(device.is_cpu(), "the {} layout is for CPU tensors, not one on {}", layout_name(layout),
+               device.str());
+  ENGINE_CHECK(shape[1] % layout_block(layout) == 0,
+               "the {} layout holds whole blocks of {} channels, not the {} of shape {}", layout_name(layout),
+               layout_block(layout), shape[1], shape_str(shape));
 }
 
 }  // namespace
@@ -49,7 +55,7 @@ Storage::~Storage() { allocator_->deallocate(data_); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, void* stream, Layout layout) {
   check_shape(shape);
-  check_layout(shape, layout);
+  check_layout(shape, layout, device);
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
@@ -89,8 +95,8 @@ Tensor Tensor::view(const Shape& shape) const {
   check_shape(shape);
   ENGINE_CHECK(shape_numel(shape) == numel(), "cannot view {} as {}", str(), shape_str(shape));
   ENGINE_CHECK(layout_ == Layout::NCHW || shape == shape_,
-               "cannot view {} as {}: its elements are in NHWC order; transpose it to NCHW first", str(),
-               shape_str(shape));
+               "cannot view {} as {}: its elements are in {} order; transpose it to NCHW first", str(),
+               shape_str(shape), layout_name(layout_));
   Tensor t = *this;
   t.shape_ = shape;
   return t;
@@ -108,7 +114,8 @@ Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {
 
 Tensor Tensor::flat_range(std::int64_t offset, const Shape& shape) const {
   check_shape(shape);
-  ENGINE_CHECK(layout_ == Layout::NCHW, "flat_range of {}: its elements are in NHWC order", str());
+  ENGINE_CHECK(layout_ == Layout::NCHW, "flat_range of {}: its elements are in {} order", str(),
+               layout_name(layout_));
   ENGINE_CHECK(offset >= 0 && offset + shape_numel(shape) <= numel(),
                "flat_range at {} of shape {} exceeds {}", offset, shape_str(shape), str());
   Tensor t = *this;
@@ -163,7 +170,7 @@ void Tensor::fill_bytes(std::uint8_t value, void* stream) {
 
 std::string Tensor::str() const {
   if (!defined()) return "undefined tensor";
-  const std::string_view layout = layout_ == Layout::NHWC ? " NHWC" : "";
+  const std::string layout = layout_ == Layout::NCHW ? "" : fmt::format(" {}", layout_name(layout_));
   return fmt::format("{}{}{} on {}", dtype_name(dtype_), shape_str(shape_), layout, device().str());
 }
 

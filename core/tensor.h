@@ -2,7 +2,8 @@
 // Tensor: a shape, an element type, a device, and a slice of reference-counted contiguous storage.
 //
 // Every tensor is contiguous: row-major (Layout::NCHW, every rank), or, for a 4-d tensor only, channels last
-// (Layout::NHWC: the shape stays the logical [N, C, H, W], the memory order is N, H, W, C; core/layout.h).
+// (Layout::NHWC: the shape stays the logical [N, C, H, W], the memory order is N, H, W, C), or on the CPU
+// oneDNN's blocked nChw8c/nChw16c (core/layout.h).
 // Views (view, slice, flat_range) share the storage of the tensor they come from; this is how a model's
 // parameters are slices of one flat parameter buffer and DDP's gradient buckets are slices of one flat
 // gradient buffer, with nothing copied. Of an NHWC tensor, only the views that keep the memory order

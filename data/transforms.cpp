@@ -205,6 +205,7 @@ void Transform::apply(const std::uint8_t* src, std::int64_t channels, std::int64
 void Transform::apply_in_layout(const std::uint8_t* src, std::int64_t channels, std::int64_t height,
                                 std::int64_t width, std::int64_t sample_index, std::uint64_t epoch,
                                 Layout layout, float* dst, std::vector<float>& scratch) const {
+  ENGINE_CHECK(!is_blocked(layout), "Transform: batches come NCHW or NHWC, not {}", layout_name(layout));
   if (layout == Layout::NCHW) {
     apply(src, channels, height, width, sample_index, epoch, dst);
     return;

@@ -26,6 +26,9 @@ struct Geometry {
 Geometry geometry_of(const Tensor& x) {
   ENGINE_CHECK(x.ndim() == 4, "SyncBatchNorm expects an input [N, C, H, W], got {}", x.str());
   const std::int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  ENGINE_CHECK(!is_blocked(x.layout()),
+               "SyncBatchNorm: {} is in the blocked {} layout, which it does not take (run the nchw layout)",
+               x.str(), layout_name(x.layout()));
   if (x.layout() == Layout::NHWC) return {n, c, hw, hw * c, 1, c};
   return {n, c, hw, c * hw, hw, 1};
 }

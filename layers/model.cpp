@@ -54,8 +54,10 @@ Model::Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape)
 Tensor Model::forward(const Tensor& x, Mode mode) {
   if (!context_) return root_->forward(x, mode);  // the layer says what is missing
   const ExecutionContext& ctx = *context_;
-  input_transposed_ = x.defined() && x.ndim() == 4 && x.layout() != ctx.layout;
-  Tensor y = root_->forward(input_transposed_ ? ops::to_layout(ctx, x, ctx.layout) : x, mode);
+  input_transposed_ = x.defined() && x.ndim() == 4 && x.layout() != activation_layout(ctx.layout, x.dim(1));
+  input_layout_ = x.defined() ? x.layout() : Layout::NCHW;
+  Tensor y = root_->forward(
+      input_transposed_ ? ops::to_layout(ctx, x, activation_layout(ctx.layout, x.dim(1))) : x, mode);
   return y.dtype() == DType::BF16 ? ops::bf16::widened(ctx, y) : y;
 }
 
@@ -63,7 +65,7 @@ Tensor Model::backward(const Tensor& dy) {
   Tensor dx = root_->backward(dy);
   if (!dx.defined() || !input_transposed_) return dx;
   const ExecutionContext& ctx = context();
-  return ops::to_layout(ctx, dx, ctx.layout == Layout::NHWC ? Layout::NCHW : Layout::NHWC);
+  return ops::to_layout(ctx, dx, input_layout_);
 }
 
 ExecutionContext& Model::context() const {

@@ -87,7 +87,8 @@ class Model {
   // one is widened (exactly) on the way out, so the loss, metrics, test-time augmentation and predictions
   // read float32 (PyTorch users call .float() on autocast's output); dy may be float32 or bf16.
   // The one place where an input changes layout: a 4-d NCHW input (what the loaders give) of a model whose
-  // context is NHWC is transposed to NHWC before the root sees it; backward transposes dL/dx back.
+  // context is NHWC (or blocked, where its channels fill blocks: core/layout.h's activation_layout) is
+  // transposed before the root sees it; backward transposes dL/dx back.
   Tensor forward(const Tensor& x, Mode mode);
   // Returns dL/dx (in the layout of the last forward's input) when set_needs_input_grad(true), else an
   // undefined tensor.
@@ -138,7 +139,8 @@ class Model {
   std::vector<StateEntry> state_;
   Tensor flat_params_, flat_grads_, flat_buffers_, flat_params_bf16_;
   bool finalized_ = false;
-  bool input_transposed_ = false;  // the last forward transposed its input (backward transposes dx back)
+  bool input_transposed_ = false;       // the last forward transposed its input (backward transposes dx back)
+  Layout input_layout_ = Layout::NCHW;  // that input's layout
   bool fusion_ = true;
   int fused_batchnorm_relu_ = 0;
   int folded_conv_bias_ = 0;

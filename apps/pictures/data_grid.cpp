@@ -55,6 +55,8 @@ data::Dataset batch_as_dataset(const Tensor& images, const Tensor& labels, const
                "batch_as_dataset: {} means and {} deviations for {} channels", mean.size(), std.size(),
                d.channels);
   const std::int64_t n = std::min(images.dim(0), max_images), plane = d.height * d.width;
+  ENGINE_CHECK(!is_blocked(images.layout()), "batch_as_dataset: {} is blocked (transpose it to NCHW first)",
+               images.str());
   const bool nhwc = images.layout() == Layout::NHWC;
   const float* x = images.data<float>();
   d.images.resize(static_cast<std::size_t>(n * d.channels * plane));

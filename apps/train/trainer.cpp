@@ -50,6 +50,10 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   seed_ = c.seed;
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
                                           rank_dropout_seed(c.seed, c.rank));
+  ENGINE_CHECK(!is_blocked(c.layout) || !device_->is_cuda(),
+               "--layout {}: the blocked layouts are the CPU's (oneDNN's nChw8c/nChw16c); on a GPU use nchw "
+               "or nhwc",
+               layout_name(c.layout));
   device_->set_layout(c.layout);
   if (!device_->is_cuda()) cpu_fast::set_conv_algo(effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
@@ -164,7 +168,8 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_options.device = device;
   test_options.gpu_resident = device.is_cuda() && c.gpu_resident_data;
   test_options.stream = stream;
-  test_options.image_layout = c.layout;  // batches as the model takes them (no transpose at its entry)
+  // Batches as the model takes them (no transpose at its entry); a blocked model's images (3 channels) NCHW.
+  test_options.image_layout = c.layout == Layout::NHWC ? Layout::NHWC : Layout::NCHW;
   test_options.transform = data::TransformConfig::eval(data_.mean, data_.std);
   test_loader_ = std::make_unique<data::Loader>(
       data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank),

@@ -88,7 +88,7 @@ Result run_case(const Config& c, const std::string& model_name, std::int64_t bat
   lo.device = device;
   lo.gpu_resident = device.is_cuda();
   lo.stream = stream;
-  lo.image_layout = c.layout;
+  lo.image_layout = c.layout == Layout::NHWC ? Layout::NHWC : Layout::NCHW;  // blocked models: NCHW images
   lo.num_workers = 1;
   lo.transform = data::TransformConfig::train({0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}, 3);
   if (dataset.channels == 1) lo.transform = data::TransformConfig::train({0.1307f}, {0.3081f}, 3);

@@ -1,11 +1,11 @@
 #include "kernels/cpu_fast/batchnorm2d.h"
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu_fast/batchnorm_parts.h"
 #include "kernels/cpu_fast/bf16_io.h"
 #include "kernels/cpu_fast/map.h"  // ENGINE_CPU_CLONES
 #include "kernels/cpu_fast/parallel.h"
@@ -13,6 +13,8 @@
 namespace engine::cpu_fast {
 namespace {
 
+using bn_parts::grad_at;
+using bn_parts::relu;
 using std::int64_t;
 
 // T is the activations' storage, float or bfloat16 (bf16_io.h: read widened; each output rounded to
@@ -42,9 +44,6 @@ ENGINE_CPU_CLONES double sum_sq_dev(const T* v, int64_t n, double mean) {
   return acc;
 }
 
-// ReLU of the engine (kernels/cpu/relu.h): NaN propagates.
-inline float relu(float v) { return (v > 0.0f || v != v) ? v : 0.0f; }
-
 // y = (x - mean) * scale + shift over one plane, in double as the reference (BatchNorm divides by the
 // spread: when it is tiny against the mean, (x - mean) rounded to float would be amplified by invstd), then
 // rounded to float once and, fused, passed through ReLU, as relu_forward would on the stored value.
@@ -55,20 +54,6 @@ ENGINE_CPU_CLONES void normalize_plane(const T* x, T* y, int64_t hw, double mean
   for (int64_t i = 0; i < hw; ++i) {
     const float v = static_cast<float>((static_cast<double>(loaded(x[i])) - mean) * scale + shift);
     y[i] = stored<T>(kRelu ? relu(v) : v);
-  }
-}
-
-// dy as BatchNorm sees it: fused, masked by the fused output (ReLU's backward: dy where y > 0, else +0).
-// The mask is a bitwise and, not a select: GCC leaves a select in these double loops as control flow and
-// does not vectorise them.
-template <bool kMask, typename T>
-inline double grad_at(const T* dy, const T* relu_y, int64_t i) {
-  const float d = loaded(dy[i]);
-  if constexpr (kMask) {
-    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(loaded(relu_y[i]) > 0.0f);
-    return static_cast<double>(std::bit_cast<float>(std::bit_cast<std::uint32_t>(d) & keep));
-  } else {
-    return static_cast<double>(d);
   }
 }
 
@@ -150,12 +135,7 @@ template <typename T>
 void forward_training(const BatchNorm2dShape& g, const T* x, const float* gamma, const float* beta, T* y,
                       float* save_mean, float* save_invstd, float* running_mean, float* running_var,
                       double momentum, double eps, bool relu, const float* running_mean_shift) {
-  g.validate_training(momentum, eps);
-  ENGINE_CHECK(x != nullptr && y != nullptr && save_mean != nullptr && save_invstd != nullptr,
-               "batchnorm2d_forward_training: x, y, save_mean and save_invstd must not be null");
-  ENGINE_CHECK(
-      (running_mean == nullptr) == (running_var == nullptr),
-      "batchnorm2d_forward_training: running_mean and running_var must both be given or both be null");
+  bn_parts::check_forward_training(g, momentum, eps, x, y, save_mean, save_invstd, running_mean, running_var);
   const int64_t hw = static_cast<int64_t>(g.h) * g.w;
   const int64_t channel_stride = hw * g.c;
   const double m = static_cast<double>(g.count());
@@ -180,14 +160,7 @@ void forward_training(const BatchNorm2dShape& g, const T* x, const float* gamma,
     }
     save_mean[c] = static_cast<float>(mean);
     save_invstd[c] = static_cast<float>(invstd);
-    if (running_mean != nullptr) {
-      const double shifted =
-          mean + (running_mean_shift != nullptr ? static_cast<double>(running_mean_shift[c]) : 0.0);
-      running_mean[c] =
-          static_cast<float>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * shifted);
-      running_var[c] = static_cast<float>((1.0 - momentum) * static_cast<double>(running_var[c]) +
-                                          momentum * sq / (m - 1.0));
-    }
+    bn_parts::update_running(c, mean, sq, m, momentum, running_mean, running_var, running_mean_shift);
   }
 }
 

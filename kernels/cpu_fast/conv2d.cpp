@@ -64,12 +64,16 @@ struct ConvPlan {
   Choice<BackwardData> bwd_data;
 };
 
-using Key =
-    std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, ConvAlgo>;
+using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, bool,
+                       ConvAlgo, Layout, Layout>;
 
-Key key_of(const Conv2dShape& g, bool bias, bool bf16) {
-  return {g.n,     g.c,     g.h,      g.w,          g.k,          g.r,  g.s,  g.stride_h, g.stride_w,
-          g.pad_h, g.pad_w, g.groups, g.dilation_h, g.dilation_w, bias, bf16, conv_algo()};
+// The engine's own kernels (conv2d_pointwise.h, conv2d_weights_gemm.h) read NCHW only.
+bool plain(ConvLayouts l) { return l.x == Layout::NCHW && l.y == Layout::NCHW; }
+
+Key key_of(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts l) {
+  return {g.n,        g.c,        g.h,         g.w,     g.k,      g.r,          g.s,
+          g.stride_h, g.stride_w, g.pad_h,     g.pad_w, g.groups, g.dilation_h, g.dilation_w,
+          bias,       bf16,       conv_algo(), l.x,     l.y};
 }
 
 // Builds one candidate with `make`; a Winograd candidate oneDNN declines (dnnl_unimplemented) is skipped.
@@ -104,17 +108,19 @@ void build_candidates(const ConvPlan& p, std::vector<Impl>& out, Make&& make) {
   if (out.empty()) out.push_back(make(dnnl::algorithm::convolution_direct));
 }
 
-ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16) {
+ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts layouts) {
   ConvPlan p;
   const auto act = bf16 ? kBf16 : kF32;
   // Grouped: oneDNN's 5-d weights [G, K/G, C/G, R, S] (goihw), the same bytes as the engine's [K, C/G, R, S].
   const memory::dims x{g.n, g.c, g.h, g.w}, y{g.n, g.k, g.p(), g.q()}, b{g.k};
   const memory::dims w = g.groups == 1 ? memory::dims{g.k, g.c, g.r, g.s}
                                        : memory::dims{g.groups, g.k_per_group(), g.c_per_group(), g.r, g.s};
-  p.x_plain = memory::desc(x, act, Tag::nchw);
+  ENGINE_CHECK(g.groups == 1 || (layouts.x == Layout::NCHW && layouts.y == Layout::NCHW),
+               "conv2d: a grouped convolution's activations are NCHW (kernels/ops converts blocked ones)");
+  p.x_plain = memory::desc(x, act, dnnl_rt::activation_tag(layouts.x));
   p.w_plain = memory::desc(w, act, g.groups == 1 ? Tag::oihw : Tag::goihw);
   p.dw_plain = memory::desc(w, kF32, g.groups == 1 ? Tag::oihw : Tag::goihw);
-  p.y_plain = memory::desc(y, act, Tag::nchw);
+  p.y_plain = memory::desc(y, act, dnnl_rt::activation_tag(layouts.y));
   p.b_plain = memory::desc(b, kF32, Tag::x);
   p.x_any = memory::desc(x, act, Tag::any);
   p.w_any = memory::desc(w, act, Tag::any);
@@ -180,11 +186,11 @@ PlanMap& plans() {
   return map;
 }
 
-ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16) {
-  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias, bf16)];
+ConvPlan& plan_for(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts layouts) {
+  std::unique_ptr<ConvPlan>& slot = plans()[key_of(g, bias, bf16, layouts)];
   if (!slot) {
     dnnl_rt::check_room_for_kernels("a convolution's forward");
-    slot = std::make_unique<ConvPlan>(make_plan(g, bias, bf16));
+    slot = std::make_unique<ConvPlan>(make_plan(g, bias, bf16, layouts));
   }
   return *slot;
 }
@@ -238,17 +244,17 @@ std::string chosen_impl(const Conv2dShape& g, bool bf16, const Choice<Impl>& c) 
 }
 
 void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const float* bias, void* y,
-             ConvSaved* saved) {
+             ConvSaved* saved, ConvLayouts layouts) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
-  if (!bf16 && pointwise_gemm(g)) {
+  if (!bf16 && plain(layouts) && pointwise_gemm(g)) {
     if (saved != nullptr) saved->impl().valid = false;
     conv2d_pointwise_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
                              static_cast<float*>(y));
     return;
   }
   dnnl_rt::run("conv2d_forward", [&] {
-    ConvPlan& p = plan_for(g, bias != nullptr, bf16);
+    ConvPlan& p = plan_for(g, bias != nullptr, bf16, layouts);
     if (grouped_direct(g, bf16, p.fwd)) {
       if (saved != nullptr) saved->impl().valid = false;  // nothing kept: backward converts x itself
       grouped_conv2d_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
@@ -269,20 +275,20 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
 }
 
 void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, const void* dy, void* dx,
-              float* dw, float* db, ConvSaved* saved) {
+              float* dw, float* db, ConvSaved* saved, ConvLayouts layouts) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
-  if (!bf16 && pointwise_gemm(g)) {
+  if (!bf16 && plain(layouts) && pointwise_gemm(g)) {
     conv2d_pointwise_backward(g, static_cast<const float*>(x), static_cast<const float*>(w),
                               static_cast<const float*>(dy), static_cast<float*>(dx), dw, db);
     return;
   }
   dnnl_rt::run("conv2d_backward", [&] {
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
-    ConvPlan& p = plan_for(g, db != nullptr, bf16);
+    ConvPlan& p = plan_for(g, db != nullptr, bf16, layouts);
     dnnl::stream& s = dnnl_rt::cpu_stream();
-    p.weights_gemm = weights_grad_gemm(g, bf16);
+    p.weights_gemm = plain(layouts) && weights_grad_gemm(g, bf16);
     if (!p.weights_gemm) prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
     const Operand* dy_operand = nullptr;
@@ -329,13 +335,13 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
 }  // namespace
 
 void conv2d_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
-                    ConvSaved* saved) {
-  forward(g, false, x, w, bias, y, saved);
+                    ConvSaved* saved, ConvLayouts layouts) {
+  forward(g, false, x, w, bias, y, saved, layouts);
 }
 
 void conv2d_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db, ConvSaved* saved) {
-  backward(g, false, x, w, dy, dx, dw, db, saved);
+                     float* dw, float* db, ConvSaved* saved, ConvLayouts layouts) {
+  backward(g, false, x, w, dy, dx, dw, db, saved, layouts);
 }
 
 bool native_bf16() {
@@ -347,18 +353,19 @@ bool native_bf16() {
 }
 
 void conv2d_forward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const float* bias,
-                         bfloat16* y, ConvSaved* saved) {
-  forward(g, true, x, w, bias, y, saved);
+                         bfloat16* y, ConvSaved* saved, ConvLayouts layouts) {
+  forward(g, true, x, w, bias, y, saved, layouts);
 }
 
 void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
-                          bfloat16* dx, float* dw, float* db, ConvSaved* saved) {
-  backward(g, true, x, w, dy, dx, dw, db, saved);
+                          bfloat16* dx, float* dw, float* db, ConvSaved* saved, ConvLayouts layouts) {
+  backward(g, true, x, w, dy, dx, dw, db, saved, layouts);
 }
 
-std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16) {
-  if (!bf16 && pointwise_gemm(g)) return "engine:pointwise_gemm";
-  const auto it = plans().find(key_of(g, bias, bf16));
+std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16,
+                        ConvLayouts layouts) {
+  if (!bf16 && plain(layouts) && pointwise_gemm(g)) return "engine:pointwise_gemm";
+  const auto it = plans().find(key_of(g, bias, bf16, layouts));
   if (it == plans().end()) return {};
   const ConvPlan& p = *it->second;
   const std::string d = direction;

@@ -17,9 +17,17 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/layout.h"
 #include "kernels/cpu/conv2d.h"
 
 namespace engine::cpu_fast {
+
+// The layouts of a call's activations: x (and dx) in `x`, y (and dy) in `y`; NCHW, or a blocked layout
+// (core/layout.h: nChw8c, nChw16c), which the primitives then read and write in place when it is the one
+// their kernels want (nChw16c on AVX-512, nChw8c on AVX2: no reorder), else through a reorder as NCHW is.
+struct ConvLayouts {
+  Layout x = Layout::NCHW, y = Layout::NCHW;
+};
 
 // What one convolution layer keeps between its forward and its backward (layers/conv2d.h holds one per layer,
 // through kernels/ops/conv2d.h): the forward's input converted into the primitive's blocked layout, which
@@ -43,15 +51,16 @@ class ConvSaved {
 };
 
 void conv2d_forward(const Conv2dShape& shape, const float* x, const float* w, const float* bias, float* y,
-                    ConvSaved* saved = nullptr);
+                    ConvSaved* saved = nullptr, ConvLayouts layouts = {});
 
 void conv2d_backward(const Conv2dShape& shape, const float* x, const float* w, const float* dy, float* dx,
-                     float* dw, float* db, ConvSaved* saved = nullptr);
+                     float* dw, float* db, ConvSaved* saved = nullptr, ConvLayouts layouts = {});
 
 // What oneDNN runs for one direction ("fwd", "bwd_data", "bwd_weights") of a shape this thread has run, under
 // the current algorithm setting: its implementation name ("jit:avx512_core", "jit_wino_4x3:avx512_core"), or
 // "" before that direction's first call. For the tests and the benchmarks.
-std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* direction, bool bf16 = false);
+std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* direction, bool bf16 = false,
+                        ConvLayouts layouts = {});
 
 // Native bf16 (bf16 autocast, kernels/ops/autocast_bf16.h): x, w, y, dy and dx bf16, products accumulated in
 // float32 by oneDNN's bf16 kernels (vdpbf16ps), the bias added in float32 before the output's one rounding
@@ -60,9 +69,12 @@ std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* directi
 // elsewhere oneDNN would emulate them slowly, and kernels/ops keeps the float32 emulation.
 bool native_bf16();
 void conv2d_forward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const float* bias,
-                         bfloat16* y, ConvSaved* saved = nullptr);
+                         bfloat16* y, ConvSaved* saved = nullptr, ConvLayouts layouts = {});
 void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfloat16* w, const bfloat16* dy,
-                          bfloat16* dx, float* dw, float* db, ConvSaved* saved = nullptr);
-// Where oneDNN's bf16 backward-weights is slow, dw is an im2col GEMM instead: conv2d_weights_gemm.h.
+                          bfloat16* dx, float* dw, float* db, ConvSaved* saved = nullptr,
+                          ConvLayouts layouts = {});
+// Where oneDNN's bf16 backward-weights is slow, dw is an im2col GEMM instead (conv2d_weights_gemm.h), and
+// float32 pointwise convolutions on maps of at most 4 pixels are GEMMs over the pixels (conv2d_pointwise.h):
+// both read the engine's NCHW tensors, so a call with a blocked layout (ConvLayouts) stays on oneDNN.
 
 }  // namespace engine::cpu_fast

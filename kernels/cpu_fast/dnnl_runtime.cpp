@@ -57,6 +57,13 @@ dnnl::stream& cpu_stream() {
   return stream;
 }
 
+dnnl::memory::format_tag activation_tag(Layout l) {
+  using Tag = dnnl::memory::format_tag;
+  ENGINE_CHECK(l == Layout::NCHW || is_blocked(l), "oneDNN activations in {} (NCHW or blocked only)",
+               layout_name(l));
+  return l == Layout::NCHW16c ? Tag::nChw16c : l == Layout::NCHW8c ? Tag::nChw8c : Tag::nchw;
+}
+
 Operand::Operand(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool is_input)
     : wanted_(wanted), user_(plain, cpu_engine(), DNNL_MEMORY_NONE), reordered_(plain != wanted) {
   if (reordered_) {

@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/error.h"
+#include "core/layout.h"
 
 namespace engine::cpu_fast::dnnl_rt {
 
@@ -38,6 +39,10 @@ void run(const char* op, Fn&& fn) {
 // before each creation: throws "host out of memory" naming `what` when the limit leaves less than 16 MiB
 // (the GEMM kernels and a margin for what other threads map meanwhile); free without a limit.
 void check_room_for_kernels(const char* what);
+
+// oneDNN's tag for a 4-d activation in the engine's layout `l`: nchw, nChw8c, nChw16c (NHWC is refused: the
+// callers transpose it to NCHW first).
+dnnl::memory::format_tag activation_tag(Layout l);
 
 // One operand of a primitive: the caller's plain buffer (`user`, its pointer set per call) and the
 // primitive's own layout. When the two differ, `internal` is a buffer owned here (allocated once, when the

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/relu.h"
 #include "kernels/cpu_fast/batchnorm2d.h"
+#include "kernels/cpu_fast/batchnorm2d_blocked.h"
 #include "kernels/cuda/batchnorm2d.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
@@ -33,6 +34,10 @@ std::vector<T> relu_masked(const BatchNorm2dShape& s, const Tensor& relu_y, cons
   return masked;
 }
 
+// The fast CPU kernels take the blocked layouts (cpu_fast/batchnorm2d_blocked.h); the float64 reference runs
+// them NCHW through the fallback.
+bool fast_blocked(const Tensor& t) { return t.dtype() != DType::F64; }
+
 }  // namespace
 
 void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2dShape& s, const Tensor& x,
@@ -48,7 +53,7 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
                  running_mean_shift.str(), x.str());
   }
   const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"y", y}});
-  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true, fast_blocked(x))) {
     NchwFallback nchw(ctx);
     batchnorm2d_forward_training(ctx, s, nchw.in(x), gamma, beta, nchw.out(y), save_mean, save_invstd,
                                  running_mean, running_var, momentum, eps, relu, running_mean_shift);
@@ -72,6 +77,14 @@ void batchnorm2d_forward_training(const ExecutionContext& ctx, const BatchNorm2d
           save_mean.data<float>(), save_invstd.data<float>(), running_mean.data<float>(),
           running_var.data<float>(), momentum, eps, relu, data_or_null<float>(running_mean_shift), layout);
     } else if constexpr (P == Path::CpuFast) {
+      if (is_blocked(layout)) {
+        cpu_fast::batchnorm2d_forward_training_blocked(
+            layout_block(layout), s, x.data<T>(), data_or_null<float>(gamma), data_or_null<float>(beta),
+            y.data<T>(), save_mean.data<float>(), save_invstd.data<float>(),
+            data_or_null<float>(running_mean), data_or_null<float>(running_var), momentum, eps, relu,
+            data_or_null<float>(running_mean_shift));
+        return;
+      }
       cpu_fast::batchnorm2d_forward_training(s, x.data<T>(), gamma.data<float>(), beta.data<float>(),
                                              y.data<T>(), save_mean.data<float>(), save_invstd.data<float>(),
                                              running_mean.data<float>(), running_var.data<float>(), momentum,
@@ -90,7 +103,7 @@ void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShap
                               const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                               const Tensor& running_var, const Tensor& y, double eps, bool relu) {
   const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"y", y}});
-  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true, fast_blocked(x))) {
     NchwFallback nchw(ctx);
     batchnorm2d_forward_eval(ctx, s, nchw.in(x), gamma, beta, running_mean, running_var, nchw.out(y), eps,
                              relu);
@@ -112,6 +125,12 @@ void batchnorm2d_forward_eval(const ExecutionContext& ctx, const BatchNorm2dShap
                                      beta.data<float>(), running_mean.data<float>(),
                                      running_var.data<float>(), y.data<T>(), eps, relu, layout);
     } else if constexpr (P == Path::CpuFast) {
+      if (is_blocked(layout)) {
+        cpu_fast::batchnorm2d_forward_eval_blocked(
+            layout_block(layout), s, x.data<T>(), data_or_null<float>(gamma), data_or_null<float>(beta),
+            running_mean.data<float>(), running_var.data<float>(), y.data<T>(), eps, relu);
+        return;
+      }
       cpu_fast::batchnorm2d_forward_eval(s, x.data<T>(), gamma.data<float>(), beta.data<float>(),
                                          running_mean.data<float>(), running_var.data<float>(), y.data<T>(),
                                          eps, relu);
@@ -138,7 +157,7 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
   }
   check_relu_y(s, dy, relu_y);
   const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"dy", dy}, {"dx", dx}, {"relu_y", relu_y}});
-  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true, fast_blocked(dy))) {
     NchwFallback nchw(ctx);
     batchnorm2d_backward_training(ctx, s, nchw.in(x), gamma, save_mean, save_invstd, nchw.in(dy),
                                   nchw.out(dx), dgamma, dbeta, nchw.in(relu_y));
@@ -154,6 +173,13 @@ void batchnorm2d_backward_training(const ExecutionContext& ctx, const BatchNorm2
                                           dx_data, dgamma.data<float>(), dbeta.data<float>(), relu_y_data,
                                           layout);
     } else if constexpr (P == Path::CpuFast) {
+      if (is_blocked(layout)) {
+        cpu_fast::batchnorm2d_backward_training_blocked(
+            layout_block(layout), s, x.data<T>(), data_or_null<float>(gamma), save_mean.data<float>(),
+            save_invstd.data<float>(), dy.data<T>(), dx_data, data_or_null<float>(dgamma),
+            data_or_null<float>(dbeta), relu_y_data);
+        return;
+      }
       cpu_fast::batchnorm2d_backward_training(s, x.data<T>(), gamma.data<float>(), save_mean.data<float>(),
                                               save_invstd.data<float>(), dy.data<T>(), dx_data,
                                               dgamma.data<float>(), dbeta.data<float>(), relu_y_data);
@@ -182,7 +208,7 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
   }
   check_relu_y(s, dy, relu_y);
   const Layout layout = same_layout("batchnorm2d", {{"x", x}, {"dy", dy}, {"dx", dx}, {"relu_y", relu_y}});
-  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true, fast_blocked(dy))) {
     NchwFallback nchw(ctx);
     batchnorm2d_backward_eval(ctx, s, nchw.in(x), gamma, running_mean, running_var, nchw.in(dy), nchw.out(dx),
                               dgamma, dbeta, eps, nchw.in(relu_y));
@@ -198,6 +224,13 @@ void batchnorm2d_backward_eval(const ExecutionContext& ctx, const BatchNorm2dSha
                                       dx_data, dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data,
                                       layout);
     } else if constexpr (P == Path::CpuFast) {
+      if (is_blocked(layout)) {
+        cpu_fast::batchnorm2d_backward_eval_blocked(
+            layout_block(layout), s, x.data<T>(), data_or_null<float>(gamma), running_mean.data<float>(),
+            running_var.data<float>(), dy.data<T>(), dx_data, data_or_null<float>(dgamma),
+            data_or_null<float>(dbeta), eps, relu_y_data);
+        return;
+      }
       cpu_fast::batchnorm2d_backward_eval(s, x.data<T>(), gamma.data<float>(), running_mean.data<float>(),
                                           running_var.data<float>(), dy.data<T>(), dx_data,
                                           dgamma.data<float>(), dbeta.data<float>(), eps, relu_y_data);

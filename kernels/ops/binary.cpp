@@ -20,6 +20,7 @@ Strides logical_strides(const Tensor& t, int rank) {
   const Shape& s = t.shape();
   Strides st{};
   const int off = rank - static_cast<int>(s.size());
+  check_not_blocked("binary op", t);
   if (t.ndim() == 4 && t.layout() == Layout::NHWC) {
     const std::int64_t c = s[1], w = s[3];
     const std::int64_t nhwc[4] = {s[2] * w * c, 1, w * c, c};

@@ -16,6 +16,7 @@ ChannelAffineShape shape_of(const char* op, const Tensor& x, std::int64_t values
   if (values == 1) return {1, 1, x.numel()};
   ENGINE_CHECK(x.ndim() >= 2 && x.dim(1) == values, "{}: {} values do not match the channels of x {}", op,
                values, x.str());
+  check_not_blocked(op, x);
   if (x.ndim() == 4 && x.layout() == Layout::NHWC) return {x.numel() / values, values, 1};
   return {x.dim(0), values, x.numel() / (x.dim(0) * values)};
 }

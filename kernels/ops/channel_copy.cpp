@@ -20,6 +20,7 @@ Rows rows_of(const Tensor& t) {
   const Shape& s = t.shape();
   std::int64_t spatial = 1;
   for (std::size_t i = 2; i < s.size(); ++i) spatial *= s[i];
+  check_not_blocked("channel copy", t);
   if (t.ndim() == 4 && t.layout() == Layout::NHWC) return {s[0] * spatial, 1, s[1]};
   return {s[0], spatial, s[1]};
 }

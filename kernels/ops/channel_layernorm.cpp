@@ -18,6 +18,7 @@ ChannelAffineShape shape_of(const char* op, const Tensor& x, const Tensor& gamma
     ENGINE_CHECK(!t->defined() || t->numel() == c, "{}: {} values do not match the {} channels of x {}", op,
                  t->numel(), c, x.str());
   }
+  check_not_blocked(op, x);
   if (x.ndim() == 4 && x.layout() == Layout::NHWC) return {x.numel() / c, c, 1};
   return {x.dim(0), c, x.numel() / (x.dim(0) * c)};
 }

@@ -17,6 +17,15 @@ cpu_fast::ConvSaved* saved_state(Conv2dSaved* slot) {
   return slot->get();
 }
 
+// oneDNN's convolutions take NCHW and the CPU's blocked layouts as they are (cpu_fast::ConvLayouts); NHWC
+// goes through the NCHW fallback.
+Tensor onednn_in(const NchwFallback& nchw, const Tensor& t) {
+  return t.defined() && t.layout() == Layout::NHWC ? nchw.in(t) : t;
+}
+Tensor onednn_out(NchwFallback& nchw, const Tensor& t) {
+  return t.defined() && t.layout() == Layout::NHWC ? nchw.out(t) : t;
+}
+
 // The CUDA path of bf16 autocast is cuDNN's bf16 configuration; our implicit-GEMM convolution is float32.
 void check_bf16_algorithm(const ExecutionContext& ctx) {
   ENGINE_CHECK(ctx.conv_algorithm == ConvAlgorithm::Cudnn,
@@ -45,11 +54,12 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
   if (cpu_fast::native_bf16()) {  // oneDNN's bf16 kernels (avx512_bf16 hosts), NCHW (NHWC transposed)
     const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
     NchwFallback nchw(ctx);
-    const Tensor xb = nchw.in(autocast::as_bf16(ctx, x)), b = autocast::rounded(ctx, bias);
+    const Tensor xb = onednn_in(nchw, autocast::as_bf16(ctx, x)), b = autocast::rounded(ctx, bias);
     const autocast::RoundedOutput yb(ctx, y, DType::BF16);
-    const Tensor y_nchw = nchw.out(yb.get());
+    const Tensor y_nchw = onednn_out(nchw, yb.get());
     cpu_fast::conv2d_forward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), data_or_null<float>(b),
-                                  y_nchw.data<bfloat16>(), saved_state(saved));
+                                  y_nchw.data<bfloat16>(), saved_state(saved),
+                                  {xb.layout(), y_nchw.layout()});
     nchw.finish();
     yb.finish();
     return;
@@ -82,12 +92,13 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
   if (cpu_fast::native_bf16()) {
     const Tensor& wb = autocast::mirror("conv2d", w, w_bf16);
     NchwFallback nchw(ctx);
-    const Tensor xb = nchw.in(autocast::as_bf16(ctx, x)), dyb = nchw.in(autocast::as_bf16(ctx, dy));
+    const Tensor xb = onednn_in(nchw, autocast::as_bf16(ctx, x)),
+                 dyb = onednn_in(nchw, autocast::as_bf16(ctx, dy));
     const autocast::RoundedOutput dxb(ctx, dx, DType::BF16);
-    const Tensor dx_nchw = nchw.out(dxb.get());
+    const Tensor dx_nchw = onednn_out(nchw, dxb.get());
     cpu_fast::conv2d_backward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
                                    data_or_null<bfloat16>(dx_nchw), dw.data<float>(), data_or_null<float>(db),
-                                   saved_state(saved));
+                                   saved_state(saved), {xb.layout(), dyb.layout()});
     nchw.finish();
     dxb.finish();
     autocast::round_in_place(ctx, dw);
@@ -118,10 +129,38 @@ bool use_cudnn(const ExecutionContext& ctx, const Conv2dShape& s) {
   return ctx.conv_algorithm == ConvAlgorithm::Cudnn || !s.dense();
 }
 
+// A CPU blocked model's convolution (core/layout.h): x and y each NCHW or blocked (the first convolution's
+// 3-channel x is NCHW), so same_layout does not apply. oneDNN reads and writes them in place for float32,
+// and bf16 where the host has it natively, on dense shapes (the engine's grouped loops are NCHW); every other
+// path (the float64 reference, emulated bf16) runs NCHW through the fallback.
+bool blocked_call(const Tensor& x, const Tensor& y) {
+  return is_blocked(x.layout()) || is_blocked(y.layout());
+}
+
+bool onednn_takes_blocked(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x,
+                          const Tensor& y) {
+  const bool nchw_or_blocked = x.layout() != Layout::NHWC && y.layout() != Layout::NHWC;
+  const bool onednn = ctx.autocast_bf16 ? cpu_fast::native_bf16() : x.dtype() == DType::F32;
+  return !x.is_cuda() && nchw_or_blocked && s.groups == 1 && onednn;
+}
+
 }  // namespace
 
 void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                     const Tensor& bias, const Tensor& y, const Tensor& w_bf16, Conv2dSaved* saved) {
+  if (blocked_call(x, y)) {
+    if (!onednn_takes_blocked(ctx, s, x, y)) {
+      NchwFallback nchw(ctx);
+      conv2d_forward(ctx, s, nchw.in(x), w, bias, nchw.out(y), w_bf16, saved);
+      nchw.finish();
+    } else if (ctx.autocast_bf16) {
+      autocast_forward(ctx, s, x, w, bias, y, w_bf16, Layout::NCHW, saved);
+    } else {
+      cpu_fast::conv2d_forward(s, x.data<float>(), w.data<float>(), data_or_null<float>(bias),
+                               y.data<float>(), saved_state(saved), {x.layout(), y.layout()});
+    }
+    return;
+  }
   const Layout layout = same_layout("conv2d", {{"x", x}, {"y", y}});
   if (ctx.autocast_bf16) {
     autocast_forward(ctx, s, x, w, bias, y, w_bf16, layout, saved);
@@ -154,6 +193,22 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
 void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Tensor& x, const Tensor& w,
                      const Tensor& dy, const Tensor& dx, const Tensor& dw, const Tensor& db,
                      const Tensor& w_bf16, Conv2dSaved* saved) {
+  if (blocked_call(x, dy)) {
+    ENGINE_CHECK(!dx.defined() || dx.layout() == x.layout(), "conv2d: dx {} is not in x {}'s layout",
+                 dx.str(), x.str());
+    if (!onednn_takes_blocked(ctx, s, x, dy)) {
+      NchwFallback nchw(ctx);
+      conv2d_backward(ctx, s, nchw.in(x), w, nchw.in(dy), nchw.out(dx), dw, db, w_bf16, saved);
+      nchw.finish();
+    } else if (ctx.autocast_bf16) {
+      autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16, Layout::NCHW, saved);
+    } else {
+      cpu_fast::conv2d_backward(s, x.data<float>(), w.data<float>(), dy.data<float>(),
+                                data_or_null<float>(dx), dw.data<float>(), data_or_null<float>(db),
+                                saved_state(saved), {x.layout(), dy.layout()});
+    }
+    return;
+  }
   const Layout layout = same_layout("conv2d", {{"x", x}, {"dy", dy}, {"dx", dx}});
   if (ctx.autocast_bf16) {
     autocast_backward(ctx, s, x, w, dy, dx, dw, db, w_bf16, layout, saved);

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "kernels/cpu_fast/maxpool2d.h"
+#include "kernels/cpu_fast/maxpool2d_blocked.h"
 #include "kernels/cuda/maxpool2d.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
@@ -15,7 +16,7 @@ using bf16::NativeBf16;
 void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& x, const Tensor& y,
                        const Tensor& argmax) {
   const Layout layout = same_layout("maxpool2d", {{"x", x}, {"y", y}, {"argmax", argmax}});
-  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true, /*has_blocked=*/x.dtype() != DType::F64)) {
     // argmax holds the cell of the (n, c) plane in either layout: its values need no change, only its order.
     NchwFallback nchw(ctx);
     maxpool2d_forward(ctx, s, nchw.in(x), nchw.out(y), nchw.out(argmax));
@@ -33,6 +34,10 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
     if constexpr (P == Path::Cuda) {
       cuda::maxpool2d_forward(cuda_stream(ctx), s, x.data<T>(), y.data<T>(), am, layout);
     } else if constexpr (P == Path::CpuFast) {
+      if (is_blocked(layout)) {  // the fast kernels take the blocked layouts; the reference runs NCHW
+        cpu_fast::maxpool2d_forward_blocked(layout_block(layout), s, x.data<T>(), y.data<T>(), am);
+        return;
+      }
       cpu_fast::maxpool2d_forward(s, x.data<T>(), y.data<T>(), am);
     } else {
       cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), am);
@@ -43,7 +48,7 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
 void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& dy,
                         const Tensor& argmax, const Tensor& dx) {
   const Layout layout = same_layout("maxpool2d", {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
-  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true, /*has_blocked=*/dy.dtype() != DType::F64)) {
     NchwFallback nchw(ctx);
     maxpool2d_backward(ctx, s, nchw.in(dy), nchw.in(argmax), nchw.out(dx));
     nchw.finish();
@@ -60,6 +65,10 @@ void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const
     if constexpr (P == Path::Cuda) {
       cuda::maxpool2d_backward(cuda_stream(ctx), s, dy.data<T>(), am, dx.data<T>(), layout);
     } else if constexpr (P == Path::CpuFast) {
+      if (is_blocked(layout)) {
+        cpu_fast::maxpool2d_backward_blocked(layout_block(layout), s, dy.data<T>(), am, dx.data<T>());
+        return;
+      }
       cpu_fast::maxpool2d_backward(s, dy.data<T>(), am, dx.data<T>());
     } else {
       cpu::maxpool2d_backward<T>(s, dy.data<T>(), am, dx.data<T>());

@@ -1,8 +1,8 @@
 #pragma once
-// NHWC tensors for a kernel that runs NCHW only (the float64 reference, the float32 CPU path, and the CUDA
-// ops without an NHWC kernel): the simplest correct way, kept in one place. `in` gives an NCHW copy of an
-// NHWC tensor the op reads; `out` an NCHW stand-in for an NHWC tensor it writes, which finish() transposes
-// back. Tensors that are NCHW, undefined or not 4-d pass through unchanged. Usage, in an op:
+// NHWC and blocked tensors for a kernel that runs NCHW only (the float64 reference, the float32 CPU path, and
+// the CUDA ops without an NHWC kernel): the simplest correct way, kept in one place. `in` gives an NCHW copy
+// of an NHWC or blocked tensor the op reads; `out` an NCHW stand-in for one it writes, which finish()
+// transposes back. Tensors that are NCHW, undefined or not 4-d pass through unchanged. Usage, in an op:
 //
 //   if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
 //     NchwFallback nchw(ctx);
@@ -22,9 +22,12 @@
 namespace engine::ops {
 
 // Whether an op given `t` (its main 4-d operand) runs the NCHW fallback: t is NHWC and t's path has no NHWC
-// kernel (only CUDA ones exist, where `cuda_has_nhwc`).
-inline bool needs_nchw_fallback(const Tensor& t, bool cuda_has_nhwc) {
-  return t.defined() && t.layout() == Layout::NHWC && !(t.is_cuda() && cuda_has_nhwc);
+// kernel (only CUDA ones exist, where `cuda_has_nhwc`), or t is in a CPU blocked layout (nChw8c/nChw16c)
+// and the op has no kernel for it (`has_blocked`: what the caller's path takes).
+inline bool needs_nchw_fallback(const Tensor& t, bool cuda_has_nhwc, bool has_blocked = false) {
+  if (!t.defined()) return false;
+  if (is_blocked(t.layout())) return !has_blocked;
+  return t.layout() == Layout::NHWC && !(t.is_cuda() && cuda_has_nhwc);
 }
 
 class NchwFallback {

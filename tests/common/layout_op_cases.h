@@ -30,8 +30,9 @@
 namespace engine::testing::layout_cases {
 
 struct Env {
-  ExecutionContext ctx;  // device, dtype (F32 or F64), stream, handles
-  Layout layout;         // of every 4-d tensor
+  ExecutionContext ctx;       // device, dtype (F32 or F64), stream, handles
+  Layout layout;              // of every 4-d tensor (a blocked one: of those whose channels fill its blocks)
+  std::int64_t channels = 5;  // of the BatchNorm, pooling and elementwise cases (a blocked layout's multiple)
 };
 
 using Outputs = std::vector<std::pair<std::string, std::vector<double>>>;
@@ -64,7 +65,9 @@ inline Tensor random_in(const Env& e, const Shape& shape, std::uint64_t seed, La
       host.data<float>()[i] = static_cast<float>(v[i]);
     }
   }
-  return ops::to_layout(ExecutionContext{}, host, layout).to(e.ctx.device, e.ctx.stream);
+  return ops::to_layout(ExecutionContext{}, host,
+                        shape.size() == 4 ? activation_layout(layout, shape[1]) : layout)
+      .to(e.ctx.device, e.ctx.stream);
 }
 // An activation: in the environment's layout.
 inline Tensor input(const Env& e, const Shape& shape, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
@@ -77,8 +80,8 @@ inline Tensor parameter(const Env& e, const Shape& shape, std::uint64_t seed) {
 
 // An output full of 0xFF bytes (NaN in float, -1 in int32): a value the op forgets to write shows.
 inline Tensor poisoned(const Env& e, const Shape& shape, DType dtype) {
-  Tensor t =
-      Tensor::empty(shape, dtype, e.ctx.device, e.ctx.stream, shape.size() == 4 ? e.layout : Layout::NCHW);
+  Tensor t = Tensor::empty(shape, dtype, e.ctx.device, e.ctx.stream,
+                           shape.size() == 4 ? activation_layout(e.layout, shape[1]) : Layout::NCHW);
   t.fill_bytes(0xFF, e.ctx.stream);
   return t;
 }
@@ -153,7 +156,7 @@ inline Outputs grouped_conv2d(const Env& e) {
 // BatchNorm2d over x[3, 5, 7, 3] (values offset from 0, so the shifted sums matter): training forward (the
 // running statistics updated), backward; `relu` fuses ReLU into both.
 inline Outputs batchnorm_training(const Env& e, bool relu) {
-  const BatchNorm2dShape s{.n = 3, .c = 5, .h = 7, .w = 3};
+  const BatchNorm2dShape s{.n = 3, .c = static_cast<int>(e.channels), .h = 7, .w = 3};
   const Shape shape{s.n, s.c, s.h, s.w};
   const Tensor x = input(e, shape, 21, 2.0, 5.0);
   const Tensor gamma = input(e, {s.c}, 22, 0.5, 1.5), beta = input(e, {s.c}, 23);
@@ -177,7 +180,7 @@ inline Outputs batchnorm_training(const Env& e, bool relu) {
 
 // BatchNorm2d in eval mode (running statistics), forward and backward.
 inline Outputs batchnorm_eval(const Env& e, bool relu) {
-  const BatchNorm2dShape s{.n = 3, .c = 5, .h = 7, .w = 3};
+  const BatchNorm2dShape s{.n = 3, .c = static_cast<int>(e.channels), .h = 7, .w = 3};
   const Shape shape{s.n, s.c, s.h, s.w};
   const Tensor x = input(e, shape, 31);
   const Tensor gamma = input(e, {s.c}, 32, 0.5, 1.5), beta = input(e, {s.c}, 33);
@@ -195,7 +198,7 @@ inline Outputs batchnorm_eval(const Env& e, bool relu) {
 // Max pooling 3x3, stride 2, padding 1 over x[3, 5, 7, 6] (overlapping windows), forward and backward.
 inline Outputs maxpool(const Env& e) {
   const Pool2dShape s{.n = 3,
-                      .c = 5,
+                      .c = static_cast<int>(e.channels),
                       .h = 7,
                       .w = 6,
                       .kernel_h = 3,
@@ -240,11 +243,11 @@ inline Outputs avgpool(const Env& e) {
 
 // Global average pooling of x[3, 5, 7, 3] to [3, 5] and back.
 inline Outputs global_avgpool(const Env& e) {
-  const Shape shape{3, 5, 7, 3};
+  const Shape shape{3, e.channels, 7, 3};
   const Tensor x = input(e, shape, 51);
-  const Tensor y = poisoned(e, {3, 5});
+  const Tensor y = poisoned(e, {3, e.channels});
   ops::global_avgpool_forward(e.ctx, x, y);
-  const Tensor dy = input(e, {3, 5}, 52);
+  const Tensor dy = input(e, {3, e.channels}, 52);
   const Tensor dx = poisoned(e, shape);
   ops::global_avgpool_backward(e.ctx, dy, dx);
   return {{"y", values(e, y)}, {"dx", values(e, dx)}};
@@ -252,7 +255,7 @@ inline Outputs global_avgpool(const Env& e) {
 
 // ReLU forward and backward and the residual add over [3, 5, 7, 3]: elementwise in memory order.
 inline Outputs elementwise(const Env& e) {
-  const Shape shape{3, 5, 7, 3};
+  const Shape shape{3, e.channels, 7, 3};
   const Tensor x = input(e, shape, 61), other = input(e, shape, 62), dy = input(e, shape, 63);
   const Tensor y = poisoned(e, shape), dx = poisoned(e, shape), sum = poisoned(e, shape);
   ops::relu_forward(e.ctx, x, y);

@@ -58,7 +58,8 @@ TEST(CnnTrainCli, HelpListsEveryFlag) {
 
 TEST(CnnTrainCli, UnknownLayout) {
   expect_bad_usage({"--dataset", "mnist", "--layout", "nchwc"}, "--layout");
-  expect_bad_usage({"--dataset", "mnist", "--layout", "NHWC"}, "'NHWC' is not one of nchw or nhwc");
+  expect_bad_usage({"--dataset", "mnist", "--layout", "NHWC"},
+                   "'NHWC' is not one of nchw, nhwc, nchw16c or nchw8c");
 }
 
 TEST(CnnTrainCli, UnknownFlag) {

@@ -57,6 +57,26 @@ TEST(CnnTrainLayout, NhwcTrainsLikeNchwAndItsCheckpointEvaluatesInNchw) {
   EXPECT_NE(eval.output.find("Test Acc: "), std::string::npos) << eval.output;
 }
 
+// --layout nchw16c and nchw8c (the CPU's blocked activations, core/layout.h): cnn3 trains like NCHW (the same
+// oneDNN convolutions; BatchNorm's sums in another order: tests/cpu/blocked_model_test.cpp), with the same
+// 1e-3 guard as NHWC above, and its checkpoint evaluates in NCHW.
+TEST(CnnTrainLayout, BlockedTrainsLikeNchwAndItsCheckpointEvaluatesInNchw) {
+  const std::string root = train::tiny_folder_dataset("layout_blocked_train");
+  const std::vector<double> nchw = run(root, train::temp_dir("layout_blocked_nchw"), "nchw");
+  ASSERT_EQ(nchw.size(), 2u);
+  for (const char* layout : {"nchw16c", "nchw8c"}) {
+    const std::string dir = train::temp_dir(std::string("layout_") + layout);
+    const std::vector<double> blocked = run(root, dir, layout);
+    ASSERT_EQ(blocked.size(), 2u) << layout;
+    for (std::size_t e = 0; e < 2; ++e)
+      EXPECT_NEAR(blocked[e], nchw[e], 1e-3 * nchw[e]) << layout << " epoch " << e + 1;
+    const train::RunResult eval = train::run_train({"--cpu", "--dataset", "folder:" + root, "--model", "cnn3",
+                                                    "--eval-only", dir + "/epoch2.safetensors"});
+    EXPECT_EQ(eval.exit_code, 0) << eval.output;
+    EXPECT_NE(eval.output.find("Test Acc: "), std::string::npos) << eval.output;
+  }
+}
+
 // --precision bf16 --layout nhwc: bf16 activations in channels-last order train like bf16 in NCHW (the
 // same guard as above), and the checkpoint (fp32, PyTorch's names and layouts) evaluates in an fp32 NCHW run.
 TEST(CnnTrainLayout, Bf16InNhwcTrainsLikeBf16InNchw) {
