@@ -33,6 +33,13 @@ struct Pool2dShape {
 
   int p() const { return extent(h, kernel_h, stride_h, pad_h); }  // output height
   int q() const { return extent(w, kernel_w, stride_w, pad_w); }  // output width
+  // The input rows of output row op's window (columns of output column oq's), [begin, end) clipped to the
+  // real input: the cells clipped away are padding.
+  struct Span {
+    int begin, end;
+  };
+  Span rows(int op) const { return clipped(op, stride_h, pad_h, kernel_h, h); }
+  Span cols(int oq) const { return clipped(oq, stride_w, pad_w, kernel_w, w); }
   std::int64_t input_size() const { return static_cast<std::int64_t>(n) * c * h * w; }
   std::int64_t output_size() const { return static_cast<std::int64_t>(n) * c * p() * q(); }
   // Throws engine::Error naming the bad field: non-positive sizes/kernel/stride, negative padding,
@@ -45,6 +52,10 @@ struct Pool2dShape {
     if (!ceil_mode) return span / stride + 1;
     const int out = (span + stride - 1) / stride + 1;
     return (out - 1) * stride >= in + pad ? out - 1 : out;  // the last window starts inside
+  }
+  static Span clipped(int o, int stride, int pad, int kernel, int in) {
+    const int begin = o * stride - pad, end = begin + kernel;
+    return {begin < 0 ? 0 : begin, end > in ? in : end};
   }
 };
 

@@ -16,11 +16,9 @@ void avgpool2d_forward(const AvgPool2dShape& s, const T* x, T* y) {
     const T* xp = x + plane * g.h * g.w;
     for (int op = 0; op < p; ++op) {
       // The window clipped to the real input: padding adds zeros.
-      const int h0 = std::max(op * g.stride_h - g.pad_h, 0);
-      const int h1 = std::min(op * g.stride_h - g.pad_h + g.kernel_h, g.h);
+      const auto [h0, h1] = g.rows(op);
       for (int oq = 0; oq < q; ++oq) {
-        const int w0 = std::max(oq * g.stride_w - g.pad_w, 0);
-        const int w1 = std::min(oq * g.stride_w - g.pad_w + g.kernel_w, g.w);
+        const auto [w0, w1] = g.cols(oq);
         double sum = 0.0;
         for (int ih = h0; ih < h1; ++ih) {
           for (int iw = w0; iw < w1; ++iw) sum += static_cast<double>(xp[ih * g.w + iw]);
@@ -42,11 +40,9 @@ void avgpool2d_backward(const AvgPool2dShape& s, const T* dy, T* dx) {
   for (std::int64_t plane = 0; plane < planes; ++plane) {
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int op = 0; op < p; ++op) {
-      const int h0 = std::max(op * g.stride_h - g.pad_h, 0);
-      const int h1 = std::min(op * g.stride_h - g.pad_h + g.kernel_h, g.h);
+      const auto [h0, h1] = g.rows(op);
       for (int oq = 0; oq < q; ++oq) {
-        const int w0 = std::max(oq * g.stride_w - g.pad_w, 0);
-        const int w1 = std::min(oq * g.stride_w - g.pad_w + g.kernel_w, g.w);
+        const auto [w0, w1] = g.cols(oq);
         const double share =
             static_cast<double>(dy[(plane * p + op) * q + oq]) / static_cast<double>(s.divisor(op, oq));
         for (int ih = h0; ih < h1; ++ih) {

@@ -18,11 +18,9 @@ void maxpool2d_forward(const Pool2dShape& s, const T* x, T* y, std::int32_t* arg
     const T* xp = x + plane * s.h * s.w;
     for (int op = 0; op < p; ++op) {
       // The window clipped to the real input; the clipped-away cells are padding (-inf), never a max.
-      const int h0 = std::max(op * s.stride_h - s.pad_h, 0);
-      const int h1 = std::min(op * s.stride_h - s.pad_h + s.kernel_h, s.h);
+      const auto [h0, h1] = s.rows(op);
       for (int oq = 0; oq < q; ++oq) {
-        const int w0 = std::max(oq * s.stride_w - s.pad_w, 0);
-        const int w1 = std::min(oq * s.stride_w - s.pad_w + s.kernel_w, s.w);
+        const auto [w0, w1] = s.cols(oq);
         T best = -std::numeric_limits<T>::infinity();
         std::int32_t best_index = h0 * s.w + w0;
         for (int ih = h0; ih < h1; ++ih) {

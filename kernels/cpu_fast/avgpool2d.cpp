@@ -28,11 +28,9 @@ void avgpool2d_forward(const AvgPool2dShape& s, const float* x, float* y) {
     const float* xp = x + plane * plane_in;
     float* yp = y + plane * p * q;
     for (int op = 0; op < p; ++op) {
-      const int h0 = std::max(op * g.stride_h - g.pad_h, 0);
-      const int h1 = std::min(op * g.stride_h - g.pad_h + g.kernel_h, g.h);
+      const auto [h0, h1] = g.rows(op);
       for (int oq = 0; oq < q; ++oq) {
-        const int w0 = std::max(oq * g.stride_w - g.pad_w, 0);
-        const int w1 = std::min(oq * g.stride_w - g.pad_w + g.kernel_w, g.w);
+        const auto [w0, w1] = g.cols(oq);
         double sum = 0.0;
         for (int ih = h0; ih < h1; ++ih) {
           for (int iw = w0; iw < w1; ++iw) sum += static_cast<double>(xp[ih * g.w + iw]);

@@ -54,11 +54,9 @@ void forward(const Pool2dShape& s, const T* x, T* y, std::int32_t* argmax) {
     const T* xp = x + plane * plane_in;
     for (int op = 0; op < p; ++op) {
       // The window clipped to the real input; the clipped-away cells are padding (-inf), never a max.
-      const int h0 = std::max(op * s.stride_h - s.pad_h, 0);
-      const int h1 = std::min(op * s.stride_h - s.pad_h + s.kernel_h, s.h);
+      const auto [h0, h1] = s.rows(op);
       for (int oq = 0; oq < q; ++oq) {
-        const int w0 = std::max(oq * s.stride_w - s.pad_w, 0);
-        const int w1 = std::min(oq * s.stride_w - s.pad_w + s.kernel_w, s.w);
+        const auto [w0, w1] = s.cols(oq);
         const int64_t o = plane * plane_out + static_cast<int64_t>(op * q + oq) * B;
         window_max<B>(s, xp, h0, h1, w0, w1, y + o, argmax + o);
       }

@@ -20,6 +20,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_grouped.h"
+#include "tests/common/conv_reference.h"
 #include "tests/common/float_checks.h"
 #include "tests/common/test_data.h"
 
@@ -37,33 +38,18 @@ void check(const Conv2dShape& g, bool bias) {
   SCOPED_TRACE(::testing::Message() << "c " << g.c << " k " << g.k << " groups " << g.groups << " " << g.h
                                     << "x" << g.w << " kernel " << g.r << " stride " << g.stride_h << " pad "
                                     << g.pad_h << " dilation " << g.dilation_h << (bias ? " bias" : ""));
-  const auto x = testing::uniform_floats(g.x_size(), 1), w = testing::uniform_floats(g.w_size(), 2);
-  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 3),
-             dy = testing::uniform_floats(g.y_size(), 4);
-  const auto xd = testing::widened(x), wd = testing::widened(w), bd = testing::widened(b),
-             dyd = testing::widened(dy);
-  const auto ax = testing::magnitudes(x), aw = testing::magnitudes(w), ab = testing::magnitudes(b),
-             ady = testing::magnitudes(dy);
-
+  const testing::ConvReference ref(g, bias, 1);
   std::vector<float> y(g.y_size(), NAN);
-  cpu_fast::grouped_conv2d_forward(g, x.data(), w.data(), bias ? b.data() : nullptr, y.data());
-  std::vector<double> y_ref(g.y_size()), y_mag(g.y_size());
-  cpu::conv2d_forward<double>(g, xd.data(), wd.data(), bias ? bd.data() : nullptr, y_ref.data());
-  cpu::conv2d_forward<double>(g, ax.data(), aw.data(), bias ? ab.data() : nullptr, y_mag.data());
-  testing::expect_float32_sum(y, y_ref, y_mag, g.c_per_group() * g.r * g.s + 1, "y");
+  cpu_fast::grouped_conv2d_forward(g, ref.x.data(), ref.w.data(), ref.bias(), y.data());
+  testing::expect_float32_sum(y, ref.y, ref.y_mag, g.c_per_group() * g.r * g.s + 1, "y");
 
-  std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(b.size(), NAN);
-  cpu_fast::grouped_conv2d_backward_data(g, w.data(), dy.data(), dx.data());
-  cpu_fast::grouped_conv2d_backward_weights(g, x.data(), dy.data(), dw.data(), bias ? db.data() : nullptr);
-  std::vector<double> dx_ref(dx.size()), dw_ref(dw.size()), db_ref(db.size());
-  std::vector<double> dx_mag(dx.size()), dw_mag(dw.size()), db_mag(db.size());
-  cpu::conv2d_backward<double>(g, xd.data(), wd.data(), dyd.data(), dx_ref.data(), dw_ref.data(),
-                               db_ref.data());
-  cpu::conv2d_backward<double>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
-                               db_mag.data());
-  testing::expect_float32_sum(dx, dx_ref, dx_mag, g.k_per_group() * g.r * g.s, "dx");
-  testing::expect_float32_sum(dw, dw_ref, dw_mag, std::min(g.n, 16) * g.p() * g.q() + 1, "dw");
-  if (bias) testing::expect_float32_sum(db, db_ref, db_mag, g.p() * g.q() + 1, "db");
+  std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(static_cast<std::size_t>(g.k), NAN);
+  cpu_fast::grouped_conv2d_backward_data(g, ref.w.data(), ref.dy.data(), dx.data());
+  cpu_fast::grouped_conv2d_backward_weights(g, ref.x.data(), ref.dy.data(), dw.data(),
+                                            bias ? db.data() : nullptr);
+  testing::expect_float32_sum(dx, ref.dx, ref.dx_mag, g.k_per_group() * g.r * g.s, "dx");
+  testing::expect_float32_sum(dw, ref.dw, ref.dw_mag, std::min(g.n, 16) * g.p() * g.q() + 1, "dw");
+  if (bias) testing::expect_float32_sum(db, ref.db, ref.db_mag, g.p() * g.q() + 1, "db");
 }
 
 TEST(CpuFastConv2dGroupedDirect, MatchesTheFloat64Reference) {

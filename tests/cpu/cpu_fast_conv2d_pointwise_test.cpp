@@ -16,6 +16,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_pointwise.h"
+#include "tests/common/conv_reference.h"
 #include "tests/common/float_checks.h"
 #include "tests/common/test_data.h"
 
@@ -29,37 +30,22 @@ Conv2dShape pointwise(int n, int c, int h, int w, int k) {
 void check(const Conv2dShape& g, bool bias, bool input_grad) {
   SCOPED_TRACE(::testing::Message() << "n " << g.n << " c " << g.c << " k " << g.k << " " << g.h << "x" << g.w
                                     << (bias ? " bias" : "") << (input_grad ? " dx" : ""));
-  const auto x = testing::uniform_floats(g.x_size(), 11), w = testing::uniform_floats(g.w_size(), 12);
-  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 13),
-             dy = testing::uniform_floats(g.y_size(), 14);
-  const auto xd = testing::widened(x), wd = testing::widened(w), bd = testing::widened(b),
-             dyd = testing::widened(dy);
-  const auto ax = testing::magnitudes(x), aw = testing::magnitudes(w), ab = testing::magnitudes(b),
-             ady = testing::magnitudes(dy);
-
+  const testing::ConvReference ref(g, bias, 11);
   std::vector<float> y(g.y_size(), NAN);
-  cpu_fast::conv2d_pointwise_forward(g, x.data(), w.data(), bias ? b.data() : nullptr, y.data());
-  std::vector<double> y_ref(y.size()), y_mag(y.size());
-  cpu::conv2d_forward<double>(g, xd.data(), wd.data(), bias ? bd.data() : nullptr, y_ref.data());
-  cpu::conv2d_forward<double>(g, ax.data(), aw.data(), bias ? ab.data() : nullptr, y_mag.data());
-  testing::expect_float32_sum(y, y_ref, y_mag, g.c + 1, "y");
+  cpu_fast::conv2d_pointwise_forward(g, ref.x.data(), ref.w.data(), ref.bias(), y.data());
+  testing::expect_float32_sum(y, ref.y, ref.y_mag, g.c + 1, "y");
 
-  std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(b.size(), NAN);
-  cpu_fast::conv2d_pointwise_backward(g, x.data(), w.data(), dy.data(), input_grad ? dx.data() : nullptr,
-                                      dw.data(), bias ? db.data() : nullptr);
-  std::vector<double> dx_ref(dx.size()), dw_ref(dw.size()), db_ref(db.size());
-  std::vector<double> dx_mag(dx.size()), dw_mag(dw.size()), db_mag(db.size());
-  cpu::conv2d_backward<double>(g, xd.data(), wd.data(), dyd.data(), dx_ref.data(), dw_ref.data(),
-                               db_ref.data());
-  cpu::conv2d_backward<double>(g, ax.data(), aw.data(), ady.data(), dx_mag.data(), dw_mag.data(),
-                               db_mag.data());
+  std::vector<float> dx(g.x_size(), NAN), dw(g.w_size(), NAN), db(static_cast<std::size_t>(g.k), NAN);
+  cpu_fast::conv2d_pointwise_backward(g, ref.x.data(), ref.w.data(), ref.dy.data(),
+                                      input_grad ? dx.data() : nullptr, dw.data(),
+                                      bias ? db.data() : nullptr);
   if (input_grad) {
-    testing::expect_float32_sum(dx, dx_ref, dx_mag, g.k, "dx");
+    testing::expect_float32_sum(dx, ref.dx, ref.dx_mag, g.k, "dx");
   } else {
     for (const float v : dx) ASSERT_TRUE(std::isnan(v)) << "dx written though not asked for";
   }
-  testing::expect_float32_sum(dw, dw_ref, dw_mag, static_cast<double>(g.n) * g.h * g.w, "dw");
-  if (bias) testing::expect_float32_sum(db, db_ref, db_mag, 1, "db");
+  testing::expect_float32_sum(dw, ref.dw, ref.dw_mag, static_cast<double>(g.n) * g.h * g.w, "dw");
+  if (bias) testing::expect_float32_sum(db, ref.db, ref.db_mag, 1, "db");
 }
 
 TEST(CpuFastConv2dPointwise, MatchesTheFloat64Reference) {
