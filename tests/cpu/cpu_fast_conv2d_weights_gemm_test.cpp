@@ -157,6 +157,28 @@ TEST(WeightsGemmBlocked, Bf16AndFloat32AreTheReference) {
   if (!cpu_fast::native_bf16()) GTEST_SKIP() << "float32 checked; this host runs no native bf16 GEMM";
 }
 
+// Through conv2d.h's bf16 backward with blocked activations (ConvLayouts): a strided 3x3 takes the GEMM (the
+// rule's shape) reading nChw16c x and dy in place; dw within the bound above.
+TEST(WeightsGemmBlocked, Conv2dBackwardBf16TakesItInTheBlockedLayout) {
+  if (!cpu_fast::native_bf16()) GTEST_SKIP() << "this host runs no native bf16 convolution (avx512_bf16)";
+  const Conv2dShape g = testing::square_conv(3, 16, 9, 9, 32, 3, 2, 1);
+  const Layout b16 = Layout::NCHW16c;
+  const std::vector<float> x = random_floats(g.x_size(), 41), dy = random_floats(g.y_size(), 42),
+                           w = random_floats(g.w_size(), 43);
+  const std::vector<double> xr = bf16_rounded(x), dyr = bf16_rounded(dy), wr = bf16_rounded(w);
+  const std::vector<double> xa = abs_values(xr), dya = abs_values(dyr);
+  std::vector<double> dw_ref(g.w_size()), dw_mag(g.w_size());
+  cpu::conv2d_backward<double>(g, xr.data(), wr.data(), dyr.data(), nullptr, dw_ref.data(), nullptr);
+  cpu::conv2d_backward<double>(g, xa.data(), wr.data(), dya.data(), nullptr, dw_mag.data(), nullptr);
+  const std::vector<bfloat16> xb = to_bf16(in_layout(x, g.n, g.c, g.h * g.w, b16)),
+                              dyb = to_bf16(in_layout(dy, g.n, g.k, g.p() * g.q(), b16)), wb = to_bf16(w);
+  std::vector<float> dw(g.w_size(), std::nanf(""));
+  cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr, nullptr,
+                                 {b16, b16});
+  EXPECT_TRUE(bf16_matches(dw, dw_ref, dw_mag, static_cast<std::int64_t>(g.n) * g.p() * g.q(), false));
+  EXPECT_EQ(cpu_fast::conv2d_impl(g, false, "bwd_weights", true, {b16, b16}), "engine:im2col_gemm");
+}
+
 TEST(WeightsGemmInput, GroupedAndNullAreRefused) {
   Conv2dShape g = testing::square_conv(2, 4, 5, 5, 4, 3, 1, 1);
   std::vector<float> x(g.x_size(), 1.0f), dy(g.y_size(), 1.0f), dw(g.w_size());
