@@ -11,6 +11,10 @@
 #include "core/device.h"
 #include "core/error.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #if ENGINE_HAVE_CUDA
 #include "core/cuda_check.h"
 #include "core/device_guard.h"
@@ -29,6 +33,19 @@ namespace {
 
 class HostAllocator final : public Allocator {
  public:
+  // glibc gives a freed block at the heap's top back to the kernel (trim) and serves blocks above its
+  // adaptive threshold from fresh mmaps, so a training step's activations (MBs each, freed and allocated
+  // again every step) were faulted in and zeroed by the kernel each step: ~16,000 page faults and ~7% of a
+  // bf16 resnet18 step's CPU time (benchmarks/RESULTS.md, 2026-11-29 07:00). Fixed thresholds keep what a
+  // step freed for the next one (the peak is unchanged); blocks over 32 MiB (mallopt's limit) still map.
+  HostAllocator() {
+#if defined(__GLIBC__)
+    constexpr int kMmapThreshold = 32 << 20, kTrimThreshold = 1 << 30;
+    ENGINE_CHECK(
+        mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1,
+        "cpu allocator: glibc's mallopt refused the mmap/trim thresholds");
+#endif
+  }
   void* allocate(std::size_t bytes, void*) override {
     const std::size_t size = (bytes + 63) / 64 * 64;
     void* ptr = std::aligned_alloc(64, size == 0 ? 64 : size);

@@ -5,7 +5,8 @@
 // CPU seconds the process spent per call (which a competing process does not inflate the way it does the wall
 // clock). Correctness is the tests'; this only times.
 //
-//   conv2d_weights_bench [--reps 15] [--rows A,B,...]
+//   conv2d_weights_bench [--reps 15] [--rows A,B,...] [--layout nchw|nchw16c|nchw8c]
+// --layout: x and dy in that layout (a blocked one: bf16 rows only; the float32 GEMM reads NCHW only).
 // Threads: OMP_NUM_THREADS; they wait passively, as cnn_train's (kernels/cpu_fast/omp_wait.h).
 
 #include <algorithm>
@@ -71,10 +72,16 @@ int main(int argc, char** argv) {
   cpu_fast::prefer_passive_omp_wait(argv);  // as cnn_train and train_bench: their threads wait the same way
   CLI::App app{"conv2d_weights_bench"};
   int reps = 15;
-  std::string only;
+  std::string only, layout_arg = "nchw";
   app.add_option("--reps", reps, "timed calls of each (after one untimed)");
   app.add_option("--rows", only, "comma-separated row names (default all)");
+  app.add_option("--layout", layout_arg, "x and dy: nchw, or blocked (nchw16c, nchw8c; bf16 rows only)")
+      ->check(CLI::IsMember({"nchw", "nchw16c", "nchw8c"}));
   CLI11_PARSE(app, argc, argv);
+  const Layout layout = layout_arg == "nchw16c"  ? Layout::NCHW16c
+                        : layout_arg == "nchw8c" ? Layout::NCHW8c
+                                                 : Layout::NCHW;
+  const cpu_fast::ConvLayouts layouts{layout, layout};
   const std::vector<Row> rows = {
       {"s2_64_32", conv(64, 32, 128, 3, 2)},       {"s2_128_16", conv(128, 16, 256, 3, 2)},
       {"s2_256_8", conv(256, 8, 512, 3, 2)},       {"s1_512_4", conv(512, 4, 512, 3, 1)},
@@ -97,7 +104,7 @@ int main(int argc, char** argv) {
     cpu::cast_f32_to_bf16(dy.data(), dyb.data(), static_cast<std::int64_t>(dy.size()));
     std::vector<float> dw(g.w_size());
     for (const bool bf16 : {true, false}) {
-      if (bf16 && !cpu_fast::native_bf16()) continue;
+      if ((bf16 && !cpu_fast::native_bf16()) || (!bf16 && is_blocked(layout))) continue;
       Timing t[2];
       for (int i = 0; i <= reps; ++i) {
         for (int m = 0; m < 2; ++m) {
@@ -107,7 +114,8 @@ int main(int argc, char** argv) {
           const auto w0 = std::chrono::steady_clock::now();
           const double c0 = cpu_seconds();
           if (bf16)
-            cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr);
+            cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr,
+                                           nullptr, layouts);
           else
             cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr);
           const double c1 = cpu_seconds();
@@ -120,12 +128,13 @@ int main(int argc, char** argv) {
       }
       cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Never);  // oneDNN's, for its name below
       if (bf16)
-        cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr);
+        cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr,
+                                       nullptr, layouts);
       else
         cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr);
       std::printf("%-14s %-5s %10.2f %10.2f %10.2f %10.2f  %s\n", row.name, bf16 ? "bf16" : "fp32",
                   median(t[0].wall), median(t[1].wall), median(t[0].cpu), median(t[1].cpu),
-                  cpu_fast::conv2d_impl(g, false, "bwd_weights", bf16).c_str());
+                  cpu_fast::conv2d_impl(g, false, "bwd_weights", bf16, layouts).c_str());
     }
   }
   cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Rule);

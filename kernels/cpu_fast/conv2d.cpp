@@ -288,12 +288,14 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
     // The forward of this shape built the plan; a backward without one (a test, a gradient check) builds it.
     ConvPlan& p = plan_for(g, db != nullptr, bf16, layouts);
     dnnl::stream& s = dnnl_rt::cpu_stream();
-    p.weights_gemm = plain(layouts) && weights_grad_gemm(g, bf16);
+    // The GEMM reads bf16 x and dy blocked as well as NCHW; its float32 variant (a benchmark's) NCHW only.
+    p.weights_gemm = (bf16 || plain(layouts)) && weights_grad_gemm(g, bf16);
     if (!p.weights_gemm) prepare_backward_weights(p, db != nullptr);
     const memory* dy_read = nullptr;  // dy in backward-weights' layout, for backward-data to reuse
     const Operand* dy_operand = nullptr;
     if (p.weights_gemm && bf16)
-      conv2d_weights_gemm(g, static_cast<const bfloat16*>(x), static_cast<const bfloat16*>(dy), dw, db);
+      conv2d_weights_gemm(g, static_cast<const bfloat16*>(x), static_cast<const bfloat16*>(dy), dw, db,
+                          {layouts.x, layouts.y});
     else if (p.weights_gemm)
       conv2d_weights_gemm(g, static_cast<const float*>(x), static_cast<const float*>(dy), dw, db);
     else if (grouped_direct(g, bf16, p.bwd_weights))

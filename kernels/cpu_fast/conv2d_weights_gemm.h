@@ -18,6 +18,7 @@
 // again.
 
 #include "core/dtype.h"
+#include "core/layout.h"
 #include "kernels/shapes.h"
 
 namespace engine::cpu_fast {
@@ -33,11 +34,17 @@ bool weights_grad_gemm(const Conv2dShape& g, bool bf16);
 enum class WeightsGemm { Rule, Always, Never };
 void set_weights_gemm(WeightsGemm w);
 
+// The layouts of x and dy: NCHW, or a blocked layout (nChw16c, nChw8c) whose blocks the channels fill; the
+// im2col and dY's copy read either in place (no reorder), so the blocked activations take this GEMM as well.
+struct GemmLayouts {
+  Layout x = Layout::NCHW, dy = Layout::NCHW;
+};
+
 // Dense convolutions only (one group); any stride, padding and dilation. dw and db overwritten.
 // col_budget_bytes: the chunks' bound (the tests make it small to check the sums across chunks).
 void conv2d_weights_gemm(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* db,
-                         long col_budget_bytes = kColBudgetBytes);
+                         GemmLayouts layouts = {}, long col_budget_bytes = kColBudgetBytes);
 void conv2d_weights_gemm(const Conv2dShape& g, const bfloat16* x, const bfloat16* dy, float* dw, float* db,
-                         long col_budget_bytes = kColBudgetBytes);
+                         GemmLayouts layouts = {}, long col_budget_bytes = kColBudgetBytes);
 
 }  // namespace engine::cpu_fast

@@ -7,6 +7,8 @@
 // (L + 2) 2^-24 |x| |dy| of the float64 sum on the same operands. bf16: the operands are bf16 values, their
 // products exact in float32, the reference run on the bf16-rounded inputs. float32: each product rounds
 // once more, which the same bound covers (the inner product's gamma_L). db: float32 plane sums in double.
+// Blocked layouts (nChw16c, nChw8c, and one operand blocked with the other NCHW): the same sums on x and dy
+// stored blocked, so the same bounds.
 
 #include <cmath>
 #include <cstdint>
@@ -18,6 +20,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/layout.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
@@ -41,6 +44,19 @@ std::vector<bfloat16> to_bf16(const std::vector<float>& v) {
   return out;
 }
 
+// v [N, C, HW] (NCHW) in `layout`'s order: (((n C/b + c/b) HW + i) b + c%b.
+std::vector<float> in_layout(const std::vector<float>& v, int n, int c, int hw, Layout layout) {
+  const int b = layout_block(layout);
+  if (b == 0) return v;
+  std::vector<float> out(v.size());
+  for (int s = 0; s < n; ++s)
+    for (int ch = 0; ch < c; ++ch)
+      for (int i = 0; i < hw; ++i)
+        out[((static_cast<std::size_t>(s) * (c / b) + ch / b) * hw + i) * b + ch % b] =
+            v[(static_cast<std::size_t>(s) * c + ch) * hw + i];
+  return out;
+}
+
 // One sample's column bytes: a budget of `samples` of them splits the batch into chunks of that many.
 long budget_of(const Conv2dShape& g, int samples, std::size_t element) {
   return static_cast<long>(samples) * g.c * g.r * g.s * g.p() * g.q() * static_cast<long>(element);
@@ -49,10 +65,14 @@ long budget_of(const Conv2dShape& g, int samples, std::size_t element) {
 class WeightsGemm : public ::testing::TestWithParam<std::tuple<Conv2dShape, int>> {
  protected:
   // Runs `bf16` or float32 on the same random x and dy, with and without a bias gradient, and checks both.
-  void check(bool bf16) {
-    const auto [g, chunk_samples] = GetParam();
+  void check(bool bf16) { check(bf16, std::get<0>(GetParam()), std::get<1>(GetParam()), {}); }
+
+ public:
+  static void check(bool bf16, const Conv2dShape& g, int chunk_samples, cpu_fast::GemmLayouts layouts) {
     const std::vector<float> x = random_floats(g.x_size(), 31), dy = random_floats(g.y_size(), 32),
                              w = random_floats(g.w_size(), 33);
+    const std::vector<float> x_stored = in_layout(x, g.n, g.c, g.h * g.w, layouts.x),
+                             dy_stored = in_layout(dy, g.n, g.k, g.p() * g.q(), layouts.dy);
     const std::vector<double> xr = bf16 ? bf16_rounded(x) : widened(x),
                               dyr = bf16 ? bf16_rounded(dy) : widened(dy), wr = widened(w);
     const std::vector<double> xa = abs_values(xr), dya = abs_values(dyr);
@@ -67,10 +87,11 @@ class WeightsGemm : public ::testing::TestWithParam<std::tuple<Conv2dShape, int>
       std::vector<float> dw(g.w_size(), std::nanf("")), db(k, std::nanf(""));
       float* db_ptr = with_bias ? db.data() : nullptr;
       if (bf16) {
-        const std::vector<bfloat16> xb = to_bf16(x), dyb = to_bf16(dy);
-        cpu_fast::conv2d_weights_gemm(g, xb.data(), dyb.data(), dw.data(), db_ptr, budget);
+        const std::vector<bfloat16> xb = to_bf16(x_stored), dyb = to_bf16(dy_stored);
+        cpu_fast::conv2d_weights_gemm(g, xb.data(), dyb.data(), dw.data(), db_ptr, layouts, budget);
       } else {
-        cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), db_ptr, budget);
+        cpu_fast::conv2d_weights_gemm(g, x_stored.data(), dy_stored.data(), dw.data(), db_ptr, layouts,
+                                      budget);
       }
       EXPECT_TRUE(bf16_matches(dw, dw_ref, dw_mag, terms, false)) << "dw, bias " << with_bias;
       if (with_bias) {
@@ -116,11 +137,56 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(dilated(testing::square_conv(3, 5, 9, 9, 7, 3, 1, 1)), 2),
                       std::make_tuple(rectangular(testing::square_conv(3, 5, 9, 7, 7, 3, 2, 1)), 1)));
 
+// x and dy read in place in oneDNN's blocked layouts (kernels/cpu_fast/conv2d.cpp passes the call's layouts):
+// C and K whole blocks, odd maps, strides 1 and 2, several chunks; one operand blocked, the other NCHW (a
+// tensor whose channels do not fill blocks stays NCHW).
+TEST(WeightsGemmBlocked, Bf16AndFloat32AreTheReference) {
+  const Layout b16 = Layout::NCHW16c, b8 = Layout::NCHW8c, plain = Layout::NCHW;
+  const std::vector<std::tuple<Conv2dShape, int, cpu_fast::GemmLayouts>> cases = {
+      {testing::square_conv(3, 16, 9, 9, 32, 3, 2, 1), 2, {b16, b16}},
+      {testing::square_conv(5, 32, 5, 5, 16, 3, 1, 1), 0, {b16, b16}},
+      {testing::square_conv(3, 16, 7, 7, 8, 3, 2, 1), 1, {b8, b8}},
+      {testing::square_conv(3, 3, 9, 9, 16, 3, 1, 1), 2, {plain, b16}},
+      {testing::square_conv(3, 16, 7, 7, 5, 3, 2, 1), 0, {b16, plain}}};
+  for (const auto& [g, chunk_samples, layouts] : cases) {
+    SCOPED_TRACE(::testing::Message() << "C " << g.c << " K " << g.k << " layouts "
+                                      << static_cast<int>(layouts.x) << "/" << static_cast<int>(layouts.dy));
+    WeightsGemm::check(false, g, chunk_samples, layouts);
+    if (cpu_fast::native_bf16()) WeightsGemm::check(true, g, chunk_samples, layouts);
+  }
+  if (!cpu_fast::native_bf16()) GTEST_SKIP() << "float32 checked; this host runs no native bf16 GEMM";
+}
+
+// Through conv2d.h's bf16 backward with blocked activations (ConvLayouts): a strided 3x3 takes the GEMM (the
+// rule's shape) reading nChw16c x and dy in place; dw within the bound above.
+TEST(WeightsGemmBlocked, Conv2dBackwardBf16TakesItInTheBlockedLayout) {
+  if (!cpu_fast::native_bf16()) GTEST_SKIP() << "this host runs no native bf16 convolution (avx512_bf16)";
+  const Conv2dShape g = testing::square_conv(3, 16, 9, 9, 32, 3, 2, 1);
+  const Layout b16 = Layout::NCHW16c;
+  const std::vector<float> x = random_floats(g.x_size(), 41), dy = random_floats(g.y_size(), 42),
+                           w = random_floats(g.w_size(), 43);
+  const std::vector<double> xr = bf16_rounded(x), dyr = bf16_rounded(dy), wr = bf16_rounded(w);
+  const std::vector<double> xa = abs_values(xr), dya = abs_values(dyr);
+  std::vector<double> dw_ref(g.w_size()), dw_mag(g.w_size());
+  cpu::conv2d_backward<double>(g, xr.data(), wr.data(), dyr.data(), nullptr, dw_ref.data(), nullptr);
+  cpu::conv2d_backward<double>(g, xa.data(), wr.data(), dya.data(), nullptr, dw_mag.data(), nullptr);
+  const std::vector<bfloat16> xb = to_bf16(in_layout(x, g.n, g.c, g.h * g.w, b16)),
+                              dyb = to_bf16(in_layout(dy, g.n, g.k, g.p() * g.q(), b16)), wb = to_bf16(w);
+  std::vector<float> dw(g.w_size(), std::nanf(""));
+  cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr, nullptr,
+                                 {b16, b16});
+  EXPECT_TRUE(bf16_matches(dw, dw_ref, dw_mag, static_cast<std::int64_t>(g.n) * g.p() * g.q(), false));
+  EXPECT_EQ(cpu_fast::conv2d_impl(g, false, "bwd_weights", true, {b16, b16}), "engine:im2col_gemm");
+}
+
 TEST(WeightsGemmInput, GroupedAndNullAreRefused) {
   Conv2dShape g = testing::square_conv(2, 4, 5, 5, 4, 3, 1, 1);
   std::vector<float> x(g.x_size(), 1.0f), dy(g.y_size(), 1.0f), dw(g.w_size());
   EXPECT_THROW(cpu_fast::conv2d_weights_gemm(g, x.data(), nullptr, dw.data(), nullptr), Error);
-  EXPECT_THROW(cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), nullptr, 0), Error);
+  EXPECT_THROW(cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), nullptr, {}, 0), Error);
+  // A blocked layout whose blocks x's 4 channels do not fill.
+  EXPECT_THROW(
+      cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), nullptr, {Layout::NCHW8c, {}}), Error);
   g.groups = 2;
   try {
     cpu_fast::conv2d_weights_gemm(g, x.data(), dy.data(), dw.data(), nullptr);
