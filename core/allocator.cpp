@@ -41,9 +41,9 @@ class HostAllocator final : public Allocator {
   HostAllocator() {
 #if defined(__GLIBC__)
     constexpr int kMmapThreshold = 32 << 20, kTrimThreshold = 1 << 30;
-    ENGINE_CHECK(
-        mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1,
-        "cpu allocator: glibc's mallopt refused the mmap/trim thresholds");
+    // A hint, not a requirement: a sanitizer's or another allocator's mallopt returns 0 and changes nothing.
+    static_cast<void>(mallopt(M_MMAP_THRESHOLD, kMmapThreshold));
+    static_cast<void>(mallopt(M_TRIM_THRESHOLD, kTrimThreshold));
 #endif
   }
   void* allocate(std::size_t bytes, void*) override {
