@@ -1,6 +1,7 @@
 #include "kernels/cpu_fast/conv2d_pointwise.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -15,6 +16,11 @@ namespace engine::cpu_fast {
 namespace {
 
 using i64 = std::int64_t;
+
+std::atomic<PointwiseRoute> g_route{PointwiseRoute::Rule};
+
+// Layers of at most this many multiply-adds (N H W C K) run as GEMMs at any map size (pointwise_gemm).
+constexpr long kSmallPointwiseMacs = 1L << 24;
 
 // NCHW planes <-> pixel rows (NHWC: [N*H*W, C] row-major) through oneDNN's reorder (its jit transposes),
 // one primitive per shape and direction, cached per thread.
@@ -96,8 +102,21 @@ bool pointwise(const Conv2dShape& g) {
 }
 
 // Measured (benchmarks/RESULTS.md, one thread, the zoo's shapes at batch 64): the GEMM took 0.32x oneDNN's
-// time at 1x1 maps and 0.78x at 2x2, but 1.15-1.23x at 4x4 and 8x8, where jit_1x1's blocking works.
-bool pointwise_gemm(const Conv2dShape& g) { return pointwise(g) && static_cast<long>(g.h) * g.w <= 4; }
+// time at 1x1 maps and 0.78x at 2x2, but 1.15-1.23x at 4x4 and 8x8, where jit_1x1's blocking works. Small
+// layers at any map (squeezenet1_0's squeeze and expand1x1, regnet_x_400mf's 1x1 at 4x4 to 16x16, at most
+// 2^24 multiply-adds) also run here: on two threads beside other processes, oneDNN's jit_1x1 took 3-8 ms a
+// forward + backward where the GEMMs took 0.4-1.3 ms (conv2d_weights_bench --pointwise; its backward-weights
+// stalls whole scheduler slices between its threads), and on one quiet thread the GEMMs are within 0.1-0.3 ms
+// of it there.
+bool pointwise_gemm(const Conv2dShape& g) {
+  const PointwiseRoute r = g_route.load(std::memory_order_relaxed);
+  if (!pointwise(g) || r == PointwiseRoute::Never) return false;
+  const long pixels = static_cast<long>(g.h) * g.w;
+  return r == PointwiseRoute::Always || pixels <= 4 ||
+         static_cast<long>(g.n) * pixels * g.c * g.k <= kSmallPointwiseMacs;
+}
+
+void set_pointwise_route(PointwiseRoute r) { g_route.store(r, std::memory_order_relaxed); }
 
 void conv2d_pointwise_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias,
                               float* y) {
