@@ -1,7 +1,8 @@
 // Pointwise convolutions as GEMMs over the batch's pixels (kernels/cpu_fast/conv2d_pointwise.h) against the
 // float64 reference, forward, backward-data and backward-weights, outputs poisoned with NaN, odd sizes, maps
-// from 1x1 (NCHW read as rows in place) to 3x5 (through the reorders); and conv2d.h's choice of them exactly
-// for the pointwise shapes on maps of at most 4 pixels or of at most 2^24 multiply-adds.
+// from 1x1 (NCHW read as rows in place) to 4x4 (through the reorders) and above (a GEMM per image); and
+// conv2d.h's choice of them exactly for the pointwise shapes on maps of at most 4 pixels or of at most 2^24
+// multiply-adds.
 //
 // Bound (tests/common/float_checks.h, expect_float32_sum): float32 sums of m products in the GEMM's order:
 // y sums C products and the bias (m = C + 1), dx sums K, dw sums N*H*W; db is summed in double, then rounded
@@ -53,7 +54,11 @@ TEST(CpuFastConv2dPointwise, MatchesTheFloat64Reference) {
   check(pointwise(3, 13, 2, 2, 11), true, true);    // convnext's 2x2 stage, odd channel counts
   check(pointwise(3, 5, 3, 5, 7), false, true);     // an odd rectangle, no bias
   check(pointwise(1, 17, 2, 1, 3), true, false);    // one image, no input gradient (the first layer)
-  check(pointwise(4, 33, 4, 4, 31), false, false);  // larger than conv2d routes here: the kernel takes it
+  check(pointwise(4, 33, 4, 4, 31), false, false);  // 16 pixels: the last map read as pixel rows
+  // Above 16 pixels a GEMM per image on its planes, images split between the threads and their dW sums added:
+  check(pointwise(5, 7, 5, 7, 9), true, true);     // 35 pixels, odd everything
+  check(pointwise(3, 12, 6, 6, 16), false, true);  // squeezenet1_0's 6x6 fire modules, small
+  check(pointwise(1, 9, 3, 7, 5), true, false);    // one image: the other threads' dW sums are zeros
 }
 
 // conv2d.h sends the float32 pointwise shapes on maps of at most 4 pixels, or of at most 2^24 multiply-adds
