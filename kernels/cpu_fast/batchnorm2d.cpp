@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -26,7 +27,7 @@ using std::int64_t;
 // Sum of n values in double: independent vector lanes, so the loop vectorises without reassociating
 // anything the reference would not (it is still a double sum of the same values, to double rounding).
 template <typename T>
-ENGINE_CPU_CLONES double sum(const T* v, int64_t n) {
+inline __attribute__((always_inline)) double sum(const T* v, int64_t n) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(loaded(v[i]));
@@ -34,7 +35,7 @@ ENGINE_CPU_CLONES double sum(const T* v, int64_t n) {
 }
 
 template <typename T>
-ENGINE_CPU_CLONES double sum_sq_dev(const T* v, int64_t n, double mean) {
+inline __attribute__((always_inline)) double sum_sq_dev(const T* v, int64_t n, double mean) {
   double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < n; ++i) {
@@ -48,8 +49,8 @@ ENGINE_CPU_CLONES double sum_sq_dev(const T* v, int64_t n, double mean) {
 // spread: when it is tiny against the mean, (x - mean) rounded to float would be amplified by invstd), then
 // rounded to float once and, fused, passed through ReLU, as relu_forward would on the stored value.
 template <bool kRelu, typename T>
-ENGINE_CPU_CLONES void normalize_plane(const T* x, T* y, int64_t hw, double mean, double scale,
-                                       double shift) {
+inline __attribute__((always_inline)) void normalize_plane(const T* x, T* y, int64_t hw, double mean,
+                                                           double scale, double shift) {
 #pragma omp simd
   for (int64_t i = 0; i < hw; ++i) {
     const float v = static_cast<float>((static_cast<double>(loaded(x[i])) - mean) * scale + shift);
@@ -62,7 +63,8 @@ struct PlaneSums {
 };
 
 template <bool kMask, typename T>
-ENGINE_CPU_CLONES PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y, int64_t hw, double mean) {
+inline __attribute__((always_inline)) PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y,
+                                                          int64_t hw, double mean) {
   double a = 0.0, b = 0.0;
 #pragma omp simd reduction(+ : a, b)
   for (int64_t i = 0; i < hw; ++i) {
@@ -75,13 +77,88 @@ ENGINE_CPU_CLONES PlaneSums grad_sums(const T* x, const T* dy, const T* relu_y, 
 
 // dx = k * dy + k_x * (x - mean) + k_0 over one plane.
 template <bool kMask, typename T>
-ENGINE_CPU_CLONES void grad_input_plane(const T* x, const T* dy, const T* relu_y, T* dx, int64_t hw,
-                                        double mean, double k, double k_x, double k_0) {
+inline __attribute__((always_inline)) void grad_input_plane(const T* x, const T* dy, const T* relu_y, T* dx,
+                                                            int64_t hw, double mean, double k, double k_x,
+                                                            double k_0) {
 #pragma omp simd
   for (int64_t i = 0; i < hw; ++i) {
     dx[i] = stored<T>(static_cast<float>(k * grad_at<kMask>(dy, relu_y, i) +
                                          k_x * (static_cast<double>(loaded(x[i])) - mean) + k_0));
   }
+}
+
+// One channel's planes (n of them, hw values each, `stride` apart) at once: the per-plane loops above inlined
+// into one clone-dispatched call per channel, not per plane, their trip count a constant at the late stages'
+// small maps (1x1, 2x2, 3x3), where the 8-lane loop would not run and its scalar remainder, branches and all,
+// did every value (densenet121's BatchNorms at 2x2 and 1x1: 64 planes of 4 or 1 values per channel).
+template <typename F>
+inline __attribute__((always_inline)) void with_plane_size(int64_t hw, F&& f) {
+  switch (hw) {
+    case 1: f(std::integral_constant<int64_t, 1>{}); return;
+    case 4: f(std::integral_constant<int64_t, 4>{}); return;
+    case 9: f(std::integral_constant<int64_t, 9>{}); return;
+    default: f(hw);
+  }
+}
+
+template <typename T>
+ENGINE_CPU_CLONES double channel_sum(const T* xc, int64_t n, int64_t hw, int64_t stride) {
+  double total = 0.0;
+  with_plane_size(
+      hw, [&](auto size) __attribute__((always_inline)) {
+        for (int64_t i = 0; i < n; ++i) total += sum(xc + i * stride, size);
+      });
+  return total;
+}
+
+template <typename T>
+ENGINE_CPU_CLONES double channel_sum_sq_dev(const T* xc, int64_t n, int64_t hw, int64_t stride, double mean) {
+  double sq = 0.0;
+  with_plane_size(
+      hw, [&](auto size) __attribute__((always_inline)) {
+        for (int64_t i = 0; i < n; ++i) sq += sum_sq_dev(xc + i * stride, size, mean);
+      });
+  return sq;
+}
+
+template <bool kRelu, typename T>
+ENGINE_CPU_CLONES void normalize_channel(const T* xc, T* yc, int64_t n, int64_t hw, int64_t stride,
+                                         double mean, double scale, double shift) {
+  with_plane_size(
+      hw, [&](auto size) __attribute__((always_inline)) {
+        for (int64_t i = 0; i < n; ++i)
+          normalize_plane<kRelu>(xc + i * stride, yc + i * stride, size, mean, scale, shift);
+      });
+}
+
+template <bool kMask, typename T>
+ENGINE_CPU_CLONES PlaneSums channel_grad_sums(const T* xc, const T* dyc, const T* relu_yc, int64_t n,
+                                              int64_t hw, int64_t stride, double mean) {
+  PlaneSums total;
+  with_plane_size(
+      hw, [&](auto size) __attribute__((always_inline)) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t o = i * stride;
+          const PlaneSums p = grad_sums<kMask>(xc + o, dyc + o, kMask ? relu_yc + o : nullptr, size, mean);
+          total.dy += p.dy;
+          total.dy_xc += p.dy_xc;
+        }
+      });
+  return total;
+}
+
+template <bool kMask, typename T>
+ENGINE_CPU_CLONES void grad_input_channel(const T* xc, const T* dyc, const T* relu_yc, T* dxc, int64_t n,
+                                          int64_t hw, int64_t stride, double mean, double k, double k_x,
+                                          double k_0) {
+  with_plane_size(
+      hw, [&](auto size) __attribute__((always_inline)) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t o = i * stride;
+          grad_input_plane<kMask>(xc + o, dyc + o, kMask ? relu_yc + o : nullptr, dxc + o, size, mean, k, k_x,
+                                  k_0);
+        }
+      });
 }
 
 // Both backwards, as the reference's backward_impl: per channel, with xhat = (x - mean) * invstd,
@@ -100,23 +177,17 @@ void backward_impl(const BatchNorm2dShape& g, const T* x, const float* gamma, co
   for (int c = 0; c < g.c; ++c) {
     const double mean = mean_of[c];
     const double invstd = invstd_of[c];
-    PlaneSums total;
-    for (int n = 0; n < g.n; ++n) {
-      const int64_t o = c * hw + n * channel_stride;
-      const PlaneSums p = grad_sums<kMask>(x + o, dy + o, kMask ? relu_y + o : nullptr, hw, mean);
-      total.dy += p.dy;
-      total.dy_xc += p.dy_xc;
-    }
+    const int64_t oc = c * hw;
+    const PlaneSums total = channel_grad_sums<kMask>(x + oc, dy + oc, kMask ? relu_y + oc : nullptr, g.n, hw,
+                                                     channel_stride, mean);
     if (dbeta != nullptr) dbeta[c] = static_cast<float>(total.dy);
     if (dgamma != nullptr) dgamma[c] = static_cast<float>(total.dy_xc * invstd);
     if (dx == nullptr) continue;
     const double k = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
     const double k_x = batch_terms ? -k * invstd * invstd * total.dy_xc / m : 0.0;
     const double k_0 = batch_terms ? -k * total.dy / m : 0.0;
-    for (int n = 0; n < g.n; ++n) {
-      const int64_t o = c * hw + n * channel_stride;
-      grad_input_plane<kMask>(x + o, dy + o, kMask ? relu_y + o : nullptr, dx + o, hw, mean, k, k_x, k_0);
-    }
+    grad_input_channel<kMask>(x + oc, dy + oc, kMask ? relu_y + oc : nullptr, dx + oc, g.n, hw,
+                              channel_stride, mean, k, k_x, k_0);
   }
 }
 
@@ -142,21 +213,15 @@ void forward_training(const BatchNorm2dShape& g, const T* x, const float* gamma,
 #pragma omp parallel for if (static_cast <int64_t>(g.x_size()) >= kParallelMinElements) schedule(static)
   for (int c = 0; c < g.c; ++c) {
     const T* xc = x + c * hw;
-    double total = 0.0;
-    for (int n = 0; n < g.n; ++n) total += sum(xc + n * channel_stride, hw);
-    const double mean = total / m;
-    double sq = 0.0;
-    for (int n = 0; n < g.n; ++n) sq += sum_sq_dev(xc + n * channel_stride, hw, mean);
+    const double mean = channel_sum(xc, g.n, hw, channel_stride) / m;
+    const double sq = channel_sum_sq_dev(xc, g.n, hw, channel_stride, mean);
     const double invstd = 1.0 / std::sqrt(sq / m + eps);
     const double scale = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) * invstd;
     const double shift = beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
-    for (int n = 0; n < g.n; ++n) {
-      const int64_t o = c * hw + n * channel_stride;
-      if (relu) {
-        normalize_plane<true>(x + o, y + o, hw, mean, scale, shift);
-      } else {
-        normalize_plane<false>(x + o, y + o, hw, mean, scale, shift);
-      }
+    if (relu) {
+      normalize_channel<true>(xc, y + c * hw, g.n, hw, channel_stride, mean, scale, shift);
+    } else {
+      normalize_channel<false>(xc, y + c * hw, g.n, hw, channel_stride, mean, scale, shift);
     }
     save_mean[c] = static_cast<float>(mean);
     save_invstd[c] = static_cast<float>(invstd);
@@ -179,13 +244,11 @@ void forward_eval(const BatchNorm2dShape& g, const T* x, const float* gamma, con
     const double scale = (gamma != nullptr ? static_cast<double>(gamma[c]) : 1.0) /
                          std::sqrt(static_cast<double>(running_var[c]) + eps);
     const double shift = beta != nullptr ? static_cast<double>(beta[c]) : 0.0;
-    for (int n = 0; n < g.n; ++n) {
-      const int64_t o = c * hw + n * channel_stride;
-      if (relu) {
-        normalize_plane<true>(x + o, y + o, hw, mean, scale, shift);
-      } else {
-        normalize_plane<false>(x + o, y + o, hw, mean, scale, shift);
-      }
+    const int64_t oc = c * hw;
+    if (relu) {
+      normalize_channel<true>(x + oc, y + oc, g.n, hw, channel_stride, mean, scale, shift);
+    } else {
+      normalize_channel<false>(x + oc, y + oc, g.n, hw, channel_stride, mean, scale, shift);
     }
   }
 }

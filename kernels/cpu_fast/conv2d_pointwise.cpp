@@ -1,8 +1,11 @@
 #include "kernels/cpu_fast/conv2d_pointwise.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <map>
+#include <omp.h>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -15,6 +18,11 @@ namespace engine::cpu_fast {
 namespace {
 
 using i64 = std::int64_t;
+
+std::atomic<PointwiseRoute> g_route{PointwiseRoute::Rule};
+
+// Layers of at most this many multiply-adds (N H W C K) run as GEMMs at any map size (pointwise_gemm).
+constexpr long kSmallPointwiseMacs = 1L << 24;
 
 // NCHW planes <-> pixel rows (NHWC: [N*H*W, C] row-major) through oneDNN's reorder (its jit transposes),
 // one primitive per shape and direction, cached per thread.
@@ -83,6 +91,69 @@ Scratch& scratch() {
   return s;
 }
 
+// Maps of more than 16 pixels: a GEMM per image on its NCHW planes, nothing moved (X_i [C, P], Y_i [K, P]:
+// Y_i = W X_i, dX_i = W^T dY_i, dW = the sum over images of dY_i X_i^T). The images are split between the
+// OpenMP threads in one region, each GEMM on its calling thread; dW sums each thread's images in its own
+// buffer (the first thread's: dw itself), then the buffers in thread order. Measured at one thread
+// (conv2d_weights_bench --pointwise, forward + backward with dx and db): 0.65-0.9x the pixel rows' time at
+// 6x6 to 16x16 maps (their relayouts cost more than these GEMMs), 1.3-1.7x at 3x3 and 4x4.
+constexpr i64 kPlanesAbove = 16;
+
+// Runs body(thread, first, last) on each OpenMP thread, over its contiguous range of the n images; returns
+// the team's size. The first exception is rethrown after the region (none may leave it).
+template <typename Fn>
+i64 per_thread_images(i64 n, Fn&& body) {
+  std::exception_ptr error;
+  i64 team = 1;
+#pragma omp parallel
+  {
+    const i64 t = omp_get_thread_num(), threads = omp_get_num_threads();
+    if (t == 0) team = threads;
+    try {
+      body(t, n * t / threads, n * (t + 1) / threads);
+    } catch (...) {
+#pragma omp critical(conv2d_pointwise_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return team;
+}
+
+void forward_planes(i64 n, i64 c, i64 k, i64 p, const float* x, const float* w, const float* bias, float* y) {
+  per_thread_images(n, [&](i64, i64 first, i64 last) {
+    for (i64 i = first; i < last; ++i) {
+      float* yi = y + i * k * p;
+      if (bias != nullptr) {
+        for (i64 o = 0; o < k; ++o) std::fill(yi + o * p, yi + (o + 1) * p, bias[o]);
+      }
+      sgemm(Trans::No, Trans::No, k, p, c, 1.0f, w, c, x + i * c * p, p, bias != nullptr ? 1.0f : 0.0f, yi,
+            p);
+    }
+  });
+}
+
+void backward_planes(i64 n, i64 c, i64 k, i64 p, const float* x, const float* w, const float* dy, float* dx,
+                     float* dw) {
+  const i64 kc = k * c;
+  thread_local std::vector<float> partial;  // threads 1.. 's dW sums, one k x c block each
+  partial.resize(static_cast<std::size_t>(std::max(omp_get_max_threads() - 1, 0)) * kc);
+  float* parts = partial.data();
+  const i64 team = per_thread_images(n, [&](i64 t, i64 first, i64 last) {
+    float* acc = t == 0 ? dw : parts + (t - 1) * kc;
+    if (first == last) std::fill(acc, acc + kc, 0.0f);
+    for (i64 i = first; i < last; ++i) {
+      const float* dyi = dy + i * k * p;
+      sgemm(Trans::No, Trans::Yes, k, c, p, 1.0f, dyi, p, x + i * c * p, p, i == first ? 0.0f : 1.0f, acc, c);
+      if (dx != nullptr) sgemm(Trans::Yes, Trans::No, c, p, k, 1.0f, w, c, dyi, p, 0.0f, dx + i * c * p, p);
+    }
+  });
+  for (i64 t = 1; t < team; ++t) {
+    const float* part = parts + (t - 1) * kc;
+    for (i64 j = 0; j < kc; ++j) dw[j] += part[j];
+  }
+}
+
 void check_shape(const Conv2dShape& g, const char* op) {
   g.validate();
   ENGINE_CHECK(pointwise(g), "{}: not a pointwise shape (1x1 kernel, stride 1, no padding, one group)", op);
@@ -96,8 +167,21 @@ bool pointwise(const Conv2dShape& g) {
 }
 
 // Measured (benchmarks/RESULTS.md, one thread, the zoo's shapes at batch 64): the GEMM took 0.32x oneDNN's
-// time at 1x1 maps and 0.78x at 2x2, but 1.15-1.23x at 4x4 and 8x8, where jit_1x1's blocking works.
-bool pointwise_gemm(const Conv2dShape& g) { return pointwise(g) && static_cast<long>(g.h) * g.w <= 4; }
+// time at 1x1 maps and 0.78x at 2x2, but 1.15-1.23x at 4x4 and 8x8, where jit_1x1's blocking works. Small
+// layers at any map (squeezenet1_0's squeeze and expand1x1, regnet_x_400mf's 1x1 at 4x4 to 16x16, at most
+// 2^24 multiply-adds) also run here: on two threads beside other processes, oneDNN's jit_1x1 took 3-8 ms a
+// forward + backward where the GEMMs took 0.4-1.3 ms (conv2d_weights_bench --pointwise; its backward-weights
+// stalls whole scheduler slices between its threads), and on one quiet thread the GEMMs are within 0.1-0.3 ms
+// of it there.
+bool pointwise_gemm(const Conv2dShape& g) {
+  const PointwiseRoute r = g_route.load(std::memory_order_relaxed);
+  if (!pointwise(g) || r == PointwiseRoute::Never) return false;
+  const long pixels = static_cast<long>(g.h) * g.w;
+  return r == PointwiseRoute::Always || pixels <= 4 ||
+         static_cast<long>(g.n) * pixels * g.c * g.k <= kSmallPointwiseMacs;
+}
+
+void set_pointwise_route(PointwiseRoute r) { g_route.store(r, std::memory_order_relaxed); }
 
 void conv2d_pointwise_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias,
                               float* y) {
@@ -106,6 +190,10 @@ void conv2d_pointwise_forward(const Conv2dShape& g, const float* x, const float*
                "conv2d_pointwise_forward: x, w and y must not be null");
   const i64 n = g.n, c = g.c, k = g.k, p = static_cast<i64>(g.h) * g.w, rows = n * p;
   dnnl_rt::run("conv2d_pointwise_forward", [&] {
+    if (p > kPlanesAbove) {
+      forward_planes(n, c, k, p, x, w, bias, y);
+      return;
+    }
     Scratch& s = scratch();
     const float* xr = as_rows(x, n, c, p, s.x);
     float* yr = rows_for(y, n, k, p, s.y);
@@ -124,6 +212,10 @@ void conv2d_pointwise_backward(const Conv2dShape& g, const float* x, const float
                "conv2d_pointwise_backward: x, w, dy and dw must not be null (dx and db may be)");
   const i64 n = g.n, c = g.c, k = g.k, p = static_cast<i64>(g.h) * g.w, rows = n * p;
   dnnl_rt::run("conv2d_pointwise_backward", [&] {
+    if (p > kPlanesAbove) {
+      backward_planes(n, c, k, p, x, w, dy, dx, dw);
+      return;
+    }
     Scratch& s = scratch();
     const float* dyr = as_rows(dy, n, k, p, s.dy);
     const float* xr = as_rows(x, n, c, p, s.x);

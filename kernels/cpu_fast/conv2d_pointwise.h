@@ -22,6 +22,10 @@ bool pointwise(const Conv2dShape& shape);
 // the GEMM was measured faster than oneDNN's jit_1x1; conv2d_impl then says "engine:pointwise_gemm").
 bool pointwise_gemm(const Conv2dShape& shape);
 
+// For the benchmarks: the rule, or every pointwise shape through the GEMM, or none.
+enum class PointwiseRoute { Rule, Always, Never };
+void set_pointwise_route(PointwiseRoute r);
+
 void conv2d_pointwise_forward(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
                               float* y);
 void conv2d_pointwise_backward(const Conv2dShape& shape, const float* x, const float* w, const float* dy,

@@ -55,8 +55,14 @@ Case make_case(const BatchNorm2dShape& g, std::uint32_t seed) {
   return k;
 }
 
-// The shapes: odd sizes below the OpenMP threshold, and one above it (73,216 values: the threaded path).
-const BatchNorm2dShape kShapes[] = {{.n = 3, .c = 5, .h = 7, .w = 9}, {.n = 8, .c = 64, .h = 13, .w = 11}};
+// The shapes: odd sizes below the OpenMP threshold, one above it (73,216 values: the threaded path), and the
+// small maps the fast kernel unrolls.
+const BatchNorm2dShape kShapes[] = {{.n = 3, .c = 5, .h = 7, .w = 9},
+                                    {.n = 8, .c = 64, .h = 13, .w = 11},
+                                    // the constant plane sizes of the late stages (1x1, 2x2, 3x3)
+                                    {.n = 5, .c = 4, .h = 1, .w = 1},
+                                    {.n = 6, .c = 3, .h = 2, .w = 2},
+                                    {.n = 3, .c = 7, .h = 3, .w = 3}};
 
 TEST(BatchNormReluFusion, TrainingKernelsMatchTheFloat64ReferenceOfBatchNormThenRelu) {
   for (const BatchNorm2dShape& g : kShapes) {

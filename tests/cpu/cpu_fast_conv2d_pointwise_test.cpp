@@ -1,7 +1,8 @@
 // Pointwise convolutions as GEMMs over the batch's pixels (kernels/cpu_fast/conv2d_pointwise.h) against the
 // float64 reference, forward, backward-data and backward-weights, outputs poisoned with NaN, odd sizes, maps
-// from 1x1 (NCHW read as rows in place) to 3x5 (through the reorders); and conv2d.h's choice of them exactly
-// for the pointwise shapes on maps of at most 4 pixels.
+// from 1x1 (NCHW read as rows in place) to 4x4 (through the reorders) and above (a GEMM per image); and
+// conv2d.h's choice of them exactly for the pointwise shapes on maps of at most 4 pixels or of at most 2^24
+// multiply-adds.
 //
 // Bound (tests/common/float_checks.h, expect_float32_sum): float32 sums of m products in the GEMM's order:
 // y sums C products and the bias (m = C + 1), dx sums K, dw sums N*H*W; db is summed in double, then rounded
@@ -53,16 +54,23 @@ TEST(CpuFastConv2dPointwise, MatchesTheFloat64Reference) {
   check(pointwise(3, 13, 2, 2, 11), true, true);    // convnext's 2x2 stage, odd channel counts
   check(pointwise(3, 5, 3, 5, 7), false, true);     // an odd rectangle, no bias
   check(pointwise(1, 17, 2, 1, 3), true, false);    // one image, no input gradient (the first layer)
-  check(pointwise(4, 33, 4, 4, 31), false, false);  // larger than conv2d routes here: the kernel takes it
+  check(pointwise(4, 33, 4, 4, 31), false, false);  // 16 pixels: the last map read as pixel rows
+  // Above 16 pixels a GEMM per image on its planes, images split between the threads and their dW sums added:
+  check(pointwise(5, 7, 5, 7, 9), true, true);     // 35 pixels, odd everything
+  check(pointwise(3, 12, 6, 6, 16), false, true);  // squeezenet1_0's 6x6 fire modules, small
+  check(pointwise(1, 9, 3, 7, 5), true, false);    // one image: the other threads' dW sums are zeros
 }
 
-// conv2d.h sends the float32 pointwise shapes on maps of at most 4 pixels here (the same bits as calling the
-// kernel), and every other shape to oneDNN.
-TEST(CpuFastConv2dPointwise, Conv2dTakesItOnMapsOfAtMostFourPixels) {
+// conv2d.h sends the float32 pointwise shapes on maps of at most 4 pixels, or of at most 2^24 multiply-adds
+// (N H W C K), here (the same bits as calling the kernel), and every other shape to oneDNN.
+TEST(CpuFastConv2dPointwise, Conv2dTakesItOnSmallMapsOrSmallLayers) {
   const Conv2dShape small = pointwise(3, 6, 2, 2, 10);
   EXPECT_TRUE(cpu_fast::pointwise_gemm(small));
   EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(3, 6, 1, 1, 10)));
-  EXPECT_FALSE(cpu_fast::pointwise_gemm(pointwise(3, 6, 3, 2, 10)));                      // 6 pixels
+  EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(3, 6, 3, 2, 10)));        // 6 pixels, a small layer
+  EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(64, 256, 16, 16, 4)));    // 2^24 multiply-adds
+  EXPECT_FALSE(cpu_fast::pointwise_gemm(pointwise(64, 256, 16, 16, 5)));   // past them, 16x16
+  EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(64, 4096, 2, 2, 4096)));  // 2x2: any size
   EXPECT_FALSE(cpu_fast::pointwise_gemm(testing::square_conv(3, 6, 2, 2, 10, 1, 2, 0)));  // strided
   EXPECT_FALSE(cpu_fast::pointwise_gemm(testing::square_conv(3, 6, 2, 2, 10, 3, 1, 1)));  // 3x3
   Conv2dShape grouped = small;
@@ -85,11 +93,12 @@ TEST(CpuFastConv2dPointwise, Conv2dTakesItOnMapsOfAtMostFourPixels) {
   testing::expect_bitwise(dw, dw2, "dw");
   testing::expect_bitwise(db, db2, "db");
 
-  const Conv2dShape larger = pointwise(3, 6, 4, 4, 10);  // oneDNN's jit_1x1 is the faster here
+  const Conv2dShape larger = pointwise(4, 6, 8, 8, 10923);  // 2^24 + 384 multiply-adds on 8x8: oneDNN's
   std::vector<float> y3(larger.y_size(), NAN);
   const auto x3 = testing::uniform_floats(larger.x_size(), 25);
-  cpu_fast::conv2d_forward(larger, x3.data(), w.data(), b.data(), y3.data());
-  EXPECT_NE(cpu_fast::conv2d_impl(larger, true, "fwd"), "engine:pointwise_gemm");
+  const auto w3 = testing::uniform_floats(larger.w_size(), 26);
+  cpu_fast::conv2d_forward(larger, x3.data(), w3.data(), nullptr, y3.data());
+  EXPECT_NE(cpu_fast::conv2d_impl(larger, false, "fwd"), "engine:pointwise_gemm");
 }
 
 }  // namespace

@@ -173,7 +173,10 @@ TEST(CpuFastMaxPool2d, RejectsAnArgmaxOutsideThePlane) {
 TEST(CpuFastBatchNorm2d, TrainingMatchesTheReference) {
   const BatchNorm2dShape shapes[] = {{.n = 3, .c = 5, .h = 7, .w = 9},
                                      {.n = 8, .c = 64, .h = 13, .w = 11},
-                                     {.n = 2, .c = 3, .h = 1, .w = 1}};
+                                     {.n = 2, .c = 3, .h = 1, .w = 1},
+                                     // 2x2 and 3x3: the per-channel loops' constant plane sizes
+                                     {.n = 5, .c = 6, .h = 2, .w = 2},
+                                     {.n = 4, .c = 3, .h = 3, .w = 3}};
   for (const BatchNorm2dShape& g : shapes) {
     for (const bool affine : {true, false}) {
       // An offset mean (3) against a spread of 1: the centring must happen before the scaling.
