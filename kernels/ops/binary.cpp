@@ -1,12 +1,14 @@
 #include "kernels/ops/binary.h"
 
 #include <array>
+#include <initializer_list>
 
 #include "kernels/cpu/binary.h"
 #include "kernels/cpu_fast/binary.h"
 #include "kernels/cuda/binary.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
@@ -15,12 +17,12 @@ namespace {
 using Strides = std::array<std::int64_t, kMaxBroadcastRank>;
 
 // t's strides along the logical axes of an output of rank `rank` (t's shape aligned at the last axis), 0
-// where t has size 1 (broadcast, or an axis t lacks).
+// where t has size 1 (broadcast, or an axis t lacks). A blocked t reaches here only beside operands of its
+// own shape and layout (in_memory_order): row-major strides then pair the elements in memory order.
 Strides logical_strides(const Tensor& t, int rank) {
   const Shape& s = t.shape();
   Strides st{};
   const int off = rank - static_cast<int>(s.size());
-  check_not_blocked("binary op", t);
   if (t.ndim() == 4 && t.layout() == Layout::NHWC) {
     const std::int64_t c = s[1], w = s[3];
     const std::int64_t nhwc[4] = {s[2] * w * c, 1, w * c, c};
@@ -79,6 +81,21 @@ BroadcastGrad grad_geometry(const BroadcastAxes& all, int operand) {
   return g;
 }
 
+// A blocked operand (nChw8c/nChw16c, core/layout.h) has no stride per logical axis. Operands of one shape and
+// one layout pair their elements in memory order (elementwise, as the residual add); any other mix with a
+// blocked tensor (a broadcast [N, C, 1, 1] scale, a [N, 1, H, W] NCHW mask) runs NCHW between reorders.
+bool needs_blocked_fallback(std::initializer_list<const Tensor*> tensors) {
+  bool blocked = false, uniform = true;
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    blocked = blocked || is_blocked(t->layout());
+    if (first == nullptr) first = t;
+    uniform = uniform && t->shape() == first->shape() && t->layout() == first->layout();
+  }
+  return blocked && !uniform;
+}
+
 }  // namespace
 
 Shape broadcast_shape(const std::string& who, const Shape& a, const Shape& b) {
@@ -99,6 +116,12 @@ Shape broadcast_shape(const std::string& who, const Shape& a, const Shape& b) {
 
 void binary_forward(const ExecutionContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b,
                     const Tensor& y) {
+  if (needs_blocked_fallback({&a, &b, &y})) {
+    NchwFallback nchw(ctx);
+    binary_forward(ctx, op, nchw.in(a), nchw.in(b), nchw.out(y));
+    nchw.finish();
+    return;
+  }
   same_layout("binary", {{"a", a}, {"b", b}, {"y", y}});
   ENGINE_CHECK(broadcast_shape("binary", a.shape(), b.shape()) == y.shape(), "binary: y {} for a {} and b {}",
                shape_str(y.shape()), shape_str(a.shape()), shape_str(b.shape()));
@@ -121,6 +144,12 @@ void binary_forward(const ExecutionContext& ctx, BinaryOp op, const Tensor& a, c
 
 void binary_backward(const ExecutionContext& ctx, BinaryOp op, const Tensor& dy, const Tensor& a,
                      const Tensor& b, const Tensor& da, const Tensor& db) {
+  if (needs_blocked_fallback({&dy, &a, &b, &da, &db})) {
+    NchwFallback nchw(ctx);
+    binary_backward(ctx, op, nchw.in(dy), nchw.in(a), nchw.in(b), nchw.out(da), nchw.out(db));
+    nchw.finish();
+    return;
+  }
   same_layout("binary_backward", {{"dy", dy}, {"a", a}, {"b", b}, {"da", da}, {"db", db}});
   if (bf16::on_float32(ctx, {dy, a, b}, {da, db}, [&](const Tensor* in, const Tensor* out) {
         binary_backward(ctx, op, in[0], in[1], in[2], out[0], out[1]);

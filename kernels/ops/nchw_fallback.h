@@ -11,7 +11,8 @@
 //     return;
 //   }
 //
-// An output that the op also reads (accumulates into) would need `in` and `out`: no op here does that.
+// An output the op writes only in part (copy_into_channels: a channel range of a concatenation) takes
+// `in_out`: an NCHW copy of its current values, transposed back by finish() as `out`'s.
 
 #include <utility>
 #include <vector>
@@ -39,12 +40,13 @@ class NchwFallback {
 
   Tensor in(const Tensor& t) const;
   Tensor out(const Tensor& t);
-  // Transposes every `out` stand-in into its NHWC tensor.
+  Tensor in_out(const Tensor& t);
+  // Transposes every `out` and `in_out` stand-in into its NHWC or blocked tensor.
   void finish();
 
  private:
   const ExecutionContext& ctx_;
-  std::vector<std::pair<Tensor, Tensor>> outputs_;  // (NCHW stand-in, NHWC destination)
+  std::vector<std::pair<Tensor, Tensor>> outputs_;  // (NCHW stand-in, NHWC or blocked destination)
 };
 
 }  // namespace engine::ops

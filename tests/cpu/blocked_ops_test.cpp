@@ -9,15 +9,19 @@
 //    within float32's error of the reference, the tolerances of nhwc_ops_test.cpp (the same arithmetic);
 //  - max pooling and the elementwise ops blocked equal their float32 NCHW run bitwise (same scan and
 //    summation order).
-// Plus: the reorder's element placement, a blocked tensor refused by ops that address NCHW/NHWC by strides,
-// and on a CUDA device.
+// Plus: the reorder's element placement, and the ops that address NCHW/NHWC by strides (binary broadcasts,
+// channel copies, affine and LayerNorm) giving an NCHW run's bits on blocked tensors.
 
+#include <functional>
 #include <string>
 #include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "kernels/ops/binary.h"
+#include "kernels/ops/channel_affine.h"
+#include "kernels/ops/channel_copy.h"
+#include "kernels/ops/channel_layernorm.h"
 #include "tests/common/error_of.h"
 #include "tests/common/layout_op_cases.h"
 
@@ -141,14 +145,109 @@ TEST(BlockedLayout, ReluAndResidualAdd) {
   check(elementwise, 2e-7, "relu/residual_add", /*bitwise_f32=*/true);
 }
 
-TEST(BlockedLayout, OpsAddressingByStridesRefuseIt) {
-  const Env e = cpu(DType::F32, Layout::NCHW16c, 16);
-  // A per-channel constant [1, C, 1, 1] beside the activation, both blocked (layers/graph.cpp's constants).
-  const Tensor a = input(e, {2, 16, 3, 3}, 1), bias = input(e, {1, 16, 1, 1}, 2);
-  const Tensor y = poisoned(e, {2, 16, 3, 3});
-  const std::string message = error_of([&] { ops::binary_forward(e.ctx, BinaryOp::Add, a, bias, y); });
-  EXPECT_NE(message.find("blocked nChw16c layout, which this op does not take"), std::string::npos)
-      << message;
+// --- The ops that address tensors by per-axis strides: NCHW between exact reorders (a broadcast, a
+// per-channel scale or LayerNorm, a shuffle, a concatenation off the blocks' boundaries) or in memory order
+// (binary ops on operands of one shape and layout, whole blocks of a concatenation). Either way each value
+// is computed from the same operands in the same order as in an NCHW run, so a blocked run gives the NCHW
+// run's bits in float64 and float32 (the NCHW kernels' own accuracy: binary_test, channel_affine_test,
+// channel_layernorm_test, channel_ops_test). Every output starts poisoned (NaN), and NaN equals nothing.
+void check_exact(const std::function<Outputs(const Env&)>& run, const std::string& what) {
+  for (const Blocking& b : kBlockings) {
+    for (const DType dtype : {DType::F64, DType::F32}) {
+      const std::string label = what + " " + name_of(b) + " " + std::string(dtype_name(dtype));
+      const Outputs nchw = run(cpu(dtype, Layout::NCHW, b.channels));
+      const Outputs blocked = run(cpu(dtype, b.layout, b.channels));
+      ASSERT_EQ(blocked.size(), nchw.size()) << label;
+      for (std::size_t k = 0; k < nchw.size(); ++k)
+        EXPECT_EQ(blocked[k].second, nchw[k].second) << label << " " << nchw[k].first;
+    }
+  }
+}
+
+// a op b forward and backward over a [3, C, 7, 5] against `b_shape`.
+Outputs binary(const Env& e, BinaryOp op, const Shape& b_shape) {
+  const Shape shape{3, e.channels, 7, 5};
+  const Tensor a = input(e, shape, 71), b = input(e, b_shape, 72, 0.5, 1.5), dy = input(e, shape, 73);
+  const Tensor y = poisoned(e, shape), da = poisoned(e, shape), db = poisoned(e, b_shape);
+  ops::binary_forward(e.ctx, op, a, b, y);
+  ops::binary_backward(e.ctx, op, dy, a, b, da, db);
+  return {{"y", values(e, y)}, {"da", values(e, da)}, {"db", values(e, db)}};
+}
+
+TEST(BlockedLayout, BinaryOpsBroadcastingAndInMemoryOrder) {
+  check_exact([](const Env& e) { return binary(e, BinaryOp::Mul, {3, e.channels, 1, 1}); }, "squeeze-excite");
+  check_exact([](const Env& e) { return binary(e, BinaryOp::Add, {1, e.channels, 1, 1}); }, "[1, C, 1, 1]");
+  check_exact([](const Env& e) { return binary(e, BinaryOp::Div, {e.channels, 1, 1}); }, "[C, 1, 1]");
+  check_exact([](const Env& e) { return binary(e, BinaryOp::Mul, {3, 1, 7, 5}); }, "NCHW [N, 1, H, W] mask");
+  check_exact([](const Env& e) { return binary(e, BinaryOp::Sub, {3, e.channels, 7, 5}); }, "same shape");
+}
+
+// Concat of z[3, 16, 7, 5] into y[3, C + 16, 7, 5] (both blocked: C and 16 fill blocks of 8 and of 16)
+// at channel C (whole blocks, copied in place) and at channel 4 (off the blocks: through NCHW, y's other
+// channels kept), then Split back; and a [3, 5, 7, 5] piece (NCHW: 5 channels fill no block) into and out of
+// the blocked x[3, C, 7, 5].
+Outputs concat_split(const Env& e) {
+  const std::int64_t c = e.channels;
+  const Shape xs{3, c, 7, 5}, zs{3, 16, 7, 5}, ys{3, c + 16, 7, 5}, ps{3, 5, 7, 5};
+  const Tensor x = input(e, xs, 81), z = input(e, zs, 82), piece = input(e, ps, 83);
+  Outputs out;
+  for (const std::int64_t at : {c, std::int64_t{4}}) {
+    const Tensor y = input(e, ys, 84), back = poisoned(e, zs);
+    ops::copy_into_channels(e.ctx, z, y, at);
+    ops::copy_from_channels(e.ctx, y, at, back);
+    out.emplace_back("concat at " + std::to_string(at), values(e, y));
+    out.emplace_back("split at " + std::to_string(at), values(e, back));
+  }
+  const Tensor into = input(e, xs, 85), part = poisoned(e, ps);
+  ops::copy_into_channels(e.ctx, piece, into, 3);
+  ops::copy_from_channels(e.ctx, x, 2, part);
+  out.emplace_back("NCHW piece into blocked", values(e, into));
+  out.emplace_back("NCHW piece from blocked", values(e, part));
+  const Tensor shuffled = poisoned(e, xs);
+  ops::channel_shuffle(e.ctx, x, 4, shuffled);
+  out.emplace_back("channel shuffle", values(e, shuffled));
+  return out;
+}
+
+TEST(BlockedLayout, ConcatSplitAndShuffleOfChannels) { check_exact(concat_split, "channel copy"); }
+
+// A per-channel scale and shift (and one value over everything, in memory order), then LayerNorm over each
+// pixel's channels, forward and backward.
+Outputs affine_and_layernorm(const Env& e) {
+  const std::int64_t c = e.channels;
+  const Shape shape{3, c, 7, 5};
+  const Tensor x = input(e, shape, 91), dy = input(e, shape, 92);
+  const Tensor scale = parameter(e, {c}, 93), shift = parameter(e, {1, c, 1, 1}, 94);
+  const Tensor one = parameter(e, {1}, 95);
+  Outputs out;
+  const Tensor y = poisoned(e, shape), dx = poisoned(e, shape);
+  const Tensor dscale = poisoned(e, {c}), dshift = poisoned(e, {c});
+  ops::channel_affine_forward(e.ctx, x, scale, shift, y);
+  ops::channel_affine_backward(e.ctx, x, scale, dy, dx, dscale, dshift);
+  out.insert(out.end(), {{"affine y", values(e, y)},
+                         {"affine dx", values(e, dx)},
+                         {"affine dscale", values(e, dscale)},
+                         {"affine dshift", values(e, dshift)}});
+  // One value over everything runs in memory order: y and dx elementwise, so bitwise; its gradient would sum
+  // in memory order (another rounding than NCHW's), so it is left out here.
+  const Tensor y1 = poisoned(e, shape), dx1 = poisoned(e, shape);
+  ops::channel_affine_forward(e.ctx, x, one, Tensor(), y1);
+  ops::channel_affine_backward(e.ctx, x, one, dy, dx1, Tensor(), Tensor());
+  out.insert(out.end(), {{"scalar y", values(e, y1)}, {"scalar dx", values(e, dx1)}});
+  const Tensor gamma = input(e, {c}, 96, 0.5, 1.5), beta = parameter(e, {c}, 97);
+  const Tensor ly = poisoned(e, shape), ldx = poisoned(e, shape);
+  const Tensor dgamma = poisoned(e, {c}), dbeta = poisoned(e, {c});
+  ops::channel_layernorm_forward(e.ctx, 1e-6, x, gamma, beta, ly);
+  ops::channel_layernorm_backward(e.ctx, 1e-6, x, gamma, dy, ldx, dgamma, dbeta);
+  out.insert(out.end(), {{"layernorm y", values(e, ly)},
+                         {"layernorm dx", values(e, ldx)},
+                         {"layernorm dgamma", values(e, dgamma)},
+                         {"layernorm dbeta", values(e, dbeta)}});
+  return out;
+}
+
+TEST(BlockedLayout, ChannelAffineAndLayerNorm) {
+  check_exact(affine_and_layernorm, "channel affine/layernorm");
 }
 
 }  // namespace
