@@ -145,12 +145,14 @@ TEST(BlockedLayout, ReluAndResidualAdd) {
   check(elementwise, 2e-7, "relu/residual_add", /*bitwise_f32=*/true);
 }
 
-// --- The ops that address tensors by per-axis strides: NCHW between exact reorders (a broadcast, a
-// per-channel scale or LayerNorm, a shuffle, a concatenation off the blocks' boundaries) or in memory order
-// (binary ops on operands of one shape and layout, whole blocks of a concatenation). Either way each value
-// is computed from the same operands in the same order as in an NCHW run, so a blocked run gives the NCHW
-// run's bits in float64 and float32 (the NCHW kernels' own accuracy: binary_test, channel_affine_test,
-// channel_layernorm_test, channel_ops_test). Every output starts poisoned (NaN), and NaN equals nothing.
+// --- The ops that address tensors by per-axis strides: binary ops in y's memory order (its [N, C/b, H, W, b]
+// frame, operands blocked like y or plain NCHW: a squeeze-excite gate, constants, an NCHW mask, one shape),
+// NCHW between exact reorders (a per-channel scale or LayerNorm, a shuffle, a concatenation off the blocks'
+// boundaries) or whole blocks in place (a concatenation on them). Either way each value is computed from the
+// same operands in the same order as in an NCHW run (the gradients' reductions too), so a blocked run gives
+// the NCHW run's bits in float64 and float32 (the NCHW kernels' own accuracy: binary_test,
+// channel_affine_test, channel_layernorm_test, channel_ops_test). Every output starts poisoned (NaN), and NaN
+// equals nothing.
 void check_exact(const std::function<Outputs(const Env&)>& run, const std::string& what) {
   for (const Blocking& b : kBlockings) {
     for (const DType dtype : {DType::F64, DType::F32}) {
