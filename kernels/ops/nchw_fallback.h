@@ -31,6 +31,15 @@ inline bool needs_nchw_fallback(const Tensor& t, bool cuda_has_nhwc, bool has_bl
   return t.layout() == Layout::NHWC && !(t.is_cuda() && cuda_has_nhwc);
 }
 
+// Whether a pooling op's input and output pair a blocked tensor with an NCHW one: a map pooled to one pixel,
+// which core/layout.h's activation_layout labels NCHW beside a blocked input (or the reverse in backward).
+// Such a pair runs NCHW through the fallback (the one-pixel side needs no reorder).
+inline bool blocked_beside_nchw(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.layout() != b.layout() &&
+         ((is_blocked(a.layout()) && b.layout() == Layout::NCHW) ||
+          (is_blocked(b.layout()) && a.layout() == Layout::NCHW));
+}
+
 class NchwFallback {
  public:
   explicit NchwFallback(const ExecutionContext& ctx) : ctx_(ctx) {}

@@ -252,5 +252,42 @@ TEST(BlockedLayout, ChannelAffineAndLayerNorm) {
   check_exact(affine_and_layernorm, "channel affine/layernorm");
 }
 
+// A map pooled to one pixel: core/layout.h labels the [N, C, 1, 1] output NCHW (the same bytes as blocked),
+// so max and average pooling take a blocked x with an NCHW y (and back), through NCHW.
+Outputs pooled_to_one_pixel(const Env& e) {
+  const Pool2dShape w{.n = 3,
+                      .c = static_cast<int>(e.channels),
+                      .h = 3,
+                      .w = 3,
+                      .kernel_h = 3,
+                      .kernel_w = 3,
+                      .stride_h = 1,
+                      .stride_w = 1,
+                      .pad_h = 0,
+                      .pad_w = 0};
+  const Shape in{3, e.channels, 3, 3}, out{3, e.channels, 1, 1};
+  const Tensor x = input(e, in, 101), dy = input(e, out, 102);
+  EXPECT_EQ(poisoned(e, out).layout(), Layout::NCHW);
+  const Tensor y = poisoned(e, out), argmax = poisoned(e, out, DType::I32), dx = poisoned(e, in);
+  ops::maxpool2d_forward(e.ctx, w, x, y, argmax);
+  ops::maxpool2d_backward(e.ctx, w, dy, argmax, dx);
+  const Tensor ay = poisoned(e, out), adx = poisoned(e, in);
+  ops::avgpool2d_forward(e.ctx, AvgPool2dShape{w, false}, x, ay);
+  ops::avgpool2d_backward(e.ctx, AvgPool2dShape{w, false}, dy, adx);
+  return {{"max y", values(e, y)},
+          {"argmax", values(e, argmax)},
+          {"max dx", values(e, dx)},
+          {"avg y", values(e, ay)},
+          {"avg dx", values(e, adx)}};
+}
+
+TEST(BlockedLayout, PoolingToOnePixel) {
+  EXPECT_EQ(activation_layout(Layout::NCHW16c, 32, 1), Layout::NCHW);
+  EXPECT_EQ(activation_layout(Layout::NCHW16c, 32, 2), Layout::NCHW16c);
+  EXPECT_EQ(activation_layout(Layout::NCHW8c, 12, 9), Layout::NCHW);
+  EXPECT_EQ(activation_layout(Layout::NHWC, 32, 1), Layout::NHWC);
+  check_exact(pooled_to_one_pixel, "pooled to 1x1");
+}
+
 }  // namespace
 }  // namespace engine::testing::layout_cases
