@@ -1,7 +1,7 @@
 #pragma once
 // --layout (cnn_train, train_bench): the memory order of the model's 4-d activations (core/layout.h,
 // ExecutionContext::layout). auto, the default, is the CPU's blocked nChw16c where oneDNN runs AVX-512
-// (measured 5-8% faster than NCHW there on resnet18 and vgg6, benchmarks/RESULTS.md) and NCHW everywhere
+// (8-12% less CPU per step than NCHW there on resnet18 and vgg6, benchmarks/RESULTS.md) and NCHW everywhere
 // else: on a GPU (NHWC pays on tensor cores, but whether it should be the default is a GPU measurement
 // still owed) and on an AVX2 host (nChw8c is unmeasured there, so it stays as it was).
 
