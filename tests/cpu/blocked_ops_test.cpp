@@ -117,6 +117,34 @@ TEST(BlockedLayout, Conv2dAgainstTheFloat64Reference) {
   }
 }
 
+// Convolutions to and from one-pixel maps (NCHW in a blocked model, core/layout.h; described to oneDNN as the
+// blocked layout whose bytes they hold): 2x2 -> 1x1 (3x3, stride 2) and 1x1 -> 3x3 (1x1, padding 1). The
+// argument and tolerance of the test above (at most 144 products a sum here).
+TEST(BlockedLayout, Conv2dToAndFromOnePixel) {
+  const Conv2dShape down{.n = 3,
+                         .c = 16,
+                         .h = 2,
+                         .w = 2,
+                         .k = 32,
+                         .r = 3,
+                         .s = 3,
+                         .stride_h = 2,
+                         .stride_w = 2,
+                         .pad_h = 1,
+                         .pad_w = 1};
+  const Conv2dShape up{.n = 3, .c = 16, .h = 1, .w = 1, .k = 16, .r = 1, .s = 1, .pad_h = 1, .pad_w = 1};
+  for (const Conv2dShape& s : {down, up}) {
+    const auto run = [&](const Env& e) { return conv2d_of(e, s); };
+    const Outputs reference = run(cpu(DType::F64, Layout::NCHW, 5));
+    for (const Layout l : {Layout::NCHW16c, Layout::NCHW8c}) {
+      const std::string what =
+          std::string(layout_name(l)) + " " + std::to_string(s.h) + "x" + std::to_string(s.w);
+      EXPECT_EQ(run(cpu(DType::F64, l, 5)), reference) << what << " float64";
+      expect_close(run(cpu(DType::F32, l, 5)), reference, 1e-2, what + " float32");
+    }
+  }
+}
+
 // BatchNorm: the blocked kernels do the NCHW kernels' arithmetic (double sums, one rounding per output):
 // nhwc_ops_test.cpp's 2e-5 of the largest output, some ten float32 ulps.
 TEST(BlockedLayout, BatchNormTraining) {
