@@ -11,7 +11,7 @@
 # e.g. mobilenet_v2 densenet121, are trained by the engine from their ONNX export, written into $LOGS/zoo), BATCH (default 64), LOGS (default
 # $BUILD_DIR/cpu-peer), CONV_ALGO (the engine's --cpu-conv-algo, default auto), PRECISION (fp32, or bf16: the
 # engine's --precision bf16 against torch.autocast('cpu', dtype=torch.bfloat16)), LAYOUT (the engine's --layout,
-# default nchw; nchw16c/nchw8c keep its activations in oneDNN's blocked layout between the layers). The table gives the medians
+# default auto, its own: nchw16c on AVX-512, else nchw; nchw16c/nchw8c keep its activations in oneDNN's blocked layout between the layers). The table gives the medians
 # over the rounds with their range, the host's oneDNN ISA and FMA peak (kernels/cpu_fast/host_probe.h) in its
 # heading, and the engine's model FLOPs per second as a share of that peak. PyTorch is not a dependency of the engine: scripts/install-python-deps.sh installs it
 # for the tests and this comparison.
@@ -24,7 +24,7 @@ rounds=${ROUNDS:-2}
 threads=${THREADS:-2}
 models=${MODELS:-mnist_cnn cnn3 vgg6 resnet18}
 conv_algo=${CONV_ALGO:-auto}
-layout=${LAYOUT:-nchw}
+layout=${LAYOUT:-auto}
 precision=${PRECISION:-fp32}
 case $precision in fp32) peer_setting=tutorial ;; bf16) peer_setting=bf16 ;;
   *) echo "cpu_peer.sh: PRECISION '$precision': fp32 or bf16" >&2; exit 2 ;; esac

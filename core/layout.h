@@ -28,10 +28,14 @@ constexpr std::string_view layout_name(Layout l) {
 constexpr int layout_block(Layout l) { return l == Layout::NCHW8c ? 8 : l == Layout::NCHW16c ? 16 : 0; }
 constexpr bool is_blocked(Layout l) { return layout_block(l) != 0; }
 
-// The layout of a 4-d activation with `channels` channels in a model whose activations are `model`: a
-// blocked layout only where the channels fill whole blocks (the input image's 3 channels stay NCHW).
-constexpr Layout activation_layout(Layout model, std::int64_t channels) {
-  return is_blocked(model) && channels % layout_block(model) != 0 ? Layout::NCHW : model;
+// The layout of a 4-d activation with `channels` channels of `pixels` (H * W) each in a model whose
+// activations are `model`: a blocked layout only where the channels fill whole blocks (the input image's 3
+// channels stay NCHW) and the map has more than one pixel. An [N, C, 1, 1] tensor (a squeeze-excite gate, the
+// 1x1 maps of a zoo model's last stage at 32x32) has the same bytes in both orders; labelled NCHW, its 1x1
+// convolutions take the engine's pointwise GEMM (kernels/cpu_fast/conv2d_pointwise.h), several times faster
+// there than oneDNN's blocked 1x1 kernels on 1-pixel maps (mobilenet_v3_small, benchmarks/RESULTS.md).
+constexpr Layout activation_layout(Layout model, std::int64_t channels, std::int64_t pixels) {
+  return is_blocked(model) && (channels % layout_block(model) != 0 || pixels == 1) ? Layout::NCHW : model;
 }
 
 }  // namespace engine

@@ -10,27 +10,27 @@
 namespace engine::dist {
 namespace {
 
-// Where element (n, c, i) of x [N, C, H*W] lives (core/layout.h): n * n_stride + c * c_stride + i * i_stride,
-// that is (n * C + c) * HW + i in NCHW and (n * HW + i) * C + c in NHWC. Every loop below walks a channel
-// n outer, i inner whatever the layout, so its values are added in the same order and an NHWC run gives
-// the bits of the NCHW run on the same logical data.
+// Where element (n, c, i) of x [N, C, H*W] lives (core/layout.h): n * n_stride + (c / block) * c_stride +
+// c % block + i * i_stride, that is (n * C + c) * HW + i in NCHW, (n * HW + i) * C + c in NHWC and
+// ((n * C/b + c/b) * HW + i) * b + c%b in the blocked nChw8c/nChw16c (block 1 for the first two). Every loop
+// below walks a channel n outer, i inner whatever the layout, so its values are added in the same order and
+// an NHWC or blocked run gives the bits of the NCHW run on the same logical data.
 struct Geometry {
   std::int64_t n, c, hw;
-  std::int64_t n_stride, c_stride, i_stride;
+  std::int64_t n_stride, c_stride, i_stride, block;
 
   std::int64_t at(std::int64_t img, std::size_t channel, std::int64_t i) const {
-    return img * n_stride + static_cast<std::int64_t>(channel) * c_stride + i * i_stride;
+    const auto ch = static_cast<std::int64_t>(channel);
+    return img * n_stride + ch / block * c_stride + ch % block + i * i_stride;
   }
 };
 
 Geometry geometry_of(const Tensor& x) {
   ENGINE_CHECK(x.ndim() == 4, "SyncBatchNorm expects an input [N, C, H, W], got {}", x.str());
   const std::int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
-  ENGINE_CHECK(!is_blocked(x.layout()),
-               "SyncBatchNorm: {} is in the blocked {} layout, which it does not take (run the nchw layout)",
-               x.str(), layout_name(x.layout()));
-  if (x.layout() == Layout::NHWC) return {n, c, hw, hw * c, 1, c};
-  return {n, c, hw, c * hw, hw, 1};
+  if (x.layout() == Layout::NHWC) return {n, c, hw, hw * c, 1, c, 1};
+  if (const std::int64_t b = layout_block(x.layout()); b != 0) return {n, c, hw, c * hw, hw * b, b, b};
+  return {n, c, hw, c * hw, hw, 1, 1};
 }
 
 // A host view of `t`: itself on the CPU, else a copy made after the work queued on `stream`.

@@ -19,7 +19,10 @@ Tensor Flatten::forward_impl(const Tensor& x, Mode) {
 Tensor Flatten::backward_impl(const Tensor& dy, Mode) {
   if (!needs_input_grad()) return Tensor();
   const Tensor dx = dy.view(last_input_shape());  // NCHW
-  return dx.ndim() == 4 ? ops::to_layout(context(), dx, activation_layout(context().layout, dx.dim(1))) : dx;
+  return dx.ndim() == 4
+             ? ops::to_layout(context(), dx,
+                              activation_layout(context().layout, dx.dim(1), dx.dim(2) * dx.dim(3)))
+             : dx;
 }
 
 }  // namespace engine::layers

@@ -18,7 +18,7 @@ Tensor GlobalAvgPool::forward_impl(const Tensor& x, Mode) {
   ops::global_avgpool_forward(context(), x, y);
   // [N, C] and [N, C, 1, 1] hold the same values in the same order in either layout.
   return keep_dims_ ? ops::to_layout(context(), y.view({s[0], s[1], 1, 1}),
-                                     activation_layout(context().layout, s[1]))
+                                     activation_layout(context().layout, s[1], 1))
                     : y;
 }
 

@@ -122,7 +122,8 @@ const Tensor& Graph::constant(int value) {
     c.tensor = host.to(ctx.device, ctx.stream);
     // A 4-d constant ([1, C, 1, 1] beside an activation) in the activations' layout.
     if (c.shape.size() == 4 && ctx.layout != Layout::NCHW)
-      c.tensor = ops::to_layout(ctx, c.tensor, activation_layout(ctx.layout, c.shape[1]));
+      c.tensor =
+          ops::to_layout(ctx, c.tensor, activation_layout(ctx.layout, c.shape[1], c.shape[2] * c.shape[3]));
   }
   return c.tensor;
 }

@@ -30,9 +30,12 @@ class GraphOp {
                                        const std::vector<bool>& need) = 0;
 
  protected:
-  // An activation on the context's device, in its layout when 4-d.
+  // An activation on the context's device, in its layout when 4-d (a blocked one only where the channels
+  // fill its blocks: core/layout.h's activation_layout, as Layer::new_tensor).
   static Tensor new_activation(const ExecutionContext& ctx, const Shape& shape, DType dtype) {
-    return Tensor::empty(shape, dtype, ctx.device, ctx.stream, shape.size() == 4 ? ctx.layout : Layout::NCHW);
+    return Tensor::empty(
+        shape, dtype, ctx.device, ctx.stream,
+        shape.size() == 4 ? activation_layout(ctx.layout, shape[1], shape[2] * shape[3]) : Layout::NCHW);
   }
 };
 

@@ -83,8 +83,9 @@ DType Layer::autocast_output_dtype() const {
 
 Tensor Layer::new_tensor(const Shape& shape, DType dtype) const {
   const ExecutionContext& ctx = context();
-  return Tensor::empty(shape, dtype, ctx.device, ctx.stream,
-                       shape.size() == 4 ? activation_layout(ctx.layout, shape[1]) : Layout::NCHW);
+  return Tensor::empty(
+      shape, dtype, ctx.device, ctx.stream,
+      shape.size() == 4 ? activation_layout(ctx.layout, shape[1], shape[2] * shape[3]) : Layout::NCHW);
 }
 
 void Layer::bind(std::shared_ptr<ExecutionContext> context, std::shared_ptr<GradReadyHook> hook) {
@@ -100,7 +101,8 @@ void Layer::check_input(const Tensor& t, const char* what) const {
   LAYER_CHECK(t.dtype() == ctx.dtype || (ctx.autocast_bf16 && t.dtype() == DType::BF16),
               "{} {} is not of the model's dtype {}{}", what, t.str(), dtype_name(ctx.dtype),
               ctx.autocast_bf16 ? " (or bfloat16 under bf16 autocast)" : "");
-  const Layout expected = t.ndim() == 4 ? activation_layout(ctx.layout, t.dim(1)) : Layout::NCHW;
+  const Layout expected =
+      t.ndim() == 4 ? activation_layout(ctx.layout, t.dim(1), t.dim(2) * t.dim(3)) : Layout::NCHW;
   LAYER_CHECK(t.layout() == expected, "{} {} is in the {} layout, the model's 4-d tensors are {}", what,
               t.str(), layout_name(t.layout()), layout_name(ctx.layout));
 }

@@ -54,10 +54,13 @@ Model::Model(std::string name, std::unique_ptr<Layer> root, Shape sample_shape)
 Tensor Model::forward(const Tensor& x, Mode mode) {
   if (!context_) return root_->forward(x, mode);  // the layer says what is missing
   const ExecutionContext& ctx = *context_;
-  input_transposed_ = x.defined() && x.ndim() == 4 && x.layout() != activation_layout(ctx.layout, x.dim(1));
+  input_transposed_ = x.defined() && x.ndim() == 4 &&
+                      x.layout() != activation_layout(ctx.layout, x.dim(1), x.dim(2) * x.dim(3));
   input_layout_ = x.defined() ? x.layout() : Layout::NCHW;
   Tensor y = root_->forward(
-      input_transposed_ ? ops::to_layout(ctx, x, activation_layout(ctx.layout, x.dim(1))) : x, mode);
+      input_transposed_ ? ops::to_layout(ctx, x, activation_layout(ctx.layout, x.dim(1), x.dim(2) * x.dim(3)))
+                        : x,
+      mode);
   return y.dtype() == DType::BF16 ? ops::bf16::widened(ctx, y) : y;
 }
 

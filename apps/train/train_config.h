@@ -125,7 +125,7 @@ struct TrainConfig {
   bool deterministic = false;
   Precision precision = Precision::Tf32;
   CudaGraphMode cuda_graph = CudaGraphMode::Auto;  // --cuda-graph (apps/train/cuda_graph_policy.h)
-  Layout layout = Layout::NCHW;                    // --layout
+  LayoutChoice layout = LayoutChoice::Auto;        // --layout (resolved by the Trainer: layout_flag.h)
   cpu_fast::ConvAlgo cpu_conv_algo = cpu_fast::ConvAlgo::Direct;  // --cpu-conv-algo
 
   // Filled by the program, not by flags (a distributed launcher sets them per worker).

@@ -50,11 +50,12 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   seed_ = c.seed;
   device_ = std::make_unique<TrainDevice>(c.cpu, c.device_index, c.deterministic, c.precision,
                                           rank_dropout_seed(c.seed, c.rank));
-  ENGINE_CHECK(!is_blocked(c.layout) || !device_->is_cuda(),
+  const ResolvedLayout layout = resolve_layout(c.layout, device_->is_cuda(), cpu_fast::onednn_isa());
+  ENGINE_CHECK(!is_blocked(layout.layout) || !device_->is_cuda(),
                "--layout {}: the blocked layouts are the CPU's (oneDNN's nChw8c/nChw16c); on a GPU use nchw "
                "or nhwc",
-               layout_name(c.layout));
-  device_->set_layout(c.layout);
+               choice_name(kLayoutChoices, c.layout));
+  device_->set_layout(layout.layout);
   if (!device_->is_cuda()) cpu_fast::set_conv_algo(effective_cpu_conv_algo(c.cpu_conv_algo, c.deterministic));
   if (device_->fell_back_to_cpu() && c.is_main()) print_line("cnn_train: no GPU found: training on the CPU");
   const bool eval_only = !c.eval_only.empty();
@@ -169,7 +170,7 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
   test_options.gpu_resident = device.is_cuda() && c.gpu_resident_data;
   test_options.stream = stream;
   // Batches as the model takes them (no transpose at its entry); a blocked model's images (3 channels) NCHW.
-  test_options.image_layout = c.layout == Layout::NHWC ? Layout::NHWC : Layout::NCHW;
+  test_options.image_layout = layout.layout == Layout::NHWC ? Layout::NHWC : Layout::NCHW;
   test_options.transform = data::TransformConfig::eval(data_.mean, data_.std);
   test_loader_ = std::make_unique<data::Loader>(
       data_.test, data::DistributedSampler::eval_no_pad(data_.test.size(), c.world_size, c.rank),
@@ -216,11 +217,13 @@ Trainer::Trainer(TrainConfig config, TrainerHooks hooks)
     const std::string math = device.is_cuda() || autocast_bf16(c.precision)
                                  ? fmt::format(" {}", choice_name(kPrecisionChoices, c.precision))
                                  : std::string();
-    // The CPU: the instructions oneDNN runs and the 3x3 convolutions' algorithm (--cpu-conv-algo), last.
-    const std::string host = device.is_cuda()
-                                 ? std::string()
-                                 : fmt::format(" | oneDNN {}, 3x3 conv {}", cpu_fast::onednn_isa(),
-                                               cpu_fast::conv_algo_name(cpu_fast::conv_algo()));
+    // The CPU: the instructions oneDNN runs, the 3x3 convolutions' algorithm (--cpu-conv-algo) and the
+    // activations' layout with why (--layout auto's choice), last.
+    const std::string host =
+        device.is_cuda() ? std::string()
+                         : fmt::format(" | oneDNN {}, 3x3 conv {}, layout {} ({})", cpu_fast::onednn_isa(),
+                                       cpu_fast::conv_algo_name(cpu_fast::conv_algo()),
+                                       layout_name(layout.layout), layout.why);
     print_line(fmt::format("cnn_train: {} | model {} ({} parameters) | {}{} | seed {}", data_.description,
                            model_name, with_thousands(model_->parameter_count()), device.str(), math, seed_) +
                host);

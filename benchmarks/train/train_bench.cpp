@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
       app, "--precision", c.precision, apps::kPrecisionChoices,
       "cnn_train --precision: tf32 (PyTorch's default: TF32 convolutions, fp32 Linear), fp32 (no TF32) or "
       "bf16 (autocast at Conv2d and Linear; on the CPU, with --cpu, an exact emulation in float32)");
-  apps::add_choice_option(app, "--layout", c.layout, apps::kLayoutChoices, apps::kLayoutHelp);
+  apps::add_choice_option(app, "--layout", c.layout_flag, apps::kLayoutChoices, apps::kLayoutHelp);
   apps::add_choice_option(app, "--cpu-conv-algo", c.cpu_conv_algo, apps::kCpuConvAlgoChoices,
                           apps::kCpuConvAlgoHelp);
   app.add_flag("--implicit-gemm-conv", c.implicit_gemm_conv,
@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    const apps::ResolvedLayout layout =
+        apps::resolve_layout(c.layout_flag, !c.cpu && !c.smoke, cpu_fast::onednn_isa());
+    c.layout = layout.layout;
     if (costs) {
       for (const std::string& m : layers::model_names()) {
         std::printf("%s\n", bench::format_model_cost(bench::zoo_model_cost(m, costs_batch)).c_str());
@@ -148,11 +151,13 @@ int main(int argc, char** argv) {
       const data::Dataset mnist = engine::bench::random_dataset(6400, 1, 28, 28);
       const char* wait = std::getenv("OMP_WAIT_POLICY");
       std::printf(
-          "train_bench on the CPU (OMP_NUM_THREADS=%s, OMP_WAIT_POLICY=%s; %s; 3x3 convolutions %s): data %s "
-          "(mnist_cnn: random 1x28x28); %d warm-up steps, then %s\n",
+          "train_bench on the CPU (OMP_NUM_THREADS=%s, OMP_WAIT_POLICY=%s; %s; 3x3 convolutions %s; layout "
+          "%s "
+          "(%s)): data %s (mnist_cnn: random 1x28x28); %d warm-up steps, then %s\n",
           threads != nullptr ? threads : "unset", wait != nullptr ? wait : "unset",
           cpu_fast::host_probe_line(cpu_fast::host_probe()).c_str(),
-          cpu_fast::conv_algo_name(cpu_fast::conv_algo()), source.c_str(), c.warmup,
+          cpu_fast::conv_algo_name(cpu_fast::conv_algo()), std::string(layout_name(c.layout)).c_str(),
+          layout.why.c_str(), source.c_str(), c.warmup,
           c.epoch ? "one timed epoch" : (std::to_string(c.steps) + " timed steps").c_str());
       for (const std::string& m : c.models) {
         for (std::int64_t b : c.batches) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/layout_flag.h"
 #include "apps/train/precision.h"
 #include "benchmarks/train/step_timer.h"
 #include "core/device.h"
@@ -24,8 +25,9 @@ struct Config {
   int warmup = 15;
   int steps = 100;
   bool epoch = false;
-  apps::Precision precision = apps::Precision::Tf32;  // cnn_train's default
-  Layout layout = Layout::NCHW;                       // cnn_train's default
+  apps::Precision precision = apps::Precision::Tf32;          // cnn_train's default
+  apps::LayoutChoice layout_flag = apps::LayoutChoice::Auto;  // --layout: cnn_train's default
+  Layout layout = Layout::NCHW;  // what it resolves to on the device the cases run on (train_bench.cpp)
   bool implicit_gemm_conv = false;
   cpu_fast::ConvAlgo cpu_conv_algo = cpu_fast::ConvAlgo::Direct;  // cnn_train's default
   bool deterministic = false;

@@ -49,7 +49,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
                                                                       : "cpu bf16 (emulated)") +
                             " conv " + cpu_fast::conv_algo_name(cpu_fast::conv_algo())
                       : std::string(apps::choice_name(apps::kPrecisionChoices, c.precision)) + conv},
-      {"layout", apps::choice_name(apps::kLayoutChoices, c.layout)},
+      {"layout", apps::layout_flag_name(c.layout)},
       {"model", r.model},
       {"batch", r.batch},
       {"device", device},

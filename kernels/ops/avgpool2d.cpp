@@ -13,8 +13,9 @@ using bf16::NativeBf16;
 
 void avgpool2d_forward(const ExecutionContext& ctx, const AvgPool2dShape& s, const Tensor& x,
                        const Tensor& y) {
-  const Layout layout = same_layout("avgpool2d", {{"x", x}, {"y", y}});
-  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
+  const bool one_pixel = blocked_beside_nchw(x, y);  // both branches convert: checked before same_layout
+  const Layout layout = one_pixel ? Layout::NCHW : same_layout("avgpool2d", {{"x", x}, {"y", y}});
+  if (one_pixel || needs_nchw_fallback(x, /*cuda_has_nhwc=*/true)) {
     NchwFallback nchw(ctx);
     avgpool2d_forward(ctx, s, nchw.in(x), nchw.out(y));
     nchw.finish();
@@ -39,8 +40,9 @@ void avgpool2d_forward(const ExecutionContext& ctx, const AvgPool2dShape& s, con
 
 void avgpool2d_backward(const ExecutionContext& ctx, const AvgPool2dShape& s, const Tensor& dy,
                         const Tensor& dx) {
-  const Layout layout = same_layout("avgpool2d", {{"dy", dy}, {"dx", dx}});
-  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
+  const bool one_pixel = blocked_beside_nchw(dy, dx);
+  const Layout layout = one_pixel ? Layout::NCHW : same_layout("avgpool2d", {{"dy", dy}, {"dx", dx}});
+  if (one_pixel || needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true)) {
     NchwFallback nchw(ctx);
     avgpool2d_backward(ctx, s, nchw.in(dy), nchw.out(dx));
     nchw.finish();

@@ -1,12 +1,14 @@
 #include "kernels/ops/binary.h"
 
 #include <array>
+#include <initializer_list>
 
 #include "kernels/cpu/binary.h"
 #include "kernels/cpu_fast/binary.h"
 #include "kernels/cuda/binary.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
@@ -15,12 +17,11 @@ namespace {
 using Strides = std::array<std::int64_t, kMaxBroadcastRank>;
 
 // t's strides along the logical axes of an output of rank `rank` (t's shape aligned at the last axis), 0
-// where t has size 1 (broadcast, or an axis t lacks).
+// where t has size 1 (broadcast, or an axis t lacks). Not for a blocked t (blocked_geometry below).
 Strides logical_strides(const Tensor& t, int rank) {
   const Shape& s = t.shape();
   Strides st{};
   const int off = rank - static_cast<int>(s.size());
-  check_not_blocked("binary op", t);
   if (t.ndim() == 4 && t.layout() == Layout::NHWC) {
     const std::int64_t c = s[1], w = s[3];
     const std::int64_t nhwc[4] = {s[2] * w * c, 1, w * c, c};
@@ -79,6 +80,59 @@ BroadcastGrad grad_geometry(const BroadcastAxes& all, int operand) {
   return g;
 }
 
+// A blocked y (nChw8c/nChw16c, core/layout.h: b channels a block) has no stride per logical axis, but its
+// memory runs in the order of the 5-d frame [N, C/b, H, W, b]. An operand blocked like y (a squeeze-excite
+// gate [N, C, 1, 1], a [1, C, 1, 1] constant: a block's channels still contiguous) or plain NCHW of rank <= 4
+// (a [C, 1, 1] constant, an [N, 1, H, W] mask, a scalar) has strides along that frame, so the broadcast runs
+// in y's memory order with no reorder. Any other mix with a blocked tensor runs NCHW between reorders.
+bool in_blocked_frame(const Tensor& y, std::initializer_list<const Tensor*> operands) {
+  if (!is_blocked(y.layout())) return false;
+  for (const Tensor* t : operands) {
+    if (t->defined() && t->layout() != y.layout() && !(t->layout() == Layout::NCHW && t->ndim() <= 4))
+      return false;
+  }
+  return true;
+}
+
+// t's strides along the frame [N, C/b, H, W, b] (0 where t broadcasts), and the frame's sizes for y.
+Strides frame_strides(const Tensor& t, std::int64_t block) {
+  Strides f{};
+  if (is_blocked(t.layout())) {  // whole blocks: C > 1
+    const Shape& s = t.shape();
+    f = {s[0] == 1 ? 0 : s[1] * s[2] * s[3], s[2] * s[3] * block, s[2] == 1 ? 0 : s[3] * block,
+         s[3] == 1 ? 0 : block, 1};
+    return f;
+  }
+  const Strides l = logical_strides(t, 4);  // channel c = cb * b + ci
+  f = {l[0], l[1] * block, l[2], l[3], l[1]};
+  return f;
+}
+
+Geometry blocked_geometry(const Tensor& a, const Tensor& b, const Tensor& y) {
+  const std::int64_t block = layout_block(y.layout());
+  const Shape& s = y.shape();
+  const std::int64_t size[5] = {s[0], s[1] / block, s[2], s[3], block};
+  const Strides sa = frame_strides(a, block), sb = frame_strides(b, block), sy = frame_strides(y, block);
+  Geometry g;
+  for (std::size_t d = 0; d < 5; ++d) {
+    if (size[d] == 1) continue;
+    const auto k = static_cast<std::size_t>(g.all.rank++);
+    g.all.size[k] = size[d];
+    g.all.out[k] = sy[d];
+    g.all.a[k] = sa[d];
+    g.all.b[k] = sb[d];
+    g.all.numel *= size[d];
+  }
+  return g;
+}
+
+// Whether an op on these tensors runs NCHW between reorders: one is blocked and y's frame cannot take them.
+bool needs_blocked_fallback(const Tensor& y, std::initializer_list<const Tensor*> operands) {
+  bool blocked = is_blocked(y.layout());
+  for (const Tensor* t : operands) blocked = blocked || (t->defined() && is_blocked(t->layout()));
+  return blocked && !in_blocked_frame(y, operands);
+}
+
 }  // namespace
 
 Shape broadcast_shape(const std::string& who, const Shape& a, const Shape& b) {
@@ -99,7 +153,14 @@ Shape broadcast_shape(const std::string& who, const Shape& a, const Shape& b) {
 
 void binary_forward(const ExecutionContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b,
                     const Tensor& y) {
-  same_layout("binary", {{"a", a}, {"b", b}, {"y", y}});
+  if (needs_blocked_fallback(y, {&a, &b})) {
+    NchwFallback nchw(ctx);
+    binary_forward(ctx, op, nchw.in(a), nchw.in(b), nchw.out(y));
+    nchw.finish();
+    return;
+  }
+  const bool frame = in_blocked_frame(y, {&a, &b});
+  if (!frame) same_layout("binary", {{"a", a}, {"b", b}, {"y", y}});
   ENGINE_CHECK(broadcast_shape("binary", a.shape(), b.shape()) == y.shape(), "binary: y {} for a {} and b {}",
                shape_str(y.shape()), shape_str(a.shape()), shape_str(b.shape()));
   if (bf16::on_float32(ctx, {a, b}, {y}, [&](const Tensor* in, const Tensor* out) {
@@ -107,7 +168,7 @@ void binary_forward(const ExecutionContext& ctx, BinaryOp op, const Tensor& a, c
       })) {
     return;
   }
-  const Geometry g = geometry(a, b, y);
+  const Geometry g = frame ? blocked_geometry(a, b, y) : geometry(a, b, y);
   dispatch("binary", ctx, y, [&]<Path P, typename T>() {
     if constexpr (P == Path::Cuda) {
       cuda::binary_forward(cuda_stream(ctx), op, g.all, a.data<T>(), b.data<T>(), y.data<T>());
@@ -121,13 +182,24 @@ void binary_forward(const ExecutionContext& ctx, BinaryOp op, const Tensor& a, c
 
 void binary_backward(const ExecutionContext& ctx, BinaryOp op, const Tensor& dy, const Tensor& a,
                      const Tensor& b, const Tensor& da, const Tensor& db) {
-  same_layout("binary_backward", {{"dy", dy}, {"a", a}, {"b", b}, {"da", da}, {"db", db}});
+  if (needs_blocked_fallback(dy, {&a, &b, &da, &db})) {
+    NchwFallback nchw(ctx);
+    binary_backward(ctx, op, nchw.in(dy), nchw.in(a), nchw.in(b), nchw.out(da), nchw.out(db));
+    nchw.finish();
+    return;
+  }
+  const bool frame = in_blocked_frame(dy, {&a, &b, &da, &db});
+  if (!frame) same_layout("binary_backward", {{"dy", dy}, {"a", a}, {"b", b}, {"da", da}, {"db", db}});
+  ENGINE_CHECK(!frame || ((!da.defined() || da.layout() == a.layout()) &&
+                          (!db.defined() || db.layout() == b.layout())),
+               "binary_backward: gradients {} and {} not in the layouts of a {} and b {}", da.str(), db.str(),
+               a.str(), b.str());
   if (bf16::on_float32(ctx, {dy, a, b}, {da, db}, [&](const Tensor* in, const Tensor* out) {
         binary_backward(ctx, op, in[0], in[1], in[2], out[0], out[1]);
       })) {
     return;
   }
-  const Geometry g = geometry(a, b, dy);
+  const Geometry g = frame ? blocked_geometry(a, b, dy) : geometry(a, b, dy);
   for (int operand = 0; operand < 2; ++operand) {
     const Tensor& dx = operand == 0 ? da : db;
     if (!dx.defined()) continue;

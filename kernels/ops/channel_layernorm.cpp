@@ -5,6 +5,7 @@
 #include "kernels/cuda/channel_layernorm.h"
 #include "kernels/ops/bf16_storage.h"
 #include "kernels/ops/dispatch.h"
+#include "kernels/ops/nchw_fallback.h"
 
 namespace engine::ops {
 
@@ -18,7 +19,8 @@ ChannelAffineShape shape_of(const char* op, const Tensor& x, const Tensor& gamma
     ENGINE_CHECK(!t->defined() || t->numel() == c, "{}: {} values do not match the {} channels of x {}", op,
                  t->numel(), c, x.str());
   }
-  check_not_blocked(op, x);
+  ENGINE_CHECK(!is_blocked(x.layout()), "{}: {} is blocked here (the op converts it to NCHW first)", op,
+               x.str());
   if (x.ndim() == 4 && x.layout() == Layout::NHWC) return {x.numel() / c, c, 1};
   return {x.dim(0), c, x.numel() / (x.dim(0) * c)};
 }
@@ -29,6 +31,12 @@ void channel_layernorm_forward(const ExecutionContext& ctx, double eps, const Te
                                const Tensor& beta, const Tensor& y) {
   const char* op = "channel_layernorm_forward";
   check_same_layout(op, {{"x", x}, {"y", y}});
+  if (is_blocked(x.layout())) {  // statistics across a pixel's channels: NCHW between reorders
+    NchwFallback nchw(ctx);
+    channel_layernorm_forward(ctx, eps, nchw.in(x), gamma, beta, nchw.out(y));
+    nchw.finish();
+    return;
+  }
   if (bf16::on_float32(ctx, {x, gamma, beta}, {y}, [&](const Tensor* in, const Tensor* out) {
         channel_layernorm_forward(ctx, eps, in[0], in[1], in[2], out[0]);
       })) {
@@ -54,6 +62,12 @@ void channel_layernorm_backward(const ExecutionContext& ctx, double eps, const T
                                 const Tensor& dbeta) {
   const char* op = "channel_layernorm_backward";
   check_same_layout(op, {{"x", x}, {"dy", dy}, {"dx", dx}});
+  if (is_blocked(x.layout())) {
+    NchwFallback nchw(ctx);
+    channel_layernorm_backward(ctx, eps, nchw.in(x), gamma, nchw.in(dy), nchw.out(dx), dgamma, dbeta);
+    nchw.finish();
+    return;
+  }
   if (bf16::on_float32(ctx, {x, gamma, dy}, {dx, dgamma, dbeta}, [&](const Tensor* in, const Tensor* out) {
         channel_layernorm_backward(ctx, eps, in[0], in[1], in[2], out[0], out[1], out[2]);
       })) {

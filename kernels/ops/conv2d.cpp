@@ -10,6 +10,20 @@
 namespace engine::ops {
 namespace {
 
+// What oneDNN is told of x and y (or dy): a one-pixel NCHW side (core/layout.h labels [N, C, 1, 1] NCHW in a
+// blocked model) beside a blocked one holds the blocked layout's bytes where its channels fill the blocks,
+// and is described so. A mixed pair sends oneDNN 2.6's bf16 primitives to slow kernels (torchvision resnet18
+// at 32x32, --precision bf16: 16x the step); all-blocked is the pair measured (benchmarks/RESULTS.md).
+Layout onednn_layout(const Tensor& t, const Tensor& other) {
+  const int b = layout_block(other.layout());
+  const bool same_bytes =
+      b != 0 && t.layout() == Layout::NCHW && t.ndim() == 4 && t.dim(2) * t.dim(3) == 1 && t.dim(1) % b == 0;
+  return same_bytes ? other.layout() : t.layout();
+}
+cpu_fast::ConvLayouts onednn_layouts(const Tensor& x, const Tensor& y) {
+  return {onednn_layout(x, y), onednn_layout(y, x)};
+}
+
 // The kernels' state for the caller's slot: created on first use; null without a slot.
 cpu_fast::ConvSaved* saved_state(Conv2dSaved* slot) {
   if (slot == nullptr) return nullptr;
@@ -58,8 +72,7 @@ void autocast_forward(const ExecutionContext& ctx, const Conv2dShape& s, const T
     const autocast::RoundedOutput yb(ctx, y, DType::BF16);
     const Tensor y_nchw = onednn_out(nchw, yb.get());
     cpu_fast::conv2d_forward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), data_or_null<float>(b),
-                                  y_nchw.data<bfloat16>(), saved_state(saved),
-                                  {xb.layout(), y_nchw.layout()});
+                                  y_nchw.data<bfloat16>(), saved_state(saved), onednn_layouts(xb, y_nchw));
     nchw.finish();
     yb.finish();
     return;
@@ -98,7 +111,7 @@ void autocast_backward(const ExecutionContext& ctx, const Conv2dShape& s, const 
     const Tensor dx_nchw = onednn_out(nchw, dxb.get());
     cpu_fast::conv2d_backward_bf16(s, xb.data<bfloat16>(), wb.data<bfloat16>(), dyb.data<bfloat16>(),
                                    data_or_null<bfloat16>(dx_nchw), dw.data<float>(), data_or_null<float>(db),
-                                   saved_state(saved), {xb.layout(), dyb.layout()});
+                                   saved_state(saved), onednn_layouts(xb, dyb));
     nchw.finish();
     dxb.finish();
     autocast::round_in_place(ctx, dw);
@@ -157,7 +170,7 @@ void conv2d_forward(const ExecutionContext& ctx, const Conv2dShape& s, const Ten
       autocast_forward(ctx, s, x, w, bias, y, w_bf16, Layout::NCHW, saved);
     } else {
       cpu_fast::conv2d_forward(s, x.data<float>(), w.data<float>(), data_or_null<float>(bias),
-                               y.data<float>(), saved_state(saved), {x.layout(), y.layout()});
+                               y.data<float>(), saved_state(saved), onednn_layouts(x, y));
     }
     return;
   }
@@ -205,7 +218,7 @@ void conv2d_backward(const ExecutionContext& ctx, const Conv2dShape& s, const Te
     } else {
       cpu_fast::conv2d_backward(s, x.data<float>(), w.data<float>(), dy.data<float>(),
                                 data_or_null<float>(dx), dw.data<float>(), data_or_null<float>(db),
-                                saved_state(saved), {x.layout(), dy.layout()});
+                                saved_state(saved), onednn_layouts(x, dy));
     }
     return;
   }

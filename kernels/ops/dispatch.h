@@ -67,17 +67,6 @@ inline void check_same_layout(const char* op, std::initializer_list<NamedTensor>
   }
 }
 
-// For an op whose kernels address NCHW and NHWC only (one stride per logical axis): refuses a tensor in a
-// CPU blocked layout (nChw8c/nChw16c, core/layout.h) by name, rather than read it as NCHW. The ops a
-// blocked model runs take it (the elementwise ones in memory order; kernels/ops/nchw_fallback.h converts
-// for those that run NCHW).
-inline void check_not_blocked(const char* op, const Tensor& t) {
-  ENGINE_CHECK(!t.defined() || !is_blocked(t.layout()),
-               "{}: {} is in the blocked {} layout, which this op does not take (run the model in the nchw "
-               "layout)",
-               op, t.str(), layout_name(t.layout()));
-}
-
 // Calls fn.template operator()<Path, T>() for the path and storage type of `t`.
 template <typename Fn>
 void dispatch(const char* op, const ExecutionContext& /*ctx*/, const Tensor& t, Fn&& fn) {

@@ -15,8 +15,10 @@ using bf16::NativeBf16;
 
 void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& x, const Tensor& y,
                        const Tensor& argmax) {
-  const Layout layout = same_layout("maxpool2d", {{"x", x}, {"y", y}, {"argmax", argmax}});
-  if (needs_nchw_fallback(x, /*cuda_has_nhwc=*/true, /*has_blocked=*/x.dtype() != DType::F64)) {
+  const bool one_pixel = blocked_beside_nchw(x, y);  // both branches convert: checked before same_layout
+  const Layout layout =
+      one_pixel ? Layout::NCHW : same_layout("maxpool2d", {{"x", x}, {"y", y}, {"argmax", argmax}});
+  if (one_pixel || needs_nchw_fallback(x, /*cuda_has_nhwc=*/true, /*has_blocked=*/x.dtype() != DType::F64)) {
     // argmax holds the cell of the (n, c) plane in either layout: its values need no change, only its order.
     NchwFallback nchw(ctx);
     maxpool2d_forward(ctx, s, nchw.in(x), nchw.out(y), nchw.out(argmax));
@@ -47,8 +49,11 @@ void maxpool2d_forward(const ExecutionContext& ctx, const Pool2dShape& s, const 
 
 void maxpool2d_backward(const ExecutionContext& ctx, const Pool2dShape& s, const Tensor& dy,
                         const Tensor& argmax, const Tensor& dx) {
-  const Layout layout = same_layout("maxpool2d", {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
-  if (needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true, /*has_blocked=*/dy.dtype() != DType::F64)) {
+  const bool one_pixel = blocked_beside_nchw(dy, dx);
+  const Layout layout =
+      one_pixel ? Layout::NCHW : same_layout("maxpool2d", {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
+  if (one_pixel ||
+      needs_nchw_fallback(dy, /*cuda_has_nhwc=*/true, /*has_blocked=*/dy.dtype() != DType::F64)) {
     NchwFallback nchw(ctx);
     maxpool2d_backward(ctx, s, nchw.in(dy), nchw.in(argmax), nchw.out(dx));
     nchw.finish();

@@ -13,6 +13,13 @@ Tensor NchwFallback::out(const Tensor& t) {
   return stand_in;
 }
 
+Tensor NchwFallback::in_out(const Tensor& t) {
+  if (!t.defined() || t.layout() == Layout::NCHW) return t;
+  Tensor stand_in = to_layout(ctx_, t, Layout::NCHW);
+  outputs_.emplace_back(stand_in, t);
+  return stand_in;
+}
+
 void NchwFallback::finish() {
   for (const auto& [stand_in, destination] : outputs_) transpose_layout(ctx_, stand_in, destination);
   outputs_.clear();

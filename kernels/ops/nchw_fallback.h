@@ -11,7 +11,8 @@
 //     return;
 //   }
 //
-// An output that the op also reads (accumulates into) would need `in` and `out`: no op here does that.
+// An output the op writes only in part (copy_into_channels: a channel range of a concatenation) takes
+// `in_out`: an NCHW copy of its current values, transposed back by finish() as `out`'s.
 
 #include <utility>
 #include <vector>
@@ -30,6 +31,15 @@ inline bool needs_nchw_fallback(const Tensor& t, bool cuda_has_nhwc, bool has_bl
   return t.layout() == Layout::NHWC && !(t.is_cuda() && cuda_has_nhwc);
 }
 
+// Whether a pooling op's input and output pair a blocked tensor with an NCHW one: a map pooled to one pixel,
+// which core/layout.h's activation_layout labels NCHW beside a blocked input (or the reverse in backward).
+// Such a pair runs NCHW through the fallback (the one-pixel side needs no reorder).
+inline bool blocked_beside_nchw(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.layout() != b.layout() &&
+         ((is_blocked(a.layout()) && b.layout() == Layout::NCHW) ||
+          (is_blocked(b.layout()) && a.layout() == Layout::NCHW));
+}
+
 class NchwFallback {
  public:
   explicit NchwFallback(const ExecutionContext& ctx) : ctx_(ctx) {}
@@ -39,12 +49,13 @@ class NchwFallback {
 
   Tensor in(const Tensor& t) const;
   Tensor out(const Tensor& t);
-  // Transposes every `out` stand-in into its NHWC tensor.
+  Tensor in_out(const Tensor& t);
+  // Transposes every `out` and `in_out` stand-in into its NHWC or blocked tensor.
   void finish();
 
  private:
   const ExecutionContext& ctx_;
-  std::vector<std::pair<Tensor, Tensor>> outputs_;  // (NCHW stand-in, NHWC destination)
+  std::vector<std::pair<Tensor, Tensor>> outputs_;  // (NCHW stand-in, NHWC or blocked destination)
 };
 
 }  // namespace engine::ops

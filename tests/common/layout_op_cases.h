@@ -66,7 +66,7 @@ inline Tensor random_in(const Env& e, const Shape& shape, std::uint64_t seed, La
     }
   }
   return ops::to_layout(ExecutionContext{}, host,
-                        shape.size() == 4 ? activation_layout(layout, shape[1]) : layout)
+                        shape.size() == 4 ? activation_layout(layout, shape[1], shape[2] * shape[3]) : layout)
       .to(e.ctx.device, e.ctx.stream);
 }
 // An activation: in the environment's layout.
@@ -80,8 +80,9 @@ inline Tensor parameter(const Env& e, const Shape& shape, std::uint64_t seed) {
 
 // An output full of 0xFF bytes (NaN in float, -1 in int32): a value the op forgets to write shows.
 inline Tensor poisoned(const Env& e, const Shape& shape, DType dtype) {
-  Tensor t = Tensor::empty(shape, dtype, e.ctx.device, e.ctx.stream,
-                           shape.size() == 4 ? activation_layout(e.layout, shape[1]) : Layout::NCHW);
+  Tensor t = Tensor::empty(
+      shape, dtype, e.ctx.device, e.ctx.stream,
+      shape.size() == 4 ? activation_layout(e.layout, shape[1], shape[2] * shape[3]) : Layout::NCHW);
   t.fill_bytes(0xFF, e.ctx.stream);
   return t;
 }

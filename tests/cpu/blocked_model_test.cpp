@@ -95,7 +95,7 @@ Tensor forward_checking_blocked(Layer& layer, Tensor h, Layout l, const std::str
   }
   h = layer.forward(h, Mode::Train);
   if (h.ndim() == 4) {
-    EXPECT_EQ(h.layout(), activation_layout(l, h.dim(1))) << "output of " << name;
+    EXPECT_EQ(h.layout(), activation_layout(l, h.dim(1), h.dim(2) * h.dim(3))) << "output of " << name;
     if (is_blocked(h.layout())) ++blocked;
   }
   return h;

@@ -59,7 +59,7 @@ TEST(CnnTrainCli, HelpListsEveryFlag) {
 TEST(CnnTrainCli, UnknownLayout) {
   expect_bad_usage({"--dataset", "mnist", "--layout", "nchwc"}, "--layout");
   expect_bad_usage({"--dataset", "mnist", "--layout", "NHWC"},
-                   "'NHWC' is not one of nchw, nhwc, nchw16c or nchw8c");
+                   "'NHWC' is not one of auto, nchw, nhwc, nchw16c or nchw8c");
 }
 
 TEST(CnnTrainCli, UnknownFlag) {

@@ -7,6 +7,7 @@
 // is recorded as a result instead of failing) and writes docs/ZOO.md. Skipped without torchvision,
 // onnxruntime or libonnx-dev.
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -52,6 +53,19 @@ int env_int(const char* name, int fallback, int lo) {
   return static_cast<int>(n);
 }
 
+// ENGINE_ZOO_LAYOUT: the activations' layout (NCHW where unset).
+Layout env_layout() {
+  const char* v = std::getenv("ENGINE_ZOO_LAYOUT");
+  if (v == nullptr) return Layout::NCHW;
+  for (const Layout l : {Layout::NCHW, Layout::NHWC, Layout::NCHW16c, Layout::NCHW8c}) {
+    std::string name(layout_name(l));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name == v) return l;
+  }
+  ADD_FAILURE() << "ENGINE_ZOO_LAYOUT='" << v << "': expected nchw, nhwc, nchw16c or nchw8c";
+  return Layout::NCHW;
+}
+
 // The engine's side for one model: DIR/M.safetensors and DIR/M.back.onnx, or DIR/M.refused with the reason.
 bool run_engine(const std::string& dir, const std::string& name) {
   const std::string base = dir + "/" + name;
@@ -59,10 +73,12 @@ bool run_engine(const std::string& dir, const std::string& name) {
     onnx::ImportOptions options;  // the image size is the file's (scripts/zoo_table.py chooses it per model)
     options.num_classes = 10;
     Model m = onnx::import_model(base + ".onnx", options);
-    m.finalize(testing::cpu_context(DType::F32), 1);
+    ExecutionContext ctx = testing::cpu_context(DType::F32);
+    ctx.layout = env_layout();
+    m.finalize(ctx, 1);
     // ENGINE_ZOO_BATCH, ENGINE_ZOO_STEPS and ENGINE_ZOO_MOVE (a seed: the batch moved by one ulp per value)
-    // are for studying one model's conditioning by hand (docs/ZOO.md's notes); scripts/zoo_table.py sets
-    // none.
+    // are for studying one model's conditioning by hand (docs/ZOO.md's notes), ENGINE_ZOO_LAYOUT (nchw,
+    // nhwc, nchw16c, nchw8c) for checking a layout's run against PyTorch's; scripts/zoo_table.py sets none.
     engine::testing::record_two_sgd_steps(
         m, m.sample_shape(), 10, base + ".safetensors", env_int("ENGINE_ZOO_BATCH", 4, 1),
         env_int("ENGINE_ZOO_STEPS", 2, 1), env_int("ENGINE_ZOO_MOVE", -1, 0));

@@ -1,9 +1,9 @@
 // SyncBatchNorm in the NHWC layout on the host path (dist/sync_batchnorm.cpp): an NHWC run walks each
 // channel in the NCHW run's order (n outer, cell inner), so on the same logical data it gives the same bits,
 // forward and backward, in float64 and float32, on one and on two gloo ranks (threads of this process, each
-// with its own group, rank 0 serving the store). A mix of layouts is refused naming the tensors. A whole
-// model with SyncBatchNorm2d in NHWC takes the NCHW model's training step on two ranks, and so does
-// `cnn_train --nproc 2 --sync-bn --layout nhwc`.
+// with its own group, rank 0 serving the store); so does a run in the CPU's blocked nChw16c/nChw8c. A mix of
+// layouts is refused naming the tensors. A whole model with SyncBatchNorm2d in NHWC takes the NCHW model's
+// training step on two ranks, and so does `cnn_train --nproc 2 --sync-bn --layout nhwc`.
 
 #include <algorithm>
 #include <bit>
@@ -87,22 +87,22 @@ struct BnRun {
 const char* const kOutputNames[] = {"y",           "save_mean", "save_invstd", "running_mean",
                                     "running_var", "dx",        "dgamma",      "dbeta"};
 
-// Rank `rank`'s share of a batch [2, 3, 5, 4] (its own values per rank) through SyncBatchNorm with the
-// activations in `layout`.
-BnRun run_sync_bn(ProcessGroup& pg, int rank, DType dtype, Layout layout) {
+// Rank `rank`'s share of a batch [2, C, 5, 4] (its own values per rank) through SyncBatchNorm with the
+// activations in `layout` (C = 3, or a blocked layout's multiple).
+BnRun run_sync_bn(ProcessGroup& pg, int rank, DType dtype, Layout layout, std::int64_t c = 3) {
   const ExecutionContext ctx = cpu_context(dtype);
-  const Shape shape{2, 3, 5, 4};
+  const Shape shape{2, c, 5, 4};
   const auto seed = static_cast<std::uint64_t>(10 * rank);
   // An offset (|mean| >> std) so that the sums' rounding matters: a different order would show in the bits.
   const Tensor x = ops::to_layout(ctx, random_tensor(shape, dtype, 100 + seed, 40.0, 44.0), layout);
   const Tensor dy = ops::to_layout(ctx, random_tensor(shape, dtype, 200 + seed), layout);
-  const Tensor gamma = random_tensor({3}, dtype, 300, 0.5, 1.5), beta = random_tensor({3}, dtype, 301);
-  const Tensor running_mean = random_tensor({3}, dtype, 302),
-               running_var = random_tensor({3}, dtype, 303, 0.5);
+  const Tensor gamma = random_tensor({c}, dtype, 300, 0.5, 1.5), beta = random_tensor({c}, dtype, 301);
+  const Tensor running_mean = random_tensor({c}, dtype, 302),
+               running_var = random_tensor({c}, dtype, 303, 0.5);
   const Tensor y = Tensor::empty(shape, dtype, Device::cpu(), nullptr, layout);
   const Tensor dx = Tensor::empty(shape, dtype, Device::cpu(), nullptr, layout);
-  const Tensor mean = Tensor::empty({3}, dtype), invstd = Tensor::empty({3}, dtype);
-  const Tensor dgamma = Tensor::empty({3}, dtype), dbeta = Tensor::empty({3}, dtype);
+  const Tensor mean = Tensor::empty({c}, dtype), invstd = Tensor::empty({c}, dtype);
+  const Tensor dgamma = Tensor::empty({c}, dtype), dbeta = Tensor::empty({c}, dtype);
   sync_batchnorm_forward_training(pg, x, gamma, beta, y, mean, invstd, running_mean, running_var, 0.1, 1e-5);
   sync_batchnorm_backward_training(pg, x, gamma, mean, invstd, dy, dx, dgamma, dbeta);
   EXPECT_EQ(y.layout(), layout);
@@ -110,21 +110,24 @@ BnRun run_sync_bn(ProcessGroup& pg, int rank, DType dtype, Layout layout) {
            nchw_bits(dx), nchw_bits(dgamma), nchw_bits(dbeta)}};
 }
 
-void expect_nhwc_equals_nchw_bitwise(int world, DType dtype) {
+// `layout` (NHWC, or a blocked one over C = 16 or 8 channels) against NCHW.
+void expect_nhwc_equals_nchw_bitwise(int world, DType dtype, Layout layout = Layout::NHWC) {
   struct Both {
     BnRun nchw, nhwc;
   };
+  const std::int64_t c = is_blocked(layout) ? layout_block(layout) : 3;
   const std::vector<Both> ranks = on_gloo_ranks<Both>(world, [&](ProcessGroup& pg, int rank) {
     Both b;
-    b.nchw = run_sync_bn(pg, rank, dtype, Layout::NCHW);
-    b.nhwc = run_sync_bn(pg, rank, dtype, Layout::NHWC);
+    b.nchw = run_sync_bn(pg, rank, dtype, Layout::NCHW, c);
+    b.nhwc = run_sync_bn(pg, rank, dtype, layout, c);
     return b;
   });
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     ASSERT_EQ(ranks[r].nhwc.outputs.size(), std::size(kOutputNames)) << "rank " << r;
     for (std::size_t k = 0; k < std::size(kOutputNames); ++k) {
       EXPECT_EQ(ranks[r].nhwc.outputs[k], ranks[r].nchw.outputs[k])
-          << kOutputNames[k] << " of rank " << r << " of " << world << " (" << dtype_name(dtype) << ")";
+          << kOutputNames[k] << " of rank " << r << " of " << world << " (" << dtype_name(dtype) << ", "
+          << layout_name(layout) << ")";
     }
   }
   if (world > 1) {  // the ranks' shares differ, so their y differ, but the statistics are global
@@ -144,6 +147,14 @@ TEST(SyncBatchNormNhwc, HostPathEqualsNchwBitwiseFloat32OneRank) {
 }
 TEST(SyncBatchNormNhwc, HostPathEqualsNchwBitwiseFloat32TwoRanks) {
   expect_nhwc_equals_nchw_bitwise(2, DType::F32);
+}
+
+// The CPU's blocked layouts (nChw16c, nChw8c) walk each channel in the same order too.
+TEST(SyncBatchNormNhwc, BlockedHostPathEqualsNchwBitwise) {
+  for (const Layout layout : {Layout::NCHW16c, Layout::NCHW8c}) {
+    expect_nhwc_equals_nchw_bitwise(1, DType::F64, layout);
+    expect_nhwc_equals_nchw_bitwise(2, DType::F32, layout);
+  }
 }
 
 TEST(SyncBatchNormNhwc, MixedLayoutsAreRefusedNamingTheTensors) {
