@@ -71,13 +71,17 @@ Recorder::~Recorder() {
 }
 
 std::size_t Recorder::begin(std::string name, std::string category, Track track) {
+  return begin_at(std::move(name), std::move(category), Clock::now(), track);
+}
+
+std::size_t Recorder::begin_at(std::string name, std::string category, Clock::time_point start, Track track) {
   auto p = std::make_unique<Pending>();
   p->span = Span{std::move(name), std::move(category), track, 0, 0, {}};
   if (events_ && track == Track::kCompute) {  // queued on the stream: timed where it runs
     p->event_start = static_cast<int>(events_->events.size());
     events_->events.emplace_back(true).record(stream_);
   } else {
-    p->host_start = std::chrono::duration<double, std::micro>(Clock::now() - origin_).count();
+    p->host_start = std::chrono::duration<double, std::micro>(start - origin_).count();
   }
   pending_.push_back(std::move(p));
   return pending_.size() - 1;

@@ -43,8 +43,16 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
+  using Clock = std::chrono::steady_clock;
+
   // Opens a span; close it with end(id). Spans on one track close in the reverse order they opened.
   std::size_t begin(std::string name, std::string category, Track track = Track::kCompute);
+  // Opens a span that began at `start`, a steady-clock reading taken before now by another component's
+  // timer (the reducer's step start), so the spans anchored on it and that timer's offsets share one origin.
+  // A span timed by CUDA events (the compute track with a stream) ignores `start`: its event is queued now,
+  // right after the other component's on the same stream.
+  std::size_t begin_at(std::string name, std::string category, Clock::time_point start,
+                       Track track = Track::kCompute);
   void end(std::size_t id);
   // A span measured elsewhere (the reducer's bucket timeline): it starts `offset_us` after span `anchor`
   // starts (on whatever clock timed the anchor) and lasts `duration_us`.
@@ -59,7 +67,6 @@ class Recorder {
 
  private:
   struct Pending;
-  using Clock = std::chrono::steady_clock;
 
   cudaStream_t stream_ = nullptr;
   Clock::time_point origin_;

@@ -110,11 +110,11 @@ void Reducer::set_sync(bool sync) {
   sync_ = sync;
 }
 
-void Reducer::mark_step_start() {
+std::chrono::steady_clock::time_point Reducer::mark_step_start() {
   ENGINE_CHECK(timeline_, "Reducer::mark_step_start needs ReducerOptions::record_timeline");
   ENGINE_CHECK(next_to_launch_ == 0 && impl_->works.empty(),
                "Reducer::mark_step_start in the middle of a backward");
-  timeline_->mark(model_.context().stream);
+  return timeline_->mark(model_.context().stream);
 }
 
 const StepTimeline& Reducer::timeline() {

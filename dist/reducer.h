@@ -50,6 +50,7 @@
 //         stream-ordered backend (NCCL; a world of one): gloo's host copies of CUDA tensors run on its own
 //         thread, which stream events cannot time, so that combination is refused.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -107,12 +108,13 @@ class Reducer {
 
   // With record_timeline: the step start the next synced backward's timeline is measured from (call it
   // before forward). CUDA: an event on the compute stream; waits for the previous step's timeline events.
-  void mark_step_start();
+  // Returns the host clock's reading of it, for a trace's step span (trace::Recorder::begin_at).
+  std::chrono::steady_clock::time_point mark_step_start();
   // With record_timeline: the timeline of the last synced backward (empty before one). CUDA: waits until its
   // events are done (the caller normally synchronized the step already).
   const StepTimeline& timeline();
   // With record_timeline: the last synced backward's all-reduces on `recorder`'s communication track,
-  // anchored at span `anchor`, opened right after mark_step_start() (add_to_trace in
+  // anchored at span `anchor`, begun at mark_step_start()'s time (add_to_trace in
   // dist/reducer_timeline.h); each names its bucket's parameters.
   void trace_timeline(trace::Recorder& recorder, std::size_t anchor);
   // With record_timeline: records nothing from here on (cnn_train --trace after its traced steps: on a GPU

@@ -31,15 +31,15 @@ ReducerTimeline::ReducerTimeline(std::vector<std::size_t> bucket_bytes, bool cud
 
 ReducerTimeline::~ReducerTimeline() = default;
 
-void ReducerTimeline::mark(void* compute) {
+std::chrono::steady_clock::time_point ReducerTimeline::mark(void* compute) {
+  marked = true;
   if (events_) {
     if (pending_) read();  // the previous step's events are about to be recorded again
     events_->step_start.record(static_cast<cudaStream_t>(compute));
-    marked = true;
-    return;
+    return Clock::now();
   }
   step_start_ = Clock::now();
-  marked = true;
+  return step_start_;
 }
 
 void ReducerTimeline::on_ready(std::size_t b, void* compute) {

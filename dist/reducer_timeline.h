@@ -35,9 +35,9 @@ struct StepTimeline {
 };
 
 // cnn_train --trace: the timeline's all-reduces on `recorder`'s communication track, one span per bucket from
-// its start to its end ("all-reduce bucket B"), anchored at span `anchor`, which opened when the step start
-// was marked: the caller marks it right before opening the span (on the CPU a microsecond before; on a GPU
-// the event before on the same stream), so a span is drawn at most that much after it ran, never before. Its
+// its start to its end ("all-reduce bucket B"), anchored at span `anchor`, which began when the step start
+// was marked: the caller opens it with trace::Recorder::begin_at at the time mark() returned (host clock: the
+// same reading; on a GPU its event right after the timeline's on the same stream). Its
 // args: the bytes, `bucket_params[b]` (its parameters' names), when the bucket was ready and queued.
 void add_to_trace(const StepTimeline& timeline, const std::vector<std::string>& bucket_params,
                   trace::Recorder& recorder, std::size_t anchor);
@@ -50,7 +50,8 @@ class ReducerTimeline {
   ReducerTimeline(const ReducerTimeline&) = delete;
   ReducerTimeline& operator=(const ReducerTimeline&) = delete;
 
-  void mark(void* compute);  // the step start
+  // The step start; returns it as a host clock reading (CUDA: taken as its event is queued).
+  std::chrono::steady_clock::time_point mark(void* compute);
   void on_ready(std::size_t b, void* compute);
   void on_queued(std::size_t b, void* compute);
   // CUDA: around the all-reduce on the communication stream (the host-side times come from the Work).

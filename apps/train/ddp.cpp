@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -41,8 +42,9 @@ class DdpSync final : public DataParallel {
                  "a failed step left a partial --accumulate sum behind, which cannot be re-run exactly");
   }
 
-  void trace_step_begin() override {
-    if (traced_) reducer_->mark_step_start();
+  std::optional<std::chrono::steady_clock::time_point> trace_step_begin() override {
+    if (!traced_) return std::nullopt;
+    return reducer_->mark_step_start();
   }
   void trace_step_end(trace::Recorder& recorder, std::size_t step_span) override {
     if (traced_) reducer_->trace_timeline(recorder, step_span);

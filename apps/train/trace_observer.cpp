@@ -3,6 +3,7 @@
 // (apps/train/trace_plot.h). One trace per run.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -28,12 +29,14 @@ class TraceObserver final : public RunObserver {
     if (run_batches_ < 1 || traced_steps_ >= config_.trace_steps) return;
     trace_begin();
     // Its gradient all-reduces on the communication track (a step that communicates: one that ends an
-    // optimizer step), timed from just before the step's span opens, so none is drawn before it happened.
+    // optimizer step), timed from the reducer's step start, where the step's span begins too.
     DataParallel* data_parallel = trainer_.data_parallel();
     traced_comm_ = data_parallel != nullptr && e.ends_step;
-    if (traced_comm_) data_parallel->trace_step_begin();
-    step_span_ = trace_->begin(
-        fmt::format("step {} (epoch {}, batch {})", e.optimizer_steps + 1, e.epoch + 1, e.batch + 1), "step");
+    std::optional<trace::Recorder::Clock::time_point> start;
+    if (traced_comm_) start = data_parallel->trace_step_begin();
+    step_span_ = trace_->begin_at(
+        fmt::format("step {} (epoch {}, batch {})", e.optimizer_steps + 1, e.epoch + 1, e.batch + 1), "step",
+        start.value_or(trace::Recorder::Clock::now()));
     traced_ = true;
   }
 

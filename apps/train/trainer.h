@@ -41,8 +41,10 @@
 // the samplers; rank 0 alone saves, and its outputs are attached on rank 0 alone. Nothing else in the loop
 // knows about processes.
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -128,10 +130,11 @@ class DataParallel {
   // --resume auto on nodes without a shared --checkpoint-dir would not). Throws engine::Error otherwise.
   virtual void check_same_start(std::int64_t epoch, std::int64_t position) = 0;
   // --trace, for a traced batch that ends an optimizer step: trace_step_begin() right before its step span
-  // opens (the all-reduces are timed from there); trace_step_end() after the step, to put each bucket's
+  // opens, returning the time the all-reduces are timed from (the span begins there: Recorder::begin_at;
+  // nullopt: now); trace_step_end() after the step, to put each bucket's
   // all-reduce on `recorder`'s communication track, anchored at `step_span`; trace_done() after the last
   // traced step (nothing is timed from there on). The defaults record nothing.
-  virtual void trace_step_begin() {}
+  virtual std::optional<std::chrono::steady_clock::time_point> trace_step_begin() { return std::nullopt; }
   virtual void trace_step_end(trace::Recorder& /*recorder*/, std::size_t /*step_span*/) {}
   virtual void trace_done() {}
 };

@@ -68,6 +68,22 @@ TEST(Trace, ScopesNestOnTheirTracksAndAnchoredSpansFollowTheirAnchor) {
   EXPECT_EQ(spans[0].name, "step 1");  // a tie with its first child: the longer span first
 }
 
+// A span begun at another timer's reading (the reducer's step start) starts there, not when begin_at ran,
+// so offsets measured from that reading land where they happened.
+TEST(Trace, BeginAtStartsTheSpanAtTheGivenTime) {
+  Recorder r;
+  const Recorder::Clock::time_point before = Recorder::Clock::now();
+  pause_us(2000);
+  const std::size_t late = r.begin("late", "step");
+  const std::size_t at = r.begin_at("at", "step", before);
+  r.end(at);
+  r.end(late);
+  std::map<std::string, Span> by_name;
+  for (const Span& s : r.spans()) by_name[s.name] = s;
+  EXPECT_GE(by_name["late"].start_us - by_name["at"].start_us, 2000.0);
+  EXPECT_GE(by_name["at"].duration_us, by_name["late"].duration_us + 2000.0);
+}
+
 TEST(Trace, NothingIsRecordedWithoutAnActiveRecorder) {
   Recorder r;
   bool named = false;

@@ -174,8 +174,8 @@ TEST(Nccl, WorldSizeOneTraceHasEveryBucketsAllReduceInsideItsStep) {
   ASSERT_GT(n, 2u);
   trace::Recorder recorder(s.net.stream.get());
   for (int step = 0; step < 2; ++step) {
-    s.reducer->mark_step_start();
-    const std::size_t span = recorder.begin("step " + std::to_string(step + 1), "step");
+    const std::size_t span =
+        recorder.begin_at("step " + std::to_string(step + 1), "step", s.reducer->mark_step_start());
     trace::set_active(&recorder);
     s.forward_backward();
     trace::set_active(nullptr);

@@ -44,12 +44,13 @@ struct TracedRun {
     return init_process_group(e, Backend::Gloo, std::chrono::milliseconds(5000));
   }
 
-  // One step as cnn_train --trace takes it: the step start marked, then the step's span, forward and
+  // One step as cnn_train --trace takes it: the step start marked, the step's span begun there, forward and
   // backward traced, and (synced) the all-reduces added.
   void step(std::uint64_t seed, bool sync) {
     reducer->set_sync(sync);
-    if (sync) reducer->mark_step_start();
-    const std::size_t span = recorder.begin("step " + std::to_string(seed), "step");
+    const trace::Recorder::Clock::time_point start =
+        sync ? reducer->mark_step_start() : trace::Recorder::Clock::now();
+    const std::size_t span = recorder.begin_at("step " + std::to_string(seed), "step", start);
     trace::set_active(&recorder);
     loss.forward(model.context(), model.forward(testing::make_inputs(0, 4, seed), layers::Mode::Train),
                  testing::make_labels(0, 4, seed));
