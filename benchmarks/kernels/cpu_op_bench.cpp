@@ -94,6 +94,36 @@ Row activation_row(const std::string& name, ActivationParams p, std::int64_t n, 
       [=] { cpu_fast::activation_backward(p, from_y ? y->data() : x->data(), dy->data(), dx->data(), n); }};
 }
 
+// squeeze-excite's Mul (and the same broadcast as an Add): y[n, c, h, w] = a[n, c, h, w] op b[n, c]; the
+// gradients: a's elementwise, b's summed over h, w.
+Row broadcast_row(const std::string& name, BinaryOp op) {
+  const std::int64_t nc = 64LL * 144, hw = 64;
+  BroadcastAxes all;
+  all.rank = 2;
+  all.size[0] = nc, all.size[1] = hw;
+  all.out[0] = hw, all.out[1] = 1;
+  all.a[0] = hw, all.a[1] = 1;
+  all.b[0] = 1, all.b[1] = 0;
+  all.numel = nc * hw;
+  BroadcastGrad da{all, {}, 0}, dbg;
+  dbg.operand = 1;
+  dbg.kept.rank = dbg.reduced.rank = 1;
+  dbg.kept.size[0] = nc, dbg.kept.out[0] = hw, dbg.kept.a[0] = hw, dbg.kept.b[0] = 1, dbg.kept.numel = nc;
+  dbg.reduced.size[0] = hw, dbg.reduced.out[0] = 1, dbg.reduced.a[0] = 1, dbg.reduced.b[0] = 0;
+  dbg.reduced.numel = hw;
+  auto a = std::make_shared<Buf>(filled(static_cast<std::size_t>(nc * hw), 0.5f));
+  auto b = std::make_shared<Buf>(filled(static_cast<std::size_t>(nc), 0.7f));
+  auto y = std::make_shared<Buf>(a->size()), dy = std::make_shared<Buf>(filled(a->size(), 0.6f));
+  auto dA = std::make_shared<Buf>(a->size()), dB = std::make_shared<Buf>(b->size());
+  return {name,
+          op == BinaryOp::Mul ? "[64,144,8,8] x [64,144,1,1] squeeze-excite" : "[64,144,8,8] + [64,144,1,1]",
+          [=] { cpu_fast::binary_forward(op, all, a->data(), b->data(), y->data()); },
+          [=] {
+            cpu_fast::binary_backward(op, da, dy->data(), a->data(), b->data(), dA->data());
+            cpu_fast::binary_backward(op, dbg, dy->data(), a->data(), b->data(), dB->data());
+          }};
+}
+
 std::vector<Row> rows() {
   std::vector<Row> r;
   r.push_back(conv_row("dwconv7_s1", "convnext_tiny stage 1", conv(96, 8, 7, 96)));
@@ -126,33 +156,10 @@ std::vector<Row> rows() {
   r.push_back(activation_row("hardswish", {ActivationKind::HardSwish}, act, act_shape));
   r.push_back(activation_row("hardsigmoid", {ActivationKind::HardSigmoid, 1.0f / 6, 0.5f}, act, act_shape));
   r.push_back(activation_row("clip", {ActivationKind::Clip, 0.0f, 6.0f}, act, act_shape));
-  {  // squeeze-excite: y[n, c, h, w] = a[n, c, h, w] b[n, c]; the gradients: dy b, and dy a summed over h, w
-    const std::int64_t nc = 64LL * 144, hw = 64;
-    BroadcastAxes all;
-    all.rank = 2;
-    all.size[0] = nc, all.size[1] = hw;
-    all.out[0] = hw, all.out[1] = 1;
-    all.a[0] = hw, all.a[1] = 1;
-    all.b[0] = 1, all.b[1] = 0;
-    all.numel = nc * hw;
-    BroadcastGrad da{all, {}, 0}, dbg;
-    dbg.operand = 1;
-    dbg.kept.rank = dbg.reduced.rank = 1;
-    dbg.kept.size[0] = nc, dbg.kept.out[0] = hw, dbg.kept.a[0] = hw, dbg.kept.b[0] = 1, dbg.kept.numel = nc;
-    dbg.reduced.size[0] = hw, dbg.reduced.out[0] = 1, dbg.reduced.a[0] = 1, dbg.reduced.b[0] = 0;
-    dbg.reduced.numel = hw;
-    auto a = std::make_shared<Buf>(filled(static_cast<std::size_t>(nc * hw), 0.5f));
-    auto b = std::make_shared<Buf>(filled(static_cast<std::size_t>(nc), 0.7f));
-    auto y = std::make_shared<Buf>(a->size()), dy = std::make_shared<Buf>(filled(a->size(), 0.6f));
-    auto dA = std::make_shared<Buf>(a->size()), dB = std::make_shared<Buf>(b->size());
-    r.push_back({"mul_broadcast", "[64,144,8,8] x [64,144,1,1] squeeze-excite",
-                 [=] { cpu_fast::binary_forward(BinaryOp::Mul, all, a->data(), b->data(), y->data()); },
-                 [=] {
-                   cpu_fast::binary_backward(BinaryOp::Mul, da, dy->data(), a->data(), b->data(), dA->data());
-                   cpu_fast::binary_backward(BinaryOp::Mul, dbg, dy->data(), a->data(), b->data(),
-                                             dB->data());
-                 }});
-  }
+  r.push_back(activation_row("tanh", {ActivationKind::Tanh}, act, act_shape));
+  r.push_back(activation_row("leakyrelu", {ActivationKind::LeakyRelu, 0.01f}, act, act_shape));
+  r.push_back(broadcast_row("mul_broadcast", BinaryOp::Mul));
+  r.push_back(broadcast_row("add_broadcast", BinaryOp::Add));
   {
     auto x = std::make_shared<Buf>(filled(static_cast<std::size_t>(act), 0.5f)),
          y = std::make_shared<Buf>(64 * 144);
@@ -200,6 +207,29 @@ std::vector<Row> rows() {
                    cpu_fast::copy_rows(ba, y->data(), a->data());
                    cpu_fast::copy_rows(bb, y->data(), b->data());
                  }});
+  }
+  {  // shufflenet_v2_x1_0's Split of [64, 116, 4, 4] into two halves (backward: the halves back in), and its
+     // channel shuffle of the concatenated halves (2 groups; backward: the inverse shuffle, 58 groups)
+    const std::int64_t plane = 16, c = 116, h = c / 2;
+    auto x = std::make_shared<Buf>(filled(static_cast<std::size_t>(64 * c * plane), 0.5f));
+    auto y0 = std::make_shared<Buf>(x->size() / 2), y1 = std::make_shared<Buf>(x->size() / 2);
+    auto dx = std::make_shared<Buf>(x->size());
+    const RowCopy f0{64, h * plane, c * plane, 0, h * plane, 0},
+        f1{64, h * plane, c * plane, h * plane, h * plane, 0};
+    const RowCopy b0{64, h * plane, h * plane, 0, c * plane, 0},
+        b1{64, h * plane, h * plane, 0, c * plane, h * plane};
+    r.push_back({"split", "[64,116,4,4] -> 2 x [64,58,4,4] shufflenet_v2_x1_0",
+                 [=] {
+                   cpu_fast::copy_rows(f0, x->data(), y0->data());
+                   cpu_fast::copy_rows(f1, x->data(), y1->data());
+                 },
+                 [=] {
+                   cpu_fast::copy_rows(b0, y0->data(), dx->data());
+                   cpu_fast::copy_rows(b1, y1->data(), dx->data());
+                 }});
+    r.push_back({"channel_shuffle", "[64,116,4,4] g2 shufflenet_v2_x1_0",
+                 [=] { cpu_fast::channel_shuffle(64, c, plane, 2, x->data(), dx->data()); },
+                 [=] { cpu_fast::channel_shuffle(64, c, plane, h, dx->data(), x->data()); }});
   }
   return r;
 }

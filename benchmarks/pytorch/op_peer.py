@@ -44,6 +44,22 @@ def mul_broadcast():
     return (lambda: a * b), [a, b]
 
 
+def add_broadcast():
+    a = torch.randn(64, 144, 8, 8, requires_grad=True)
+    b = torch.randn(64, 144, 1, 1, requires_grad=True)
+    return (lambda: a + b), [a, b]
+
+
+def split():  # shufflenet_v2_x1_0's x.chunk(2, dim=1): views forward, their gradients put back together
+    x = torch.randn(64, 116, 4, 4, requires_grad=True)
+    return (lambda: x.chunk(2, dim=1)), [x]
+
+
+def channel_shuffle():  # torchvision's shufflenetv2.channel_shuffle, 2 groups
+    x = torch.randn(64, 116, 4, 4, requires_grad=True)
+    return (lambda: x.view(64, 2, 58, 4, 4).transpose(1, 2).contiguous().view(64, 116, 4, 4)), [x]
+
+
 def channel_layernorm():  # torchvision's LayerNorm2d: permute, layer_norm over the last axis, permute back
     x = torch.randn(64, 96, 8, 8, requires_grad=True)
     w = torch.ones(96, requires_grad=True)
@@ -78,11 +94,16 @@ ROWS = {
     "hardswish": lambda: unary(F.hardswish),
     "hardsigmoid": lambda: unary(F.hardsigmoid),
     "clip": lambda: unary(lambda x: torch.clamp(x, 0.0, 6.0)),
+    "tanh": lambda: unary(torch.tanh),
+    "leakyrelu": lambda: unary(lambda x: F.leaky_relu(x, 0.01)),
     "mul_broadcast": mul_broadcast,
+    "add_broadcast": add_broadcast,
     "global_avgpool": lambda: unary(lambda x: x.mean((2, 3))),
     "channel_layernorm": channel_layernorm,
     "softmax": lambda: unary(lambda x: F.softmax(x, 1), (64, 1000)),
     "concat": concat,
+    "split": split,
+    "channel_shuffle": channel_shuffle,
 }
 
 
@@ -112,7 +133,7 @@ def main():
     with torch.no_grad():
         fwd_ms = median_ms(fwd, a.warmup, a.repeats)
     y = fwd()
-    dy = torch.randn_like(y)
+    dy = tuple(map(torch.randn_like, y)) if isinstance(y, tuple) else torch.randn_like(y)  # Split: several
     bwd_ms = median_ms(lambda: torch.autograd.grad(y, inputs, dy, retain_graph=True), a.warmup, a.repeats)
     onednn = re.search(r"MKL-DNN v[\d.]+", torch.__config__.show())
     print(json.dumps({"row": a.row, "fwd_ms": fwd_ms, "bwd_ms": bwd_ms, "torch": torch.__version__,
