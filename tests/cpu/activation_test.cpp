@@ -9,7 +9,9 @@
 #include "kernels/cpu/activation.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
@@ -157,6 +159,32 @@ TEST(ElementwiseMath, ExpAndTanhAreWithinTwoUlpOverTheFloatRange) {
   EXPECT_EQ(elementwise::tanh_float(20.0f), 1.0f);
   EXPECT_EQ(elementwise::tanh_float(-20.0f), -1.0f);
   EXPECT_TRUE(std::isnan(elementwise::tanh_float(NAN)));
+}
+
+// Sigmoid's exponential (exp_float_beside_one) drops exp_float's selects for 1 + e^x only: sigmoid must be
+// bitwise 1 / (1 + exp_float(-x)) everywhere, checked at every 997th bit pattern of float (both signs, the
+// infinities and NaNs among them) and at the cut-offs and their neighbours.
+TEST(ElementwiseMath, SigmoidsExponentialGivesExpFloatsBits) {
+  auto expect_same = [](float x) {
+    const float got = elementwise::sigmoid(x), want = 1.0f / (1.0f + elementwise::exp_float(-x));
+    if (std::isnan(want)) return std::isnan(got);
+    return std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(want);
+  };
+  std::int64_t differ = 0;
+  float first = 0.0f;
+  for (std::uint64_t b = 0; b <= 0xffffffffu; b += 997) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    if (!expect_same(x) && differ++ == 0) first = x;
+  }
+  for (const float edge :
+       {88.72283905206835f, -87.33654475055310f, 88.0f, 87.0f, 86.9f, 89.0f, 0.0f, 1e-30f, INFINITY, NAN}) {
+    for (const float s : {edge, -edge}) {
+      float x = s;
+      for (int i = 0; i < 64; ++i, x = std::nextafter(x, INFINITY))
+        if (!expect_same(x) && differ++ == 0) first = x;
+    }
+  }
+  EXPECT_EQ(differ, 0) << "first at x = " << first;
 }
 
 TEST(CpuFastActivation, WithinFloatRoundingOfTheReference) {
