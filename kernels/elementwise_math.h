@@ -84,55 +84,55 @@ struct DropoutMask {
   }
 };
 
-// e^x in float, Cephes' expf (Moshier): x = n ln 2 + r with n rounded to nearest (the 1.5 * 2^23 trick) and
-// ln 2 split in two (Cody and Waite), e^r by its degree-7 Taylor-like minimax polynomial, then 2^n put into
-// the exponent field. Within 2 ulp over the float range (tests/cpu/activation_test.cpp measures it against
-// double). Arithmetic and selects only, so the CPU loop vectorises it (libm's expf is a call per element);
-// the GPU runs the same. Overflow gives +inf, underflow +0 (no subnormal results), NaN stays NaN.
-ENGINE_HOST_DEVICE float exp_float(float x) {
-  constexpr float kMax = 88.72283905206835f,
-                  kMin = -87.33654475055310f;                         // e^kMax ~ FLT_MAX, e^kMin ~ FLT_MIN
-  const float c = choose(x > kMax, kMax, choose(x < kMin, kMin, x));  // NaN passes (fixed at the end)
-  constexpr float kRound = 12582912.0f;                               // 1.5 * 2^23
-  const float n = (c * 1.44269504088896341f + kRound) - kRound;       // round(c / ln 2)
-  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;       // c - n ln 2, |r| <= ln 2 / 2
+// exp_float's and exp_float_beside_one's common part: c (x clamped to [kExpMin, kExpMax], or NaN) = n ln 2 +
+// r with n rounded to nearest (the 1.5 * 2^23 trick) and ln 2 split in two (Cody and Waite), |r| <= ln 2 / 2,
+// and q = e^r - 1 by Cephes' degree-7 Taylor-like minimax polynomial (e^r = q + 1).
+inline constexpr float kExpMax = 88.72283905206835f;   // e^kExpMax ~ FLT_MAX
+inline constexpr float kExpMin = -87.33654475055310f;  // e^kExpMin ~ FLT_MIN
+struct ExpParts {
+  float n, q;
+};
+ENGINE_HOST_DEVICE ExpParts exp_parts(float x) {
+  const float c = choose(x > kExpMax, kExpMax, choose(x < kExpMin, kExpMin, x));
+  constexpr float kRound = 12582912.0f;                          // 1.5 * 2^23
+  const float n = (c * 1.44269504088896341f + kRound) - kRound;  // round(c / ln 2)
+  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;  // c - n ln 2
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float e = (p * r * r + r) + 1.0f;
-  // 2^n for n in [-126, 128]: n = 128 (only at c = kMax) is split as 2^127 * 2 so the field never overflows.
-  const int ni = static_cast<int>(n);
+  return {n, p * r * r + r};
+}
+
+// e^x in float, Cephes' expf (Moshier): e^r (exp_parts) times 2^n put into the exponent field. Within 2 ulp
+// over the float range (tests/cpu/activation_test.cpp measures it against double). Arithmetic and selects
+// only, so the CPU loop vectorises it (libm's expf is a call per element); the GPU runs the same. Overflow
+// gives +inf, underflow +0 (no subnormal results), NaN stays NaN (it passes exp_parts' clamp).
+ENGINE_HOST_DEVICE float exp_float(float x) {
+  const ExpParts t = exp_parts(x);
+  const float e = t.q + 1.0f;
+  // 2^n for n in [-126, 128]: n = 128 (only at c = kExpMax) is split as 2^127 * 2 so the field never
+  // overflows.
+  const int ni = static_cast<int>(t.n);
   const bool top = ni > 127;
   const float scale = float_of(static_cast<std::uint32_t>(ni - static_cast<int>(top) + 127) << 23);
   const float y = e * scale * choose(top, 2.0f, 1.0f);
-  return choose(x != x, x, choose(x > kMax, INFINITY, choose(x < kMin, 0.0f, y)));
+  return choose(x != x, x, choose(x > kExpMax, INFINITY, choose(x < kExpMin, 0.0f, y)));
 }
 
 // e^x as exp_float computes it, for 1 + e^x only (sigmoid): the same bits wherever e^x >= 2^-125; below that
 // a value under 2^-125 or +0, and 1 + either rounds to 1, as 1 + exp_float's. NaN propagates through the
-// arithmetic and +inf above kMax is kept, but exp_float's two other selects and its split of 2^128 go: 2^n
+// arithmetic and +inf above kExpMax is kept, but exp_float's two other selects and its split of 2^128 go: 2^n
 // is put in as 2 e 2^(n-1) (the exponent field n + 126 lies in [0, 254] for the clamped n), doubling e
 // exactly inside its last multiply-add. 26% less time a vector than exp_float in Sigmoid's forward (AVX-512
-// clone, [64, 144, 8, 8]: 0.273 -> 0.201 ms on one thread), which trailed PyTorch's by 12-15%.
+// clone, [64, 144, 8, 8]: 0.273 -> 0.203 ms on one thread), which trailed PyTorch's by 12-15%.
 ENGINE_HOST_DEVICE float exp_float_beside_one(float x) {
-  constexpr float kMax = 88.72283905206835f, kMin = -87.33654475055310f;
-  const float c = choose(x > kMax, kMax, choose(x < kMin, kMin, x));
-  constexpr float kRound = 12582912.0f;
-  const float n = (c * 1.44269504088896341f + kRound) - kRound;
-  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e2 = (p * r * r + r) * 2.0f + 2.0f;  // 2 e: the same rounding as e's + 1.0f, scaled
-  const int ni = static_cast<int>(n);
-  const float y = e2 * float_of(static_cast<std::uint32_t>(ni + 126) << 23);
-  return choose(x > kMax, INFINITY, y);
+  const ExpParts t = exp_parts(x);
+  const float e2 = t.q * 2.0f + 2.0f;  // 2 e: the same rounding as e's q + 1.0f, scaled
+  const float y = e2 * float_of(static_cast<std::uint32_t>(static_cast<int>(t.n) + 126) << 23);
+  return choose(x > kExpMax, INFINITY, y);
 }
 
 // 1 / (1 + e^-x): bitwise 1 / (1 + exp_float(-x)) (tests/cpu/activation_test.cpp checks it).
