@@ -305,7 +305,7 @@ void grouped_conv2d_backward_weights(const Conv2dShape& g, const float* x, const
                       lanes.data());
       if (n % kFoldEvery == kFoldEvery - 1 || n == g.n - 1) {
         for (std::size_t t = 0; t < acc.size(); ++t)
-          for (int l = 0; l < kLanes; ++l) {
+          for (int l = 0; l < kLanes && used[t] != 0; ++l) {  // an unused tap's lanes stay zero
             acc[t] += static_cast<double>(lanes[t * kLanes + static_cast<std::size_t>(l)]);
             lanes[t * kLanes + static_cast<std::size_t>(l)] = 0.0f;
           }
