@@ -65,10 +65,36 @@ void each_output(const Conv2dShape& g, const Addressing& ya, Fn&& fn) {
 struct Scratch {
   std::vector<float> cols, rows, dcols;
 };
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
+
+// One call's GEMM operands: x's patches gathered into X_cols [rows, crs] and room for the outputs' rows
+// [rows, k] (Y or dY), in this thread's scratch (a step allocates nothing after its first).
+struct Operands {
+  i64 rows, k, crs;
+  Addressing xa, ya;
+  Scratch& s;
+  float *cols, *out_rows;
+
+  Operands(const Conv2dShape& g, ConvLayouts l, const float* x)
+      : rows(static_cast<i64>(g.n) * g.p() * g.q()),
+        k(g.k),
+        crs(static_cast<i64>(g.c) * g.r * g.s),
+        xa(g.c, g.h, g.w, l.x),
+        ya(g.k, g.p(), g.q(), l.y),
+        s(scratch()) {
+    s.cols.resize(static_cast<std::size_t>(rows * crs));
+    s.rows.resize(static_cast<std::size_t>(rows * k));
+    cols = s.cols.data();
+    out_rows = s.rows.data();
+    float* c = cols;
+    each_patch_entry(g, xa, [c, x](i64 col, i64 at) { c[col] = x[at]; });
+  }
+
+ private:
+  static Scratch& scratch() {
+    thread_local Scratch sc;
+    return sc;
+  }
+};
 
 void check(const Conv2dShape& g, ConvLayouts l, const char* op) {
   g.validate();
@@ -94,21 +120,17 @@ void conv2d_patchify_forward(const Conv2dShape& g, const float* x, const float* 
   check(g, layouts, "conv2d_patchify_forward");
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_patchify_forward: x, w and y must not be null");
-  const i64 rows = static_cast<i64>(g.n) * g.p() * g.q(), k = g.k, crs = static_cast<i64>(g.c) * g.r * g.s;
-  const Addressing xa(g.c, g.h, g.w, layouts.x), ya(g.k, g.p(), g.q(), layouts.y);
-  Scratch& s = scratch();
-  s.cols.resize(static_cast<std::size_t>(rows * crs));
-  s.rows.resize(static_cast<std::size_t>(rows * k));
-  float* cols = s.cols.data();
-  float* yr = s.rows.data();
-  each_patch_entry(g, xa, [&](i64 col, i64 at) { cols[col] = x[at]; });
+  const Operands op(g, layouts, x);
+  const i64 rows = op.rows, k = op.k, crs = op.crs;
+  const float* cols = op.cols;
+  float* yr = op.out_rows;
   if (bias != nullptr) {
     for (i64 r = 0; r < rows; ++r) std::copy(bias, bias + k, yr + r * k);
   }
   dnnl_rt::run("conv2d_patchify_forward", [&] {
     sgemm(Trans::No, Trans::Yes, rows, k, crs, 1.0f, cols, crs, w, crs, bias != nullptr ? 1.0f : 0.0f, yr, k);
   });
-  each_output(g, ya, [&](i64 row, i64 at) { y[at] = yr[row]; });
+  each_output(g, op.ya, [&](i64 row, i64 at) { y[at] = yr[row]; });
 }
 
 void conv2d_patchify_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy,
@@ -116,15 +138,12 @@ void conv2d_patchify_backward(const Conv2dShape& g, const float* x, const float*
   check(g, layouts, "conv2d_patchify_backward");
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_patchify_backward: x, w, dy and dw must not be null (dx and db may be)");
-  const i64 rows = static_cast<i64>(g.n) * g.p() * g.q(), k = g.k, crs = static_cast<i64>(g.c) * g.r * g.s;
-  const Addressing xa(g.c, g.h, g.w, layouts.x), ya(g.k, g.p(), g.q(), layouts.y);
-  Scratch& s = scratch();
-  s.cols.resize(static_cast<std::size_t>(rows * crs));
-  s.rows.resize(static_cast<std::size_t>(rows * k));
-  float* cols = s.cols.data();
-  float* dyr = s.rows.data();
-  each_patch_entry(g, xa, [&](i64 col, i64 at) { cols[col] = x[at]; });
-  each_output(g, ya, [&](i64 row, i64 at) { dyr[row] = dy[at]; });
+  const Operands op(g, layouts, x);
+  const i64 rows = op.rows, k = op.k, crs = op.crs;
+  const float* cols = op.cols;
+  float* dyr = op.out_rows;
+  Scratch& s = op.s;
+  each_output(g, op.ya, [&](i64 row, i64 at) { dyr[row] = dy[at]; });
   dnnl_rt::run("conv2d_patchify_backward", [&] {
     sgemm(Trans::Yes, Trans::No, k, crs, rows, 1.0f, dyr, k, cols, crs, 0.0f, dw, crs);
     if (dx != nullptr) {
@@ -136,7 +155,7 @@ void conv2d_patchify_backward(const Conv2dShape& g, const float* x, const float*
     if (g.p() * g.r != g.h || g.q() * g.s != g.w)
       std::fill(dx, dx + g.x_size(), 0.0f);  // rows no patch reads
     const float* dcols = s.dcols.data();
-    each_patch_entry(g, xa, [&](i64 col, i64 at) { dx[at] = dcols[col]; });
+    each_patch_entry(g, op.xa, [&](i64 col, i64 at) { dx[at] = dcols[col]; });
   }
   if (db != nullptr) {
     std::vector<double> acc(static_cast<std::size_t>(k), 0.0);

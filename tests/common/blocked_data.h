@@ -15,30 +15,34 @@ inline std::size_t blocked_offset(int s, int ch, int i, int c, int hw, int b) {
   return ((static_cast<std::size_t>(s) * (c / b) + ch / b) * hw + i) * b + ch % b;
 }
 
-// v [N, C, HW] (NCHW) in `layout`'s order (NCHW: v itself).
+// Copies between NCHW order and `layout`'s: to_layout true writes v (NCHW) in the layout's order, false the
+// inverse (NCHW: v itself).
 template <typename T>
-std::vector<T> in_layout(const std::vector<T>& v, int n, int c, int hw, Layout layout) {
+std::vector<T> relaid(const std::vector<T>& v, int n, int c, int hw, Layout layout, bool to_layout) {
   const int b = layout_block(layout);
   if (b == 0) return v;
   std::vector<T> out(v.size());
   for (int s = 0; s < n; ++s)
     for (int ch = 0; ch < c; ++ch)
-      for (int i = 0; i < hw; ++i)
-        out[blocked_offset(s, ch, i, c, hw, b)] = v[(static_cast<std::size_t>(s) * c + ch) * hw + i];
+      for (int i = 0; i < hw; ++i) {
+        const std::size_t plain = (static_cast<std::size_t>(s) * c + ch) * hw + i,
+                          blocked = blocked_offset(s, ch, i, c, hw, b);
+        if (to_layout)
+          out[blocked] = v[plain];
+        else
+          out[plain] = v[blocked];
+      }
   return out;
 }
 
-// The inverse: v stored in `layout`, returned in NCHW order.
+// v [N, C, HW] (NCHW) in `layout`'s order, and back.
+template <typename T>
+std::vector<T> in_layout(const std::vector<T>& v, int n, int c, int hw, Layout layout) {
+  return relaid(v, n, c, hw, layout, true);
+}
 template <typename T>
 std::vector<T> from_layout(const std::vector<T>& v, int n, int c, int hw, Layout layout) {
-  const int b = layout_block(layout);
-  if (b == 0) return v;
-  std::vector<T> out(v.size());
-  for (int s = 0; s < n; ++s)
-    for (int ch = 0; ch < c; ++ch)
-      for (int i = 0; i < hw; ++i)
-        out[(static_cast<std::size_t>(s) * c + ch) * hw + i] = v[blocked_offset(s, ch, i, c, hw, b)];
-  return out;
+  return relaid(v, n, c, hw, layout, false);
 }
 
 }  // namespace engine::testing
