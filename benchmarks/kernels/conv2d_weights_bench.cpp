@@ -6,7 +6,7 @@
 // clock). Correctness is the tests'; this only times.
 //
 //   conv2d_weights_bench [--reps 15] [--rows A,B,...] [--layout nchw|nchw16c|nchw8c]
-// --layout: x and dy in that layout (a blocked one: bf16 rows only; the float32 GEMM reads NCHW only).
+// --layout: x and dy in that layout (a blocked one: bf16 rows, and float32 ones with --pointwise).
 // Threads: OMP_NUM_THREADS; they wait passively, as cnn_train's (kernels/cpu_fast/omp_wait.h).
 
 #include <algorithm>
@@ -70,9 +70,10 @@ double median(std::vector<double> v) {
 // A pointwise layer's training step: forward (with a bias when db is wanted), then backward.
 void pointwise_step(const Conv2dShape& g, const std::vector<float>& x, const std::vector<float>& w,
                     const std::vector<float>& dy, std::vector<float>& y, float* dx, std::vector<float>& dw,
-                    float* db) {
-  cpu_fast::conv2d_forward(g, x.data(), w.data(), db != nullptr ? w.data() : nullptr, y.data());
-  cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), dx, dw.data(), db);
+                    float* db, cpu_fast::ConvLayouts layouts) {
+  cpu_fast::conv2d_forward(g, x.data(), w.data(), db != nullptr ? w.data() : nullptr, y.data(), nullptr,
+                           layouts);
+  cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), dx, dw.data(), db, nullptr, layouts);
 }
 
 }  // namespace
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
   bool fp32_only = false, bias = false, with_dx = false, pointwise = false;
   app.add_option("--reps", reps, "timed calls of each (after one untimed)");
   app.add_option("--rows", only, "comma-separated row names (default all)");
-  app.add_option("--layout", layout_arg, "x and dy: nchw, or blocked (nchw16c, nchw8c; bf16 rows only)")
+  app.add_option("--layout", layout_arg,
+                 "x and dy: nchw, or blocked (nchw16c, nchw8c; bf16 rows, or --pointwise)")
       ->check(CLI::IsMember({"nchw", "nchw16c", "nchw8c"}));
   app.add_flag("--fp32", fp32_only, "float32 only");
   app.add_flag("--bias", bias, "also db (float32)");
@@ -124,6 +126,17 @@ int main(int argc, char** argv) {
       {"dn_256_128_8", conv(256, 8, 128, 1, 1)},
       {"dn_96_128_8", conv(96, 8, 128, 1, 1)},
       {"dn_320_128_4", conv(320, 4, 128, 1, 1)},
+      // convnext_tiny's ChannelLinear layers (its pointwise Linear pairs, 4x expansion) at each stage's map.
+      {"cx_96_384_8", conv(96, 8, 384, 1, 1)},
+      {"cx_384_96_8", conv(384, 8, 96, 1, 1)},
+      {"cx_192_768_4", conv(192, 4, 768, 1, 1)},
+      {"cx_768_192_4", conv(768, 4, 192, 1, 1)},
+      {"cx_384_1536_2", conv(384, 2, 1536, 1, 1)},
+      {"cx_1536_384_2", conv(1536, 2, 384, 1, 1)},
+      // resnet50's bottleneck 1x1 layers at 32x32 (stages at 8x8 .. 1x1).
+      {"r50_256_64_8", conv(256, 8, 64, 1, 1)},
+      {"r50_512_128_4", conv(512, 4, 128, 1, 1)},
+      {"r50_1024_256_2", conv(1024, 2, 256, 1, 1)},
   };
   std::printf("isa %s, batch 64\n", cpu_fast::onednn_isa());
   std::printf("%-14s %-5s %10s %10s %10s %10s  %s\n", "row", "type", "onednn_ms", "gemm_ms", "onednn_cpu",
@@ -142,7 +155,8 @@ int main(int argc, char** argv) {
     float* dbp = bias ? db.data() : nullptr;
     float* dxp = with_dx ? dx.data() : nullptr;
     for (const bool bf16 : {true, false}) {
-      if ((bf16 && (fp32_only || !cpu_fast::native_bf16())) || (!bf16 && is_blocked(layout))) continue;
+      if ((bf16 && (fp32_only || !cpu_fast::native_bf16())) || (!bf16 && !pointwise && is_blocked(layout)))
+        continue;
       Timing t[2];
       for (int i = 0; i <= reps; ++i) {
         for (int m = 0; m < 2; ++m) {
@@ -157,7 +171,7 @@ int main(int argc, char** argv) {
             cpu_fast::conv2d_backward_bf16(g, xb.data(), wb.data(), dyb.data(), nullptr, dw.data(), nullptr,
                                            nullptr, layouts);
           else if (pointwise)
-            pointwise_step(g, x, w, dy, y, dxp, dw, dbp);
+            pointwise_step(g, x, w, dy, y, dxp, dw, dbp, layouts);
           else
             cpu_fast::conv2d_backward(g, x.data(), w.data(), dy.data(), dxp, dw.data(), dbp);
           const double c1 = cpu_seconds();

@@ -128,6 +128,7 @@ std::vector<Row> rows() {
   std::vector<Row> r;
   r.push_back(conv_row("dwconv7_s1", "convnext_tiny stage 1", conv(96, 8, 7, 96)));
   r.push_back(conv_row("dwconv7_s3", "convnext_tiny stage 3", conv(384, 2, 7, 384)));
+  r.push_back(conv_row("dwconv7_s4", "convnext_tiny stage 4", conv(768, 1, 7, 768)));
   r.push_back(conv_row("dwconv5_2x2", "efficientnet_b0", conv(672, 2, 5, 672)));
   r.push_back(conv_row("dwconv3_16x16", "efficientnet_b0", conv(32, 16, 3, 32)));
   r.push_back(conv_row("gconv3_2x2", "regnet_y_400mf", conv(208, 2, 3, 26)));

@@ -76,6 +76,7 @@ def concat():
 ROWS = {
     "dwconv7_s1": lambda: conv(96, 8, 7, 96),
     "dwconv7_s3": lambda: conv(384, 2, 7, 384),
+    "dwconv7_s4": lambda: conv(768, 1, 7, 768),
     "dwconv5_2x2": lambda: conv(672, 2, 5, 672),
     "dwconv3_16x16": lambda: conv(32, 16, 3, 32),
     "gconv3_2x2": lambda: conv(208, 2, 3, 26),

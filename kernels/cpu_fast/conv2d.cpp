@@ -12,6 +12,7 @@
 #include "kernels/cpu_fast/conv2d_algo.h"
 #include "kernels/cpu_fast/conv2d_choice.h"
 #include "kernels/cpu_fast/conv2d_grouped.h"
+#include "kernels/cpu_fast/conv2d_patchify.h"
 #include "kernels/cpu_fast/conv2d_pointwise.h"
 #include "kernels/cpu_fast/conv2d_weights_gemm.h"
 #include "kernels/cpu_fast/dnnl_runtime.h"
@@ -247,10 +248,16 @@ void forward(const Conv2dShape& g, bool bf16, const void* x, const void* w, cons
              ConvSaved* saved, ConvLayouts layouts) {
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr, "conv2d_forward: x, w and y must not be null");
-  if (!bf16 && plain(layouts) && pointwise_gemm(g)) {
+  if (!bf16 && pointwise_gemm(g, layouts)) {
     if (saved != nullptr) saved->impl().valid = false;
     conv2d_pointwise_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
-                             static_cast<float*>(y));
+                             static_cast<float*>(y), layouts);
+    return;
+  }
+  if (!bf16 && patchify_gemm(g, layouts)) {
+    if (saved != nullptr) saved->impl().valid = false;
+    conv2d_patchify_forward(g, static_cast<const float*>(x), static_cast<const float*>(w), bias,
+                            static_cast<float*>(y), layouts);
     return;
   }
   dnnl_rt::run("conv2d_forward", [&] {
@@ -279,9 +286,14 @@ void backward(const Conv2dShape& g, bool bf16, const void* x, const void* w, con
   g.validate();
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_backward: x, w, dy and dw must not be null (dx and db may be)");
-  if (!bf16 && plain(layouts) && pointwise_gemm(g)) {
+  if (!bf16 && pointwise_gemm(g, layouts)) {
     conv2d_pointwise_backward(g, static_cast<const float*>(x), static_cast<const float*>(w),
-                              static_cast<const float*>(dy), static_cast<float*>(dx), dw, db);
+                              static_cast<const float*>(dy), static_cast<float*>(dx), dw, db, layouts);
+    return;
+  }
+  if (!bf16 && patchify_gemm(g, layouts)) {
+    conv2d_patchify_backward(g, static_cast<const float*>(x), static_cast<const float*>(w),
+                             static_cast<const float*>(dy), static_cast<float*>(dx), dw, db, layouts);
     return;
   }
   dnnl_rt::run("conv2d_backward", [&] {
@@ -366,7 +378,8 @@ void conv2d_backward_bf16(const Conv2dShape& g, const bfloat16* x, const bfloat1
 
 std::string conv2d_impl(const Conv2dShape& g, bool bias, const char* direction, bool bf16,
                         ConvLayouts layouts) {
-  if (!bf16 && plain(layouts) && pointwise_gemm(g)) return "engine:pointwise_gemm";
+  if (!bf16 && pointwise_gemm(g, layouts)) return "engine:pointwise_gemm";
+  if (!bf16 && patchify_gemm(g, layouts)) return "engine:patchify_gemm";
   const auto it = plans().find(key_of(g, bias, bf16, layouts));
   if (it == plans().end()) return {};
   const ConvPlan& p = *it->second;

@@ -74,7 +74,7 @@ void conv2d_backward_bf16(const Conv2dShape& shape, const bfloat16* x, const bfl
                           bfloat16* dx, float* dw, float* db, ConvSaved* saved = nullptr,
                           ConvLayouts layouts = {});
 // Where oneDNN's bf16 backward-weights is slow, dw is an im2col GEMM instead (conv2d_weights_gemm.h), reading
-// x and dy in either layout; float32 pointwise convolutions on maps of at most 4 pixels are GEMMs over the
-// pixels (conv2d_pointwise.h), which read NCHW only, so a call with a blocked layout stays on oneDNN there.
+// x and dy in either layout; float32 pointwise convolutions on maps of at most 4 pixels (or small ones) are
+// GEMMs over the pixels (conv2d_pointwise.h), NCHW or blocked (x and y in the same layout).
 
 }  // namespace engine::cpu_fast

@@ -22,17 +22,41 @@ bool worth_threads(const Conv2dShape& g) {
   return static_cast<Index>(g.y_size()) * g.c_per_group() * g.r * g.s >= kParallelMinElements;
 }
 
+// Whether each kernel row (column) reads a row (column) inside the plane for some output pixel: on maps
+// smaller than the kernel's reach (a 7x7 depthwise with padding 3 on 2x2: 3 of 7; on 1x1: the centre only)
+// the others read only padding, and the loops below skip them (they add nothing).
+std::vector<unsigned char> reaches(int taps, int outputs, int stride, int pad, int dilation, int extent) {
+  std::vector<unsigned char> ok(static_cast<std::size_t>(taps), 0);
+  for (int t = 0; t < taps; ++t)
+    for (int o = 0; o < outputs; ++o) {
+      const int at = o * stride - pad + t * dilation;
+      if (at >= 0 && at < extent) ok[static_cast<std::size_t>(t)] = 1;
+    }
+  return ok;
+}
+struct TapLists {
+  std::vector<int> rows, cols;  // the kernel rows and columns that read inside the plane, in order
+  explicit TapLists(const Conv2dShape& g) {
+    const auto r_ok = reaches(g.r, g.p(), g.stride_h, g.pad_h, g.dilation_h, g.h),
+               s_ok = reaches(g.s, g.q(), g.stride_w, g.pad_w, g.dilation_w, g.w);
+    for (int r = 0; r < g.r; ++r)
+      if (r_ok[static_cast<std::size_t>(r)] != 0) rows.push_back(r);
+    for (int s = 0; s < g.s; ++s)
+      if (s_ok[static_cast<std::size_t>(s)] != 0) cols.push_back(s);
+  }
+};
+
 // y_plane[p, q] += sum over taps of w[r, s] x_plane[p sh - ph + r dh, q sw - pw + s dw].
-ENGINE_CPU_CLONES void accumulate_plane(const Conv2dShape& g, const float* x_plane, const float* w_taps,
-                                        float* y_plane) {
+ENGINE_CPU_CLONES void accumulate_plane(const Conv2dShape& g, const TapLists& taps, const float* x_plane,
+                                        const float* w_taps, float* y_plane) {
   const int P = g.p(), Q = g.q();
   for (int p = 0; p < P; ++p) {
     float* yrow = y_plane + static_cast<Index>(p) * Q;
-    for (int r = 0; r < g.r; ++r) {
+    for (const int r : taps.rows) {
       const int ih = p * g.stride_h - g.pad_h + r * g.dilation_h;
       if (ih < 0 || ih >= g.h) continue;
       const float* xrow = x_plane + static_cast<Index>(ih) * g.w;
-      for (int s = 0; s < g.s; ++s) {
+      for (const int s : taps.cols) {
         const int offset = s * g.dilation_w - g.pad_w;
         const Range q = valid(offset, g.stride_w, g.w, Q);
         const float wv = w_taps[r * g.s + s];
@@ -43,16 +67,16 @@ ENGINE_CPU_CLONES void accumulate_plane(const Conv2dShape& g, const float* x_pla
 }
 
 // dx_plane[p sh - ph + r dh, q sw - pw + s dw] += w[r, s] dy_plane[p, q], over the taps.
-ENGINE_CPU_CLONES void scatter_plane(const Conv2dShape& g, const float* dy_plane, const float* w_taps,
-                                     float* dx_plane) {
+ENGINE_CPU_CLONES void scatter_plane(const Conv2dShape& g, const TapLists& taps, const float* dy_plane,
+                                     const float* w_taps, float* dx_plane) {
   const int P = g.p(), Q = g.q();
   for (int p = 0; p < P; ++p) {
     const float* dyrow = dy_plane + static_cast<Index>(p) * Q;
-    for (int r = 0; r < g.r; ++r) {
+    for (const int r : taps.rows) {
       const int ih = p * g.stride_h - g.pad_h + r * g.dilation_h;
       if (ih < 0 || ih >= g.h) continue;
       float* dxrow = dx_plane + static_cast<Index>(ih) * g.w;
-      for (int s = 0; s < g.s; ++s) {
+      for (const int s : taps.cols) {
         const int offset = s * g.dilation_w - g.pad_w;
         const Range q = valid(offset, g.stride_w, g.w, Q);
         const float wv = w_taps[r * g.s + s];
@@ -71,8 +95,11 @@ constexpr int kFoldEvery = 16;  // samples whose partials are summed in float32 
 // then one contiguous run of P wp (the extra ones exact zeros) at offset r dh wp + s dw, summed kLanes wide
 // into the tap's lanes (no per-plane horizontal sum: that chain of adds cost more than the products).
 // Strided shapes sum row by row into lane 0.
+// `used[r S + s]`: whether tap (r, s) reads the plane at all (taps_used); the others' products are all of the
+// zero border, so they are skipped (their gradient stays the exact zero the reference gives).
 ENGINE_CPU_CLONES void correlate_plane(const Conv2dShape& g, const float* x_plane, const float* dy_plane,
-                                       float* padded, float* dy_padded, float* lanes) {
+                                       const unsigned char* used, float* padded, float* dy_padded,
+                                       float* lanes) {
   const int P = g.p(), Q = g.q(), wp = g.w + 2 * g.pad_w;
   for (int i = 0; i < g.h; ++i)
     std::copy(x_plane + static_cast<Index>(i) * g.w, x_plane + static_cast<Index>(i + 1) * g.w,
@@ -84,6 +111,7 @@ ENGINE_CPU_CLONES void correlate_plane(const Conv2dShape& g, const float* x_plan
     const Index len = (static_cast<Index>(P) * wp + kLanes - 1) / kLanes * kLanes;
     for (int r = 0; r < g.r; ++r)
       for (int s = 0; s < g.s; ++s) {
+        if (used[r * g.s + s] == 0) continue;
         const float* xs = padded + static_cast<Index>(r) * g.dilation_h * wp + s * g.dilation_w;
         float* lane = lanes + static_cast<Index>(r * g.s + s) * kLanes;
         for (Index i = 0; i < len; i += kLanes)
@@ -94,6 +122,7 @@ ENGINE_CPU_CLONES void correlate_plane(const Conv2dShape& g, const float* x_plan
   }
   for (int r = 0; r < g.r; ++r)
     for (int s = 0; s < g.s; ++s) {
+      if (used[r * g.s + s] == 0) continue;
       float sum = 0.0f;
       for (int p = 0; p < P; ++p) {
         const float* xrow =
@@ -103,6 +132,15 @@ ENGINE_CPU_CLONES void correlate_plane(const Conv2dShape& g, const float* x_plan
       }
       lanes[static_cast<Index>(r * g.s + s) * kLanes] += sum;
     }
+}
+
+// Per tap (r, s): whether it reads inside the plane (its row and its column do, TapLists).
+std::vector<unsigned char> taps_used(const Conv2dShape& g) {
+  const TapLists lists(g);
+  std::vector<unsigned char> used(static_cast<std::size_t>(g.r) * g.s, 0);
+  for (const int r : lists.rows)
+    for (const int s : lists.cols) used[static_cast<std::size_t>(r * g.s + s)] = 1;
+  return used;
 }
 
 // Backward-weights of one group on small planes: per sample, the group's input as columns col[pq, c t] (the
@@ -201,6 +239,7 @@ void grouped_conv2d_forward(const Conv2dShape& g, const float* x, const float* w
   const int CG = g.c_per_group(), KG = g.k_per_group(), taps = g.r * g.s;
   const Index in_plane = static_cast<Index>(g.h) * g.w, out_plane = static_cast<Index>(g.p()) * g.q();
   const Index planes = static_cast<Index>(g.n) * g.k;
+  const TapLists lists(g);
 #pragma omp parallel for if (worth_threads(g)) schedule(static)
   for (Index i = 0; i < planes; ++i) {
     const Index n = i / g.k;
@@ -208,8 +247,8 @@ void grouped_conv2d_forward(const Conv2dShape& g, const float* x, const float* w
     float* y_plane = y + i * out_plane;
     std::fill(y_plane, y_plane + out_plane, bias != nullptr ? bias[k] : 0.0f);
     for (int c = 0; c < CG; ++c)
-      accumulate_plane(g, x + (n * g.c + first_c + c) * in_plane, w + (static_cast<Index>(k) * CG + c) * taps,
-                       y_plane);
+      accumulate_plane(g, lists, x + (n * g.c + first_c + c) * in_plane,
+                       w + (static_cast<Index>(k) * CG + c) * taps, y_plane);
   }
 }
 
@@ -220,6 +259,7 @@ void grouped_conv2d_backward_data(const Conv2dShape& g, const float* w, const fl
   const int CG = g.c_per_group(), KG = g.k_per_group(), taps = g.r * g.s;
   const Index in_plane = static_cast<Index>(g.h) * g.w, out_plane = static_cast<Index>(g.p()) * g.q();
   const Index planes = static_cast<Index>(g.n) * g.c;
+  const TapLists lists(g);
 #pragma omp parallel for if (worth_threads(g)) schedule(static)
   for (Index i = 0; i < planes; ++i) {
     const Index n = i / g.c;
@@ -227,8 +267,8 @@ void grouped_conv2d_backward_data(const Conv2dShape& g, const float* w, const fl
     float* dx_plane = dx + i * in_plane;
     std::fill(dx_plane, dx_plane + in_plane, 0.0f);
     for (int k = first_k; k < first_k + KG; ++k)
-      scatter_plane(g, dy + (n * g.k + k) * out_plane, w + (static_cast<Index>(k) * CG + c_in_group) * taps,
-                    dx_plane);
+      scatter_plane(g, lists, dy + (n * g.k + k) * out_plane,
+                    w + (static_cast<Index>(k) * CG + c_in_group) * taps, dx_plane);
   }
 }
 
@@ -244,6 +284,7 @@ void grouped_conv2d_backward_weights(const Conv2dShape& g, const float* x, const
   const int CG = g.c_per_group(), KG = g.k_per_group(), taps = g.r * g.s;
   const Index in_plane = static_cast<Index>(g.h) * g.w, out_plane = static_cast<Index>(g.p()) * g.q();
   const Index slices = static_cast<Index>(g.k) * CG;  // dw[k, c, :, :]
+  const std::vector<unsigned char> used = taps_used(g);
 #pragma omp parallel for if (worth_threads(g)) schedule(static)
   for (Index i = 0; i < slices; ++i) {
     const int k = static_cast<int>(i / CG), c = k / KG * CG + static_cast<int>(i % CG);
@@ -260,11 +301,11 @@ void grouped_conv2d_backward_weights(const Conv2dShape& g, const float* x, const
     const bool with_bias = db != nullptr && i % CG == 0;
     for (Index n = 0; n < g.n; ++n) {
       const float* dy_plane = dy + (n * g.k + k) * out_plane;
-      correlate_plane(g, x + (n * g.c + c) * in_plane, dy_plane, padded.data(), dy_padded.data(),
+      correlate_plane(g, x + (n * g.c + c) * in_plane, dy_plane, used.data(), padded.data(), dy_padded.data(),
                       lanes.data());
       if (n % kFoldEvery == kFoldEvery - 1 || n == g.n - 1) {
         for (std::size_t t = 0; t < acc.size(); ++t)
-          for (int l = 0; l < kLanes; ++l) {
+          for (int l = 0; l < kLanes && used[t] != 0; ++l) {  // an unused tap's lanes stay zero
             acc[t] += static_cast<double>(lanes[t * kLanes + static_cast<std::size_t>(l)]);
             lanes[t * kLanes + static_cast<std::size_t>(l)] = 0.0f;
           }

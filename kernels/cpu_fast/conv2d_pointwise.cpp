@@ -24,18 +24,20 @@ std::atomic<PointwiseRoute> g_route{PointwiseRoute::Rule};
 // Layers of at most this many multiply-adds (N H W C K) run as GEMMs at any map size (pointwise_gemm).
 constexpr long kSmallPointwiseMacs = 1L << 24;
 
-// NCHW planes <-> pixel rows (NHWC: [N*H*W, C] row-major) through oneDNN's reorder (its jit transposes),
-// one primitive per shape and direction, cached per thread.
-void relayout(const float* src, float* dst, i64 n, i64 c, i64 p, bool to_rows) {
+// Activations <-> pixel rows (NHWC: [N*H*W, C] row-major) through oneDNN's reorder (its jit transposes),
+// one primitive per shape, layout and direction, cached per thread. The activations are NCHW planes or the
+// CPU's blocked layout (nChw16c, nChw8c: [N][C/b][H][W][b]); [N, C, P, 1] describes either, as the pixels of
+// a map stay in its order.
+void relayout(const float* src, float* dst, i64 n, i64 c, i64 p, Layout layout, bool to_rows) {
   using dnnl::memory;
-  using Key = std::tuple<i64, i64, i64, bool>;
+  using Key = std::tuple<i64, i64, i64, Layout, bool>;
   thread_local std::map<Key, std::pair<memory::desc, memory::desc>> descs;
   thread_local std::map<Key, dnnl::reorder> reorders;
-  const Key key{n, c, p, to_rows};
+  const Key key{n, c, p, layout, to_rows};
   auto it = reorders.find(key);
   if (it == reorders.end()) {
     const memory::dims dims{n, c, p, 1};
-    const memory::desc planes(dims, memory::data_type::f32, memory::format_tag::nchw),
+    const memory::desc planes(dims, memory::data_type::f32, dnnl_rt::activation_tag(layout)),
         rows(dims, memory::data_type::f32, memory::format_tag::nhwc);
     const auto& [from, to] = descs[key] = to_rows ? std::pair{planes, rows} : std::pair{rows, planes};
     dnnl_rt::check_room_for_kernels("the pointwise convolution's reorder");
@@ -51,22 +53,23 @@ void relayout(const float* src, float* dst, i64 n, i64 c, i64 p, bool to_rows) {
   dnnl_rt::cpu_stream().wait();
 }
 
-// A tensor as pixel rows: itself at 1x1 maps (NCHW is then [N, C]), else transposed into `scratch`.
-const float* as_rows(const float* planes, i64 n, i64 c, i64 p, std::vector<float>& scratch) {
-  if (p == 1) return planes;
+// A tensor as pixel rows: itself at 1x1 maps (NCHW is then [N, C], and a blocked layout the same bytes: its
+// channels fill whole blocks), else transposed into `scratch`.
+const float* as_rows(const float* act, i64 n, i64 c, i64 p, Layout layout, std::vector<float>& scratch) {
+  if (p == 1) return act;
   scratch.resize(static_cast<std::size_t>(n * c * p));
-  relayout(planes, scratch.data(), n, c, p, true);
+  relayout(act, scratch.data(), n, c, p, layout, true);
   return scratch.data();
 }
 
 // Where a result in pixel rows goes: the output itself at 1x1 maps, else `scratch`, moved by `finish`.
-float* rows_for(float* planes, i64 n, i64 c, i64 p, std::vector<float>& scratch) {
-  if (p == 1) return planes;
+float* rows_for(float* act, i64 n, i64 c, i64 p, std::vector<float>& scratch) {
+  if (p == 1) return act;
   scratch.resize(static_cast<std::size_t>(n * c * p));
   return scratch.data();
 }
-void finish(const float* rows, float* planes, i64 n, i64 c, i64 p) {
-  if (p != 1) relayout(rows, planes, n, c, p, false);
+void finish(const float* rows, float* act, i64 n, i64 c, i64 p, Layout layout) {
+  if (p != 1) relayout(rows, act, n, c, p, layout, false);
 }
 
 // db[k] = the sum of dy's plane k over the batch, in double (as linear.h's bias gradient).
@@ -79,6 +82,22 @@ void bias_grad(const float* dy, i64 n, i64 k, i64 p, float* db) {
       for (i64 q = 0; q < p; ++q) acc += static_cast<double>(plane[q]);
     }
     db[o] = static_cast<float>(acc);
+  }
+}
+
+// The same from dy as pixel rows [rows, k]: each column summed in double over the rows in order, the order
+// of the planes' loop above (image, then pixel), so the same bits; the threads take blocks of columns.
+void bias_grad_rows(const float* dyr, i64 rows, i64 k, float* db) {
+  constexpr i64 kCols = 64;
+#pragma omp parallel for schedule(static)
+  for (i64 o0 = 0; o0 < k; o0 += kCols) {
+    const i64 cols = std::min(kCols, k - o0);
+    double acc[kCols] = {};
+    for (i64 r = 0; r < rows; ++r) {
+      const float* row = dyr + r * k + o0;
+      for (i64 o = 0; o < cols; ++o) acc[o] += static_cast<double>(row[o]);
+    }
+    for (i64 o = 0; o < cols; ++o) db[o0 + o] = static_cast<float>(acc[o]);
   }
 }
 
@@ -159,6 +178,14 @@ void check_shape(const Conv2dShape& g, const char* op) {
   ENGINE_CHECK(pointwise(g), "{}: not a pointwise shape (1x1 kernel, stride 1, no padding, one group)", op);
 }
 
+// Both activations NCHW or both in the same blocked layout (what conv2d.h's blocked calls pass a pointwise
+// shape: no 3-channel side).
+void check_layouts(ConvLayouts l, const char* op) {
+  ENGINE_CHECK(l.x == l.y && (l.x == Layout::NCHW || is_blocked(l.x)),
+               "{}: x in {} and y in {} (both NCHW, or both the same blocked layout)", op, layout_name(l.x),
+               layout_name(l.y));
+}
+
 }  // namespace
 
 bool pointwise(const Conv2dShape& g) {
@@ -173,9 +200,11 @@ bool pointwise(const Conv2dShape& g) {
 // forward + backward where the GEMMs took 0.4-1.3 ms (conv2d_weights_bench --pointwise; its backward-weights
 // stalls whole scheduler slices between its threads), and on one quiet thread the GEMMs are within 0.1-0.3 ms
 // of it there.
-bool pointwise_gemm(const Conv2dShape& g) {
+bool pointwise_gemm(const Conv2dShape& g, ConvLayouts l) {
   const PointwiseRoute r = g_route.load(std::memory_order_relaxed);
-  if (!pointwise(g) || r == PointwiseRoute::Never) return false;
+  if (!pointwise(g) || r == PointwiseRoute::Never ||
+      !(l.x == l.y && (l.x == Layout::NCHW || is_blocked(l.x))))
+    return false;
   const long pixels = static_cast<long>(g.h) * g.w;
   return r == PointwiseRoute::Always || pixels <= 4 ||
          static_cast<long>(g.n) * pixels * g.c * g.k <= kSmallPointwiseMacs;
@@ -184,49 +213,52 @@ bool pointwise_gemm(const Conv2dShape& g) {
 void set_pointwise_route(PointwiseRoute r) { g_route.store(r, std::memory_order_relaxed); }
 
 void conv2d_pointwise_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias,
-                              float* y) {
+                              float* y, ConvLayouts layouts) {
   check_shape(g, "conv2d_pointwise_forward");
+  check_layouts(layouts, "conv2d_pointwise_forward");
   ENGINE_CHECK(x != nullptr && w != nullptr && y != nullptr,
                "conv2d_pointwise_forward: x, w and y must not be null");
   const i64 n = g.n, c = g.c, k = g.k, p = static_cast<i64>(g.h) * g.w, rows = n * p;
   dnnl_rt::run("conv2d_pointwise_forward", [&] {
-    if (p > kPlanesAbove) {
+    if (p > kPlanesAbove && layouts.x == Layout::NCHW) {
       forward_planes(n, c, k, p, x, w, bias, y);
       return;
     }
     Scratch& s = scratch();
-    const float* xr = as_rows(x, n, c, p, s.x);
+    const float* xr = as_rows(x, n, c, p, layouts.x, s.x);
     float* yr = rows_for(y, n, k, p, s.y);
     if (bias != nullptr) {
       for (i64 r = 0; r < rows; ++r) std::copy(bias, bias + k, yr + r * k);
     }
     sgemm(Trans::No, Trans::Yes, rows, k, c, 1.0f, xr, c, w, c, bias != nullptr ? 1.0f : 0.0f, yr, k);
-    finish(yr, y, n, k, p);
+    finish(yr, y, n, k, p, layouts.y);
   });
 }
 
 void conv2d_pointwise_backward(const Conv2dShape& g, const float* x, const float* w, const float* dy,
-                               float* dx, float* dw, float* db) {
+                               float* dx, float* dw, float* db, ConvLayouts layouts) {
   check_shape(g, "conv2d_pointwise_backward");
+  check_layouts(layouts, "conv2d_pointwise_backward");
   ENGINE_CHECK(x != nullptr && w != nullptr && dy != nullptr && dw != nullptr,
                "conv2d_pointwise_backward: x, w, dy and dw must not be null (dx and db may be)");
   const i64 n = g.n, c = g.c, k = g.k, p = static_cast<i64>(g.h) * g.w, rows = n * p;
   dnnl_rt::run("conv2d_pointwise_backward", [&] {
-    if (p > kPlanesAbove) {
+    if (p > kPlanesAbove && layouts.y == Layout::NCHW) {
       backward_planes(n, c, k, p, x, w, dy, dx, dw);
+      if (db != nullptr) bias_grad(dy, n, k, p, db);
       return;
     }
     Scratch& s = scratch();
-    const float* dyr = as_rows(dy, n, k, p, s.dy);
-    const float* xr = as_rows(x, n, c, p, s.x);
+    const float* dyr = as_rows(dy, n, k, p, layouts.y, s.dy);
+    const float* xr = as_rows(x, n, c, p, layouts.x, s.x);
     sgemm(Trans::Yes, Trans::No, k, c, rows, 1.0f, dyr, k, xr, c, 0.0f, dw, c);
     if (dx != nullptr) {
       float* dxr = rows_for(dx, n, c, p, s.dx);
       sgemm(Trans::No, Trans::No, rows, c, k, 1.0f, dyr, k, w, c, 0.0f, dxr, c);
-      finish(dxr, dx, n, c, p);
+      finish(dxr, dx, n, c, p, layouts.x);
     }
+    if (db != nullptr) bias_grad_rows(dyr, rows, k, db);
   });
-  if (db != nullptr) bias_grad(dy, n, k, p, db);
 }
 
 }  // namespace engine::cpu_fast

@@ -5,13 +5,17 @@
 // X [N*H*W, C], it is Y = X W^T + b, dX = dY W, dW = dY^T X (W [K, C]). At the zoo's small maps (1x1 to 8x8
 // at 32x32 inputs) oneDNN 2.6.3's jit_1x1 ran these at 50-210 GFLOP/s (its backward-weights 1.5-3x its
 // forward), where one GEMM over all N*H*W rows runs near the host's peak (benchmarks/RESULTS.md has the
-// figures). NCHW tensors become pixel rows and back through oneDNN's reorder (nothing to do at 1x1 maps).
+// figures). NCHW tensors become pixel rows and back through oneDNN's reorder (nothing to do at 1x1 maps), and
+// so do blocked ones (nChw16c, nChw8c), at every map size: in the blocked layout oneDNN's jit_1x1 took 7-28x
+// the GEMMs' time on the small layers on two threads beside other processes, and 1.15-1.3x at convnext's 2x2
+// stage on one (conv2d_weights_bench --pointwise --layout nchw16c; docs/ZOO.md).
 //
 // Same contract as conv2d.h's conv2d_forward / conv2d_backward (gradients overwritten, dx and db may be
 // null); conv2d.h routes the shapes pointwise_gemm accepts here. The sums are float32 in the GEMM's order:
 // C products per output, N*H*W per weight gradient; db sums dy in double.
 
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu_fast/conv2d.h"
 
 namespace engine::cpu_fast {
 
@@ -20,15 +24,18 @@ namespace engine::cpu_fast {
 bool pointwise(const Conv2dShape& shape);
 // Whether conv2d.h's float32 convolutions run the shape here: pointwise, on maps of at most 4 pixels (where
 // the GEMM was measured faster than oneDNN's jit_1x1; conv2d_impl then says "engine:pointwise_gemm").
-bool pointwise_gemm(const Conv2dShape& shape);
+// Blocked activations (both x and y in the same blocked layout) take the same rule.
+bool pointwise_gemm(const Conv2dShape& shape, ConvLayouts layouts = {});
 
 // For the benchmarks: the rule, or every pointwise shape through the GEMM, or none.
 enum class PointwiseRoute { Rule, Always, Never };
 void set_pointwise_route(PointwiseRoute r);
 
+// x (and dx) and y (and dy) both NCHW or both in the same blocked layout (nChw16c, nChw8c: relaid into
+// pixel rows and back as NCHW is).
 void conv2d_pointwise_forward(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
-                              float* y);
+                              float* y, ConvLayouts layouts = {});
 void conv2d_pointwise_backward(const Conv2dShape& shape, const float* x, const float* w, const float* dy,
-                               float* dx, float* dw, float* db);
+                               float* dx, float* dw, float* db, ConvLayouts layouts = {});
 
 }  // namespace engine::cpu_fast

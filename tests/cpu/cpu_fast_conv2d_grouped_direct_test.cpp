@@ -1,6 +1,8 @@
 // The direct grouped/depthwise loops (kernels/cpu_fast/conv2d_grouped.h) against the float64 reference,
 // forward, backward-data and backward-weights, outputs poisoned with NaN; and conv2d.cpp's choice of them
-// exactly where oneDNN 2.6.3 offers its gemm fallback (the zoo's depthwise 7x7 on a 2x2 map).
+// exactly where oneDNN 2.6.3 offers its gemm fallback (the zoo's depthwise 7x7 on a 2x2 map). Taps that read
+// only padding (a 7x7 on 2x2 or 1x1 maps) are skipped by backward-weights: their gradient must be exact
+// zeros.
 //
 // Bound: every output is a sum of m products of floats, formed in float32 in some order (with or without
 // fused multiply-adds); each product and each addition rounds once, so |fast - exact| <= (m + 1) u sum|terms|
@@ -59,6 +61,7 @@ TEST(CpuFastConv2dGroupedDirect, MatchesTheFloat64Reference) {
   check(grouped(2, 12, 9, 12, 3, 2, 1, 3, 1), true);  // grouped 4 -> 4, strided (regnet's)
   check(grouped(2, 6, 11, 9, 3, 2, 3, 3, 2), false);  // grouped 2 -> 3, strided, dilated
   check(grouped(1, 4, 8, 8, 5, 3, 2, 4, 1), true);    // depthwise multiplier 2, stride 3
+  check(grouped(3, 4, 3, 4, 5, 3, 2, 4, 1), true);    // strided 5x5 on 3x4: two tap rows read only padding
   // Planes under 16 outputs with several channels a group: backward-weights' column form, over more than 16
   // samples (a fold into double between them).
   check(grouped(20, 16, 2, 16, 3, 1, 1, 2, 1), true);  // groups of 8 -> 8 on 2x3 (regnet_y_400mf's 2x2)

@@ -26,6 +26,7 @@
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_weights_gemm.h"
 #include "tests/common/bf16_tolerance.h"
+#include "tests/common/blocked_data.h"
 #include "tests/common/test_data.h"
 
 namespace engine {
@@ -34,6 +35,7 @@ namespace {
 using testing::abs_values;
 using testing::bf16_matches;
 using testing::bf16_rounded;
+using testing::in_layout;
 using testing::random_floats;
 
 std::vector<double> widened(const std::vector<float>& v) { return {v.begin(), v.end()}; }
@@ -41,19 +43,6 @@ std::vector<double> widened(const std::vector<float>& v) { return {v.begin(), v.
 std::vector<bfloat16> to_bf16(const std::vector<float>& v) {
   std::vector<bfloat16> out(v.size());
   cpu::cast_f32_to_bf16(v.data(), out.data(), static_cast<std::int64_t>(v.size()));
-  return out;
-}
-
-// v [N, C, HW] (NCHW) in `layout`'s order: (((n C/b + c/b) HW + i) b + c%b.
-std::vector<float> in_layout(const std::vector<float>& v, int n, int c, int hw, Layout layout) {
-  const int b = layout_block(layout);
-  if (b == 0) return v;
-  std::vector<float> out(v.size());
-  for (int s = 0; s < n; ++s)
-    for (int ch = 0; ch < c; ++ch)
-      for (int i = 0; i < hw; ++i)
-        out[((static_cast<std::size_t>(s) * (c / b) + ch / b) * hw + i) * b + ch % b] =
-            v[(static_cast<std::size_t>(s) * c + ch) * hw + i];
   return out;
 }
 
