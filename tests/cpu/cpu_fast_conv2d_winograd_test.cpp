@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_algo.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
+#include "tests/common/bf16_tolerance.h"
 #include "tests/common/test_data.h"
 
 namespace engine {
@@ -224,6 +227,87 @@ TEST_P(CpuFastConv2dWinograd, EachDirectionWithinTheDerivedBound) {
   for (std::size_t i = 0; i < dy.size(); ++i)
     db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dy[i]));
   expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), "db");
+}
+
+// bf16 operands (kernels/cpu_fast/conv2d_algo.h): oneDNN's float32 Winograd on them widened, which is exact,
+// so dw and db are float32 Winograd's results on those values (the bounds above), and y and dx are those
+// results w rounded once to bf16, nearest even: |bf16(w) - w| <= 2^-8 |w|. With E the Winograd bound
+// (|w - exact| <= E) and the reference within 2^-24 |exact| of exact (float64 sums rounded to float):
+//   |got - ref| <= (1 + 2^-8) E + (2^-8 + 2^-24) |exact|,   |exact| <= (1 + 2^-23) |ref|.
+void expect_bf16_within(const std::vector<bfloat16>& got, const std::vector<float>& ref,
+                        const std::vector<double>& bound, double terms, const char* what) {
+  ASSERT_EQ(got.size(), ref.size());
+  const double r = testing::kBf16Rounding, u = std::ldexp(1.0, -24);
+  double worst = 0.0;
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double exact = (1 + 2 * u) * std::fabs(static_cast<double>(ref[i]));
+    const double tol = (1 + r) * gamma(terms) * bound[i] + (r + u) * exact;
+    const double err = std::fabs(static_cast<double>(from_bfloat16(got[i])) - static_cast<double>(ref[i]));
+    if (!(err <= tol) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: bf16 winograd " << from_bfloat16(got[i]) << " vs reference "
+                    << ref[i] << " (tolerance " << tol << ")";
+    if (tol > 0) worst = std::max(worst, err / tol);
+  }
+  std::printf("%s: largest error %.3g of the derived tolerance\n", what, worst);
+}
+
+std::vector<bfloat16> to_bf16(const std::vector<float>& v) {
+  std::vector<bfloat16> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_bfloat16(v[i]);
+  return out;
+}
+
+std::vector<float> widened(const std::vector<bfloat16>& v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = from_bfloat16(v[i]);
+  return out;
+}
+
+TEST_P(CpuFastConv2dWinograd, Bf16OperandsWidenedWithinTheDerivedBound) {
+  const Conv2dShape g = GetParam();
+  const auto x = to_bf16(testing::uniform_floats(g.x_size(), 31)),
+             w = to_bf16(testing::uniform_floats(g.w_size(), 32));
+  const auto dy = to_bf16(testing::uniform_floats(g.y_size(), 34));
+  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 33);
+  const auto xf = widened(x), wf = widened(w), dyf = widened(dy);
+  bfloat16 poison;
+  std::memset(&poison, 0xFF, sizeof poison);  // NaN: an output not written fails
+  constexpr double kTransformRoundings = 2 * 5 + 2 * 5 + 2 * 5 + 2;
+
+  // dw through oneDNN's backward-weights, as the float32 test's (the im2col GEMM's rule would take 7x9's).
+  cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Never);
+  cpu_fast::ConvSaved saved;
+  std::vector<bfloat16> y(g.y_size(), poison), dx(g.x_size(), poison);
+  std::vector<float> dw(g.w_size(), NAN), db(static_cast<std::size_t>(g.k), NAN);
+  cpu_fast::conv2d_forward_bf16(g, x.data(), w.data(), b.data(), y.data(), &saved);
+  cpu_fast::conv2d_backward_bf16(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), &saved);
+  cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Rule);
+  for (const char* d : {"fwd", "bwd_data", "bwd_weights"})
+    ASSERT_NE(cpu_fast::conv2d_impl(g, true, d, true).find("wino"), std::string::npos)
+        << d << ": " << cpu_fast::conv2d_impl(g, true, d, true);
+
+  std::vector<float> y_ref(g.y_size()), dx_ref(g.x_size()), dw_ref(g.w_size()), db_ref(db.size());
+  cpu::conv2d_forward<float>(g, xf.data(), wf.data(), b.data(), y_ref.data());
+  cpu::conv2d_backward<float>(g, xf.data(), wf.data(), dyf.data(), dx_ref.data(), dw_ref.data(),
+                              db_ref.data());
+  expect_bf16_within(y, y_ref, forward_bound(g.n, g.c, g.h, g.w, g.k, g.pad_h, xf, wf, g.p(), g.q()),
+                     g.c + kTransformRoundings, "bf16 y");
+  std::vector<float> w_flipped(g.w_size());  // backward-data's filter, as in the float32 test above
+  for (int kk = 0; kk < g.k; ++kk)
+    for (int cc = 0; cc < g.c; ++cc)
+      for (int r = 0; r < 9; ++r)
+        w_flipped[(static_cast<std::size_t>(cc) * g.k + kk) * 9 + r] =
+            wf[(static_cast<std::size_t>(kk) * g.c + cc) * 9 + 8 - r];
+  expect_bf16_within(dx, dx_ref,
+                     forward_bound(g.n, g.k, g.p(), g.q(), g.c, 2 - g.pad_h, dyf, w_flipped, g.h, g.w),
+                     g.k + kTransformRoundings, "bf16 dx");
+  const double tiles = std::ceil(g.p() / 4.0) * std::ceil(g.q() / 4.0);
+  expect_within(dw, dw_ref, weights_bound(g, xf, dyf), g.n * tiles + kTransformRoundings, "bf16 dw");
+  std::vector<double> db_bound(db.size(), 0.0);
+  for (std::size_t i = 0; i < dyf.size(); ++i)
+    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dyf[i]));
+  expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), "bf16 db");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuFastConv2dWinograd,
