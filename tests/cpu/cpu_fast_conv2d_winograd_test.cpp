@@ -333,6 +333,17 @@ TEST(CpuFastConv2dAlgo, AutoPicksOneAndKeepsIt) {
   EXPECT_EQ(cpu_fast::conv2d_impl(g, false, "fwd"), first);
   cpu::conv2d_forward<float>(g, x.data(), w.data(), nullptr, y_ref.data());
   expect_within(y, y_ref, forward_bound(g.n, g.c, g.h, g.w, g.k, g.pad_h, x, w, g.p(), g.q()), g.c + 32, "y");
+  // bf16: the bf16 direct kernel or the widened float32 Winograd, kept (each one's accuracy: the tests above
+  // and tests/cpu/bf16_autocast_test.cpp).
+  const auto xb = to_bf16(x), wb = to_bf16(w);
+  std::vector<bfloat16> yb(g.y_size());
+  cpu_fast::conv2d_forward_bf16(g, xb.data(), wb.data(), nullptr, yb.data());
+  const std::string first_bf16 = cpu_fast::conv2d_impl(g, false, "fwd", true);
+  EXPECT_TRUE(first_bf16.find("wino") != std::string::npos ||
+              first_bf16.find("jit_bf16") != std::string::npos)
+      << first_bf16;
+  cpu_fast::conv2d_forward_bf16(g, xb.data(), wb.data(), nullptr, yb.data());
+  EXPECT_EQ(cpu_fast::conv2d_impl(g, false, "fwd", true), first_bf16);
   cpu_fast::set_conv_algo(cpu_fast::ConvAlgo::Direct);
   // A shape Winograd does not take (stride 2) stays direct under every setting.
   EXPECT_FALSE(cpu_fast::winograd_shape(testing::square_conv(2, 16, 12, 12, 16, 3, 2, 1)));
