@@ -181,6 +181,33 @@ void expect_within(const std::vector<float>& fast, const std::vector<float>& ref
   std::printf("%s: largest error %.3g of the derived tolerance\n", what, worst);
 }
 
+// Backward-data's bound: dy [n, k, p, q] convolved with w' [c, k, 3, 3] = w [k, c, 2 - r, 2 - s], padding
+// 2 - pad (the forward's bound on those operands).
+std::vector<double> data_grad_bound(const Conv2dShape& g, const std::vector<float>& w,
+                                    const std::vector<float>& dy) {
+  std::vector<float> wf(g.w_size());
+  for (int kk = 0; kk < g.k; ++kk)
+    for (int cc = 0; cc < g.c; ++cc)
+      for (int r = 0; r < 9; ++r)
+        wf[(static_cast<std::size_t>(cc) * g.k + kk) * 9 + r] =
+            w[(static_cast<std::size_t>(kk) * g.c + cc) * 9 + 8 - r];
+  return forward_bound(g.n, g.k, g.p(), g.q(), g.c, 2 - g.pad_h, dy, wf, g.h, g.w);
+}
+
+// dw against the backward-weights bound, db against a plain sum's: gamma_{N P Q} sum |dy|.
+void expect_weight_grads_within(const Conv2dShape& g, const std::vector<float>& x,
+                                const std::vector<float>& dy, const std::vector<float>& dw,
+                                const std::vector<float>& dw_ref, const std::vector<float>& db,
+                                const std::vector<float>& db_ref, double roundings, const char* dw_name,
+                                const char* db_name) {
+  const double tiles = std::ceil(g.p() / 4.0) * std::ceil(g.q() / 4.0);
+  expect_within(dw, dw_ref, weights_bound(g, x, dy), g.n * tiles + roundings, dw_name);
+  std::vector<double> db_bound(db.size(), 0.0);
+  for (std::size_t i = 0; i < dy.size(); ++i)
+    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dy[i]));
+  expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), db_name);
+}
+
 class CpuFastConv2dWinograd : public ::testing::TestWithParam<Conv2dShape> {
  protected:
   void SetUp() override {
@@ -212,21 +239,8 @@ TEST_P(CpuFastConv2dWinograd, EachDirectionWithinTheDerivedBound) {
     ASSERT_NE(cpu_fast::conv2d_impl(g, true, d).find("wino"), std::string::npos)
         << d << ": " << cpu_fast::conv2d_impl(g, true, d);
   cpu::conv2d_backward<float>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(), db_ref.data());
-  // Backward-data: dy [n, k, p, q] convolved with w' [c, k, 3, 3] = w [k, c, 2 - r, 2 - s], padding 2 - pad.
-  std::vector<float> wf(g.w_size());
-  for (int kk = 0; kk < g.k; ++kk)
-    for (int cc = 0; cc < g.c; ++cc)
-      for (int r = 0; r < 9; ++r)
-        wf[(static_cast<std::size_t>(cc) * g.k + kk) * 9 + r] =
-            w[(static_cast<std::size_t>(kk) * g.c + cc) * 9 + 8 - r];
-  expect_within(dx, dx_ref, forward_bound(g.n, g.k, g.p(), g.q(), g.c, 2 - g.pad_h, dy, wf, g.h, g.w),
-                g.k + kTransformRoundings, "dx");
-  const double tiles = std::ceil(g.p() / 4.0) * std::ceil(g.q() / 4.0);
-  expect_within(dw, dw_ref, weights_bound(g, x, dy), g.n * tiles + kTransformRoundings, "dw");
-  std::vector<double> db_bound(db.size(), 0.0);
-  for (std::size_t i = 0; i < dy.size(); ++i)
-    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dy[i]));
-  expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), "db");
+  expect_within(dx, dx_ref, data_grad_bound(g, w, dy), g.k + kTransformRoundings, "dx");
+  expect_weight_grads_within(g, x, dy, dw, dw_ref, db, db_ref, kTransformRoundings, "dw", "db");
 }
 
 // bf16 operands (kernels/cpu_fast/conv2d_algo.h): oneDNN's float32 Winograd on them widened, which is exact,
@@ -293,21 +307,8 @@ TEST_P(CpuFastConv2dWinograd, Bf16OperandsWidenedWithinTheDerivedBound) {
                               db_ref.data());
   expect_bf16_within(y, y_ref, forward_bound(g.n, g.c, g.h, g.w, g.k, g.pad_h, xf, wf, g.p(), g.q()),
                      g.c + kTransformRoundings, "bf16 y");
-  std::vector<float> w_flipped(g.w_size());  // backward-data's filter, as in the float32 test above
-  for (int kk = 0; kk < g.k; ++kk)
-    for (int cc = 0; cc < g.c; ++cc)
-      for (int r = 0; r < 9; ++r)
-        w_flipped[(static_cast<std::size_t>(cc) * g.k + kk) * 9 + r] =
-            wf[(static_cast<std::size_t>(kk) * g.c + cc) * 9 + 8 - r];
-  expect_bf16_within(dx, dx_ref,
-                     forward_bound(g.n, g.k, g.p(), g.q(), g.c, 2 - g.pad_h, dyf, w_flipped, g.h, g.w),
-                     g.k + kTransformRoundings, "bf16 dx");
-  const double tiles = std::ceil(g.p() / 4.0) * std::ceil(g.q() / 4.0);
-  expect_within(dw, dw_ref, weights_bound(g, xf, dyf), g.n * tiles + kTransformRoundings, "bf16 dw");
-  std::vector<double> db_bound(db.size(), 0.0);
-  for (std::size_t i = 0; i < dyf.size(); ++i)
-    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dyf[i]));
-  expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), "bf16 db");
+  expect_bf16_within(dx, dx_ref, data_grad_bound(g, wf, dyf), g.k + kTransformRoundings, "bf16 dx");
+  expect_weight_grads_within(g, xf, dyf, dw, dw_ref, db, db_ref, kTransformRoundings, "bf16 dw", "bf16 db");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuFastConv2dWinograd,
