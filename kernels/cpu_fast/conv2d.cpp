@@ -51,8 +51,8 @@ struct BackwardWeights {
 // described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
 // reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
 // bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16 (widened for a Winograd candidate: any_descs);
-// dw and the bias float32. Shapes whose
-// backward-weights oneDNN runs slowly compute dw as an im2col GEMM instead (conv2d_weights_gemm.h).
+// dw and the bias float32. Shapes whose backward-weights oneDNN runs slowly compute dw as an im2col GEMM
+// instead (conv2d_weights_gemm.h).
 struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
