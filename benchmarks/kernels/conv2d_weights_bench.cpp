@@ -9,15 +9,14 @@
 // --layout: x and dy in that layout (a blocked one: bf16 rows, and float32 ones with --pointwise).
 // Threads: OMP_NUM_THREADS; they wait passively, as cnn_train's (kernels/cpu_fast/omp_wait.h).
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "benchmarks/kernels/conv_bench_common.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_pointwise.h"
@@ -29,43 +28,15 @@ namespace {
 
 using namespace engine;
 
-Conv2dShape conv(int c, int hw, int k, int r, int stride) {
-  Conv2dShape g;
-  g.n = 64;
-  g.c = c;
-  g.k = k;
-  g.h = g.w = hw;
-  g.r = g.s = r;
-  g.stride_h = g.stride_w = stride;
-  g.pad_h = g.pad_w = r / 2;
-  return g;
-}
-
-struct Row {
-  const char* name;
-  Conv2dShape g;
-};
-
-std::vector<float> filled(std::size_t n, float base) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = base + 0.001f * static_cast<float>(i % 1997) - 1.0f;
-  return v;
-}
-
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+constexpr auto conv = bench::conv::shape;
+using bench::conv::cpu_seconds;
+using bench::conv::filled;
+using bench::conv::median;
+using bench::conv::Row;
 
 struct Timing {
   std::vector<double> wall, cpu;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // A pointwise layer's training step: forward (with a bias when db is wanted), then backward.
 void pointwise_step(const Conv2dShape& g, const std::vector<float>& x, const std::vector<float>& w,

@@ -49,6 +49,7 @@ struct Result {
   double final_loss = 0;
   bool epoch_measured = false;
   double host_ms = 0;               // median host time to queue one step
+  double cpu_ms = 0;                // the process's CPU time per timed step (all threads; the mean)
   long long kernels_per_step = -1;  // -1: not counted (the CPU, or the capture failed: kernels_note says why)
   std::string kernels_note;
   bool cuda_graph = false;  // the timed steps were graph replays (phase_ms then holds only the whole step)

@@ -17,9 +17,11 @@ void print_result(const Result& r, const Config& c) {
       "  loss %.3f\n",
       r.model.c_str(), static_cast<long long>(r.batch), r.images_per_s, r.epoch_s,
       r.epoch_measured ? "" : "*", r.step_ms, r.peak_bytes / 1e6, r.model_tflop_s, r.final_loss);
-  std::printf("          host %.3f ms/step (to queue it, median)  kernels/step %s\n", r.host_ms,
-              r.kernels_per_step >= 0 ? std::to_string(r.kernels_per_step).c_str()
-                                      : ("n/a (" + r.kernels_note + ")").c_str());
+  std::printf(
+      "          host %.3f ms/step (to queue it, median)  process CPU %.1f ms/step  kernels/step %s\n",
+      r.host_ms, r.cpu_ms,
+      r.kernels_per_step >= 0 ? std::to_string(r.kernels_per_step).c_str()
+                              : ("n/a (" + r.kernels_note + ")").c_str());
   if (r.cuda_graph) {
     std::printf("          per step (median of %d, CUDA events): one graph replay %.3f ms\n", r.steps,
                 r.replay_ms);
@@ -65,6 +67,7 @@ nlohmann::json to_json(const Result& r, const Config& c, const std::string& devi
       {"model_tflop_s", r.model_tflop_s},
       {"final_loss", r.final_loss},
       {"host_ms_per_step", r.host_ms},
+      {"cpu_ms_per_step", r.cpu_ms},
       {"kernels_per_step",
        r.kernels_per_step >= 0 ? nlohmann::json(r.kernels_per_step) : nlohmann::json(nullptr)},
       {"kernels_note", r.kernels_note},

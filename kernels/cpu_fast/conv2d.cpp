@@ -51,8 +51,9 @@ struct BackwardWeights {
 // forward, and (on the first backward) the backward-weights and backward-data. Activations and weights are
 // described as `any`, so oneDNN picks its blocked layouts (nChw8c on AVX2, nChw16c on AVX-512); the
 // reorders to and from the engine's plain NCHW/KCRS tensors are primitives built here, once.
-// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16; dw and the bias float32. Shapes whose
-// backward-weights oneDNN runs slowly compute dw as an im2col GEMM instead (conv2d_weights_gemm.h).
+// bf16 plans (conv2d_forward_bf16): x, w, y, dy and dx bf16 (widened for a Winograd candidate: any_descs);
+// dw and the bias float32. Shapes whose backward-weights oneDNN runs slowly compute dw as an im2col GEMM
+// instead (conv2d_weights_gemm.h).
 struct ConvPlan {
   memory::desc x_plain, w_plain, y_plain, b_plain, dw_plain;
   memory::dims strides, dilates, pad_l, pad_r;
@@ -91,13 +92,26 @@ void add_candidate(std::vector<Impl>& out, dnnl::algorithm a, Make&& make) {
   }
 }
 
+// The `any` descriptors of x, w and y a candidate is built with: the plan's type, except that a bf16 plan's
+// Winograd candidate is oneDNN's float32 Winograd on the bf16 operands widened (exactly) by its input
+// reorders, its bf16 outputs rounded once by its output reorder (conv2d_algo.h: its accuracy).
+struct AnyDescs {
+  memory::desc x, w, y;
+};
+AnyDescs any_descs(const ConvPlan& p, dnnl::algorithm alg) {
+  if (alg == dnnl::algorithm::convolution_direct) return {p.x_any, p.w_any, p.y_any};
+  return {memory::desc(p.x_any.dims(), kF32, Tag::any), memory::desc(p.w_any.dims(), kF32, Tag::any),
+          memory::desc(p.y_any.dims(), kF32, Tag::any)};
+}
+
 // The forward's descriptor (also the backward directions' hint).
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvPlan& p, dnnl::algorithm alg, bool bias) {
+  const AnyDescs a = any_descs(p, alg);
   const auto desc =
-      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
-                                             p.b_plain, p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r)
-           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_any, p.w_any,
-                                             p.y_any, p.strides, p.dilates, p.pad_l, p.pad_r);
+      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, a.x, a.w, p.b_plain, a.y,
+                                             p.strides, p.dilates, p.pad_l, p.pad_r)
+           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, a.x, a.w, a.y, p.strides,
+                                             p.dilates, p.pad_l, p.pad_r);
   return {desc, dnnl_rt::cpu_engine()};
 }
 
@@ -131,7 +145,7 @@ ConvPlan make_plan(const Conv2dShape& g, bool bias, bool bf16, ConvLayouts layou
   p.dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts dilation from 0 (dense)
   p.pad_l = {g.pad_h, g.pad_w};
   p.pad_r = {g.pad_h, g.pad_w};  // oneDNN floors the output size as PyTorch does: symmetric padding works
-  const ConvAlgo setting = bf16 ? ConvAlgo::Direct : conv_algo();  // oneDNN has no bf16 Winograd
+  const ConvAlgo setting = conv_algo();  // bf16: oneDNN has no bf16 Winograd; its float32 one widens (above)
   if (setting != ConvAlgo::Winograd || !winograd_shape(g))
     p.algorithms.push_back(dnnl::algorithm::convolution_direct);
   if (setting != ConvAlgo::Direct && winograd_shape(g) && winograd_available())
@@ -150,11 +164,12 @@ void prepare_backward_weights(ConvPlan& p, bool with_bias_grad) {
   dnnl_rt::check_room_for_kernels("a convolution's backward-weights");
   p.bwd_weights = {};
   build_candidates(p, p.bwd_weights.candidates, [&](dnnl::algorithm alg) {
-    const auto desc =
-        with_bias_grad ? dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.b_plain, p.y_any,
-                                                                  p.strides, p.dilates, p.pad_l, p.pad_r)
-                       : dnnl::convolution_backward_weights::desc(alg, p.x_any, p.dw_any, p.y_any, p.strides,
-                                                                  p.dilates, p.pad_l, p.pad_r);
+    const AnyDescs a = any_descs(p, alg);
+    const auto desc = with_bias_grad
+                          ? dnnl::convolution_backward_weights::desc(alg, a.x, p.dw_any, p.b_plain, a.y,
+                                                                     p.strides, p.dilates, p.pad_l, p.pad_r)
+                          : dnnl::convolution_backward_weights::desc(alg, a.x, p.dw_any, a.y, p.strides,
+                                                                     p.dilates, p.pad_l, p.pad_r);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
                                                                 forward_pd(p, alg, with_bias_grad));
     return BackwardWeights{dnnl::convolution_backward_weights(pd), Operand(p.x_plain, pd.src_desc(), true),
@@ -168,8 +183,9 @@ void prepare_backward_data(ConvPlan& p) {
   if (!p.bwd_data.candidates.empty()) return;
   dnnl_rt::check_room_for_kernels("a convolution's backward-data");
   build_candidates(p, p.bwd_data.candidates, [&](dnnl::algorithm alg) {
-    const dnnl::convolution_backward_data::desc desc(alg, p.x_any, p.w_any, p.y_any, p.strides, p.dilates,
-                                                     p.pad_l, p.pad_r);
+    const AnyDescs a = any_descs(p, alg);
+    const dnnl::convolution_backward_data::desc desc(alg, a.x, a.w, a.y, p.strides, p.dilates, p.pad_l,
+                                                     p.pad_r);
     const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_rt::cpu_engine(),
                                                              forward_pd(p, alg, false));
     return BackwardData{dnnl::convolution_backward_data(pd), Operand(p.y_plain, pd.diff_dst_desc(), true),

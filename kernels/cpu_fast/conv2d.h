@@ -64,7 +64,8 @@ std::string conv2d_impl(const Conv2dShape& shape, bool bias, const char* directi
 
 // Native bf16 (bf16 autocast, kernels/ops/autocast_bf16.h): x, w, y, dy and dx bf16, products accumulated in
 // float32 by oneDNN's bf16 kernels (vdpbf16ps), the bias added in float32 before the output's one rounding
-// (nearest even); dw and db float32 sums of the bf16 products. Direct only (oneDNN has no bf16 Winograd).
+// (nearest even); dw and db float32 sums of the bf16 products. oneDNN has no bf16 Winograd: a 3x3 stride-1
+// shape's Winograd candidate is the float32 one on the operands widened (conv2d_algo.h).
 // native_bf16(): whether the host runs them natively (avx512_bf16: oneDNN's avx512_core_bf16 or wider);
 // elsewhere oneDNN would emulate them slowly, and kernels/ops keeps the float32 emulation.
 bool native_bf16();

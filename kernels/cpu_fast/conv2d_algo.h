@@ -16,6 +16,15 @@
 // of the sums by their norms (Lavin & Gray 2016; Barabasz et al. 2020). tests/cpu/cpu_fast_conv2d_winograd_
 // test.cpp holds oneDNN's F(4x4, 3x3) matrices (interpolation points 0, +-5/8, +-3/2) and checks every
 // output against the componentwise bound they give (derived there), forward and both backwards.
+//
+// bf16 (conv2d_forward_bf16): oneDNN has no bf16 Winograd, so a bf16 shape's Winograd candidate is the
+// float32 one on its bf16 operands widened to float32 (exact: a bf16 is the top half of a float32) by the
+// input reorders, y and dx rounded once to bf16 (nearest even) by the output reorders, dw and db float32 as
+// the direct path's. As accurate as the bf16 direct kernel: both round a float32 result once to bf16 (2^-8
+// relative), and before that Winograd's float32 error (the bound above, ~1e-5 relative at these sizes) is
+// far below that rounding, as the direct path's summation error is; the test checks each output against
+// (1 + 2^-8) (that bound) + 2^-8 |y|. It is a candidate like the float32 one: under auto it runs where the
+// timing says it beats the bf16 direct kernel, the widening and rounding reorders included.
 
 #include "kernels/shapes.h"
 

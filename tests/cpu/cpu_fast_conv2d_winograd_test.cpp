@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu_fast/conv2d.h"
 #include "kernels/cpu_fast/conv2d_algo.h"
+#include "kernels/cpu_fast/conv2d_weights_gemm.h"
+#include "tests/common/bf16_tolerance.h"
 #include "tests/common/test_data.h"
 
 namespace engine {
@@ -178,6 +181,33 @@ void expect_within(const std::vector<float>& fast, const std::vector<float>& ref
   std::printf("%s: largest error %.3g of the derived tolerance\n", what, worst);
 }
 
+// Backward-data's bound: dy [n, k, p, q] convolved with w' [c, k, 3, 3] = w [k, c, 2 - r, 2 - s], padding
+// 2 - pad (the forward's bound on those operands).
+std::vector<double> data_grad_bound(const Conv2dShape& g, const std::vector<float>& w,
+                                    const std::vector<float>& dy) {
+  std::vector<float> wf(g.w_size());
+  for (int kk = 0; kk < g.k; ++kk)
+    for (int cc = 0; cc < g.c; ++cc)
+      for (int r = 0; r < 9; ++r)
+        wf[(static_cast<std::size_t>(cc) * g.k + kk) * 9 + r] =
+            w[(static_cast<std::size_t>(kk) * g.c + cc) * 9 + 8 - r];
+  return forward_bound(g.n, g.k, g.p(), g.q(), g.c, 2 - g.pad_h, dy, wf, g.h, g.w);
+}
+
+// dw against the backward-weights bound, db against a plain sum's: gamma_{N P Q} sum |dy|.
+void expect_weight_grads_within(const Conv2dShape& g, const std::vector<float>& x,
+                                const std::vector<float>& dy, const std::vector<float>& dw,
+                                const std::vector<float>& dw_ref, const std::vector<float>& db,
+                                const std::vector<float>& db_ref, double roundings, const char* dw_name,
+                                const char* db_name) {
+  const double tiles = std::ceil(g.p() / 4.0) * std::ceil(g.q() / 4.0);
+  expect_within(dw, dw_ref, weights_bound(g, x, dy), g.n * tiles + roundings, dw_name);
+  std::vector<double> db_bound(db.size(), 0.0);
+  for (std::size_t i = 0; i < dy.size(); ++i)
+    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dy[i]));
+  expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), db_name);
+}
+
 class CpuFastConv2dWinograd : public ::testing::TestWithParam<Conv2dShape> {
  protected:
   void SetUp() override {
@@ -209,21 +239,76 @@ TEST_P(CpuFastConv2dWinograd, EachDirectionWithinTheDerivedBound) {
     ASSERT_NE(cpu_fast::conv2d_impl(g, true, d).find("wino"), std::string::npos)
         << d << ": " << cpu_fast::conv2d_impl(g, true, d);
   cpu::conv2d_backward<float>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(), db_ref.data());
-  // Backward-data: dy [n, k, p, q] convolved with w' [c, k, 3, 3] = w [k, c, 2 - r, 2 - s], padding 2 - pad.
-  std::vector<float> wf(g.w_size());
-  for (int kk = 0; kk < g.k; ++kk)
-    for (int cc = 0; cc < g.c; ++cc)
-      for (int r = 0; r < 9; ++r)
-        wf[(static_cast<std::size_t>(cc) * g.k + kk) * 9 + r] =
-            w[(static_cast<std::size_t>(kk) * g.c + cc) * 9 + 8 - r];
-  expect_within(dx, dx_ref, forward_bound(g.n, g.k, g.p(), g.q(), g.c, 2 - g.pad_h, dy, wf, g.h, g.w),
-                g.k + kTransformRoundings, "dx");
-  const double tiles = std::ceil(g.p() / 4.0) * std::ceil(g.q() / 4.0);
-  expect_within(dw, dw_ref, weights_bound(g, x, dy), g.n * tiles + kTransformRoundings, "dw");
-  std::vector<double> db_bound(db.size(), 0.0);
-  for (std::size_t i = 0; i < dy.size(); ++i)
-    db_bound[(i / (g.y_size() / g.n / g.k)) % g.k] += std::fabs(static_cast<double>(dy[i]));
-  expect_within(db, db_ref, db_bound, static_cast<double>(g.n) * g.p() * g.q(), "db");
+  expect_within(dx, dx_ref, data_grad_bound(g, w, dy), g.k + kTransformRoundings, "dx");
+  expect_weight_grads_within(g, x, dy, dw, dw_ref, db, db_ref, kTransformRoundings, "dw", "db");
+}
+
+// bf16 operands (kernels/cpu_fast/conv2d_algo.h): oneDNN's float32 Winograd on them widened, which is exact,
+// so dw and db are float32 Winograd's results on those values (the bounds above), and y and dx are those
+// results w rounded once to bf16, nearest even: |bf16(w) - w| <= 2^-8 |w|. With E the Winograd bound
+// (|w - exact| <= E) and the reference within 2^-24 |exact| of exact (float64 sums rounded to float):
+//   |got - ref| <= (1 + 2^-8) E + (2^-8 + 2^-24) |exact|,   |exact| <= (1 + 2^-23) |ref|.
+void expect_bf16_within(const std::vector<bfloat16>& got, const std::vector<float>& ref,
+                        const std::vector<double>& bound, double terms, const char* what) {
+  ASSERT_EQ(got.size(), ref.size());
+  const double r = testing::kBf16Rounding, u = std::ldexp(1.0, -24);
+  double worst = 0.0;
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double exact = (1 + 2 * u) * std::fabs(static_cast<double>(ref[i]));
+    const double tol = (1 + r) * gamma(terms) * bound[i] + (r + u) * exact;
+    const double err = std::fabs(static_cast<double>(from_bfloat16(got[i])) - static_cast<double>(ref[i]));
+    if (!(err <= tol) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: bf16 winograd " << from_bfloat16(got[i]) << " vs reference "
+                    << ref[i] << " (tolerance " << tol << ")";
+    if (tol > 0) worst = std::max(worst, err / tol);
+  }
+  std::printf("%s: largest error %.3g of the derived tolerance\n", what, worst);
+}
+
+std::vector<bfloat16> to_bf16(const std::vector<float>& v) {
+  std::vector<bfloat16> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_bfloat16(v[i]);
+  return out;
+}
+
+std::vector<float> widened(const std::vector<bfloat16>& v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = from_bfloat16(v[i]);
+  return out;
+}
+
+TEST_P(CpuFastConv2dWinograd, Bf16OperandsWidenedWithinTheDerivedBound) {
+  const Conv2dShape g = GetParam();
+  const auto x = to_bf16(testing::uniform_floats(g.x_size(), 31)),
+             w = to_bf16(testing::uniform_floats(g.w_size(), 32));
+  const auto dy = to_bf16(testing::uniform_floats(g.y_size(), 34));
+  const auto b = testing::uniform_floats(static_cast<std::size_t>(g.k), 33);
+  const auto xf = widened(x), wf = widened(w), dyf = widened(dy);
+  bfloat16 poison;
+  std::memset(&poison, 0xFF, sizeof poison);  // NaN: an output not written fails
+  constexpr double kTransformRoundings = 2 * 5 + 2 * 5 + 2 * 5 + 2;
+
+  // dw through oneDNN's backward-weights, as the float32 test's (the im2col GEMM's rule would take 7x9's).
+  cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Never);
+  cpu_fast::ConvSaved saved;
+  std::vector<bfloat16> y(g.y_size(), poison), dx(g.x_size(), poison);
+  std::vector<float> dw(g.w_size(), NAN), db(static_cast<std::size_t>(g.k), NAN);
+  cpu_fast::conv2d_forward_bf16(g, x.data(), w.data(), b.data(), y.data(), &saved);
+  cpu_fast::conv2d_backward_bf16(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), &saved);
+  cpu_fast::set_weights_gemm(cpu_fast::WeightsGemm::Rule);
+  for (const char* d : {"fwd", "bwd_data", "bwd_weights"})
+    ASSERT_NE(cpu_fast::conv2d_impl(g, true, d, true).find("wino"), std::string::npos)
+        << d << ": " << cpu_fast::conv2d_impl(g, true, d, true);
+
+  std::vector<float> y_ref(g.y_size()), dx_ref(g.x_size()), dw_ref(g.w_size()), db_ref(db.size());
+  cpu::conv2d_forward<float>(g, xf.data(), wf.data(), b.data(), y_ref.data());
+  cpu::conv2d_backward<float>(g, xf.data(), wf.data(), dyf.data(), dx_ref.data(), dw_ref.data(),
+                              db_ref.data());
+  expect_bf16_within(y, y_ref, forward_bound(g.n, g.c, g.h, g.w, g.k, g.pad_h, xf, wf, g.p(), g.q()),
+                     g.c + kTransformRoundings, "bf16 y");
+  expect_bf16_within(dx, dx_ref, data_grad_bound(g, wf, dyf), g.k + kTransformRoundings, "bf16 dx");
+  expect_weight_grads_within(g, xf, dyf, dw, dw_ref, db, db_ref, kTransformRoundings, "bf16 dw", "bf16 db");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuFastConv2dWinograd,
@@ -249,6 +334,17 @@ TEST(CpuFastConv2dAlgo, AutoPicksOneAndKeepsIt) {
   EXPECT_EQ(cpu_fast::conv2d_impl(g, false, "fwd"), first);
   cpu::conv2d_forward<float>(g, x.data(), w.data(), nullptr, y_ref.data());
   expect_within(y, y_ref, forward_bound(g.n, g.c, g.h, g.w, g.k, g.pad_h, x, w, g.p(), g.q()), g.c + 32, "y");
+  // bf16: the bf16 direct kernel or the widened float32 Winograd, kept (each one's accuracy: the tests above
+  // and tests/cpu/bf16_autocast_test.cpp).
+  const auto xb = to_bf16(x), wb = to_bf16(w);
+  std::vector<bfloat16> yb(g.y_size());
+  cpu_fast::conv2d_forward_bf16(g, xb.data(), wb.data(), nullptr, yb.data());
+  const std::string first_bf16 = cpu_fast::conv2d_impl(g, false, "fwd", true);
+  EXPECT_TRUE(first_bf16.find("wino") != std::string::npos ||
+              first_bf16.find("jit_bf16") != std::string::npos)
+      << first_bf16;
+  cpu_fast::conv2d_forward_bf16(g, xb.data(), wb.data(), nullptr, yb.data());
+  EXPECT_EQ(cpu_fast::conv2d_impl(g, false, "fwd", true), first_bf16);
   cpu_fast::set_conv_algo(cpu_fast::ConvAlgo::Direct);
   // A shape Winograd does not take (stride 2) stays direct under every setting.
   EXPECT_FALSE(cpu_fast::winograd_shape(testing::square_conv(2, 16, 12, 12, 16, 3, 2, 1)));
