@@ -206,8 +206,10 @@ bool pointwise_gemm(const Conv2dShape& g, ConvLayouts l) {
       !(l.x == l.y && (l.x == Layout::NCHW || is_blocked(l.x))))
     return false;
   const long pixels = static_cast<long>(g.h) * g.w;
-  return r == PointwiseRoute::Always || pixels <= 4 ||
-         static_cast<long>(g.n) * pixels * g.c * g.k <= kSmallPointwiseMacs;
+  if (r == PointwiseRoute::Always || pixels <= 4) return true;
+  // Blocked maps above 4 pixels stay on oneDNN's jit_1x1: quiet on two threads, the GEMM and its two
+  // reorders lost there (squeezenet1_0/1_1 steps 10-15% slower, benchmarks/RESULTS.md 2026-11-29 12:00).
+  return !is_blocked(l.x) && static_cast<long>(g.n) * pixels * g.c * g.k <= kSmallPointwiseMacs;
 }
 
 void set_pointwise_route(PointwiseRoute r) { g_route.store(r, std::memory_order_relaxed); }

@@ -6,9 +6,10 @@
 // at 32x32 inputs) oneDNN 2.6.3's jit_1x1 ran these at 50-210 GFLOP/s (its backward-weights 1.5-3x its
 // forward), where one GEMM over all N*H*W rows runs near the host's peak (benchmarks/RESULTS.md has the
 // figures). NCHW tensors become pixel rows and back through oneDNN's reorder (nothing to do at 1x1 maps), and
-// so do blocked ones (nChw16c, nChw8c), at every map size: in the blocked layout oneDNN's jit_1x1 took 7-28x
-// the GEMMs' time on the small layers on two threads beside other processes, and 1.15-1.3x at convnext's 2x2
-// stage on one (conv2d_weights_bench --pointwise --layout nchw16c; docs/ZOO.md).
+// so do blocked ones (nChw16c, nChw8c) on maps of at most 4 pixels: in the blocked layout oneDNN's jit_1x1
+// took 1.15-1.3x the GEMMs' time at convnext's 2x2 stage on one thread (conv2d_weights_bench --pointwise
+// --layout nchw16c; docs/ZOO.md); on larger blocked maps the two reorders cost more than the GEMM saves
+// (quiet, two threads: squeezenet's steps 10-15% slower through the GEMMs, benchmarks/RESULTS.md).
 //
 // Same contract as conv2d.h's conv2d_forward / conv2d_backward (gradients overwritten, dx and db may be
 // null); conv2d.h routes the shapes pointwise_gemm accepts here. The sums are float32 in the GEMM's order:
@@ -24,7 +25,8 @@ namespace engine::cpu_fast {
 bool pointwise(const Conv2dShape& shape);
 // Whether conv2d.h's float32 convolutions run the shape here: pointwise, on maps of at most 4 pixels (where
 // the GEMM was measured faster than oneDNN's jit_1x1; conv2d_impl then says "engine:pointwise_gemm").
-// Blocked activations (both x and y in the same blocked layout) take the same rule.
+// Small layers (at most 2^24 multiply-adds) at any map size too, in NCHW. Blocked activations (both x and y
+// in the same blocked layout) take the GEMMs on maps of at most 4 pixels only.
 bool pointwise_gemm(const Conv2dShape& shape, ConvLayouts layouts = {});
 
 // For the benchmarks: the rule, or every pointwise shape through the GEMM, or none.

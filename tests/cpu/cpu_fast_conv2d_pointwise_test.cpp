@@ -93,8 +93,8 @@ TEST(CpuFastConv2dPointwise, RefusesMixedLayouts) {
                Error);
 }
 
-// conv2d.h sends the float32 pointwise shapes on maps of at most 4 pixels, or of at most 2^24 multiply-adds
-// (N H W C K), here (the same bits as calling the kernel), and every other shape to oneDNN.
+// conv2d.h sends the float32 pointwise shapes on maps of at most 4 pixels, or (NCHW) of at most 2^24
+// multiply-adds (N H W C K), here (the same bits as calling the kernel), and every other shape to oneDNN.
 TEST(CpuFastConv2dPointwise, Conv2dTakesItOnSmallMapsOrSmallLayers) {
   const Conv2dShape small = pointwise(3, 6, 2, 2, 10);
   EXPECT_TRUE(cpu_fast::pointwise_gemm(small));
@@ -108,6 +108,12 @@ TEST(CpuFastConv2dPointwise, Conv2dTakesItOnSmallMapsOrSmallLayers) {
   Conv2dShape grouped = small;
   grouped.groups = 2;
   EXPECT_FALSE(cpu_fast::pointwise_gemm(grouped));
+  // Blocked maps: at most 4 pixels only (above, the two reorders cost more than the GEMM saves).
+  for (const Layout b : {Layout::NCHW16c, Layout::NCHW8c}) {
+    EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(64, 4096, 2, 2, 4096), {b, b}));
+    EXPECT_TRUE(cpu_fast::pointwise_gemm(pointwise(3, 16, 1, 1, 16), {b, b}));
+    EXPECT_FALSE(cpu_fast::pointwise_gemm(pointwise(3, 16, 3, 2, 16), {b, b}));  // a small layer, 6 pixels
+  }
 
   const auto x = testing::uniform_floats(small.x_size(), 21), w = testing::uniform_floats(small.w_size(), 22);
   const auto b = testing::uniform_floats(10, 23), dy = testing::uniform_floats(small.y_size(), 24);
